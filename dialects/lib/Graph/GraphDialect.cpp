@@ -1,0 +1,13 @@
+#include "hc/Graph/GraphDialect.h"
+#include "hc/Graph/GraphOps.h"
+
+using namespace hc::graph;
+
+#include "hc/Graph/GraphOpsDialect.cpp.inc"
+
+void HCDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "hc/Graph/GraphOps.cpp.inc"
+      >();
+}
