@@ -1,0 +1,271 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""Export a DiT training objective (loss = mse(DiT(x_t, t, y), noise)) to ONNX.
+
+usage: /usr/bin/python3 models/export_dit.py --model DiT-S/2|tiny|...
+           [--image-size 32] [--in-channels 4] [--num-classes 1000]
+           [--learn-sigma|--no-learn-sigma] [--opset 13|17] [--batch 2]
+           [--dynamic-batch] [--init default|random] [--seed 0]
+           [--with-output] [--class-dropout-prob 0.1] -o OUT.onnx
+
+Graph inputs: x_t [B,C,H,W] f32, t [B] i64, y [B] i64, noise [B,C,H,W] f32.
+Outputs: loss (scalar f32) [, prediction [B,out_channels,H,W] f32].
+Parameters are initializers under their state_dict names; metadata_props hold
+hc.frozen (requires_grad=False parameters) and hc.dit_config (JSON).
+"""
+
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+import dit as ditlib  # noqa: E402
+
+INPUT_NAMES = ["x_t", "t", "y", "noise"]
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write("export_dit.py: error: %s\n" % message)
+        sys.exit(2)
+
+
+def parse_args(argv):
+    ap = _Parser(description="Export a DiT training loss to ONNX.")
+    ap.add_argument("--model", required=True,
+                    help="one of: " + ", ".join(ditlib.MODEL_CONFIGS))
+    ap.add_argument("--image-size", type=int, default=32)
+    ap.add_argument("--in-channels", type=int, default=4)
+    ap.add_argument("--num-classes", type=int, default=1000)
+    ap.add_argument("--learn-sigma", dest="learn_sigma", action="store_true", default=True)
+    ap.add_argument("--no-learn-sigma", dest="learn_sigma", action="store_false")
+    ap.add_argument("--opset", type=int, default=13)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--dynamic-batch", action="store_true")
+    ap.add_argument("--init", default="default")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--with-output", action="store_true")
+    ap.add_argument("--class-dropout-prob", type=float, default=0.1)
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args(argv)
+    if a.model not in ditlib.MODEL_CONFIGS:
+        ap.error("unknown --model %r (expected one of: %s)"
+                 % (a.model, ", ".join(ditlib.MODEL_CONFIGS)))
+    if a.opset not in (13, 17):
+        ap.error("--opset must be 13 or 17, got %d" % a.opset)
+    if a.init not in ("default", "random"):
+        ap.error("--init must be 'default' or 'random', got %r" % a.init)
+    patch = ditlib.MODEL_CONFIGS[a.model][3]
+    if a.image_size <= 0 or a.image_size % patch:
+        ap.error("--image-size %d must be a positive multiple of the patch size %d"
+                 % (a.image_size, patch))
+    if a.in_channels <= 0:
+        ap.error("--in-channels must be positive, got %d" % a.in_channels)
+    if a.num_classes <= 0:
+        ap.error("--num-classes must be positive, got %d" % a.num_classes)
+    if a.batch <= 0:
+        ap.error("--batch must be positive, got %d" % a.batch)
+    if not 0.0 <= a.class_dropout_prob < 1.0:
+        ap.error("--class-dropout-prob must be in [0, 1), got %g" % a.class_dropout_prob)
+    return a
+
+
+# --------------------------------------------------------------------------
+# opset 17: LayerNormalization needs a Scale input. torch 1.13 passes the
+# (absent) weight of an elementwise_affine=False LayerNorm straight through,
+# which gives an invalid node. Pass a constant ones scale instead (and leave
+# the optional bias out when there is none).
+# --------------------------------------------------------------------------
+
+_LN17_REGISTERED = False
+
+
+def register_layer_norm_opset17():
+    global _LN17_REGISTERED
+    if _LN17_REGISTERED:
+        return
+    from torch.onnx import symbolic_helper
+
+    @symbolic_helper.parse_args("v", "is", "v", "v", "f", "none")
+    def layer_norm17(g, inp, normalized_shape, weight, bias, eps, cudnn_enable):
+        dtype = torch.float32
+        st = inp.type().scalarType() if hasattr(inp.type(), "scalarType") else None
+        if st == "Double":
+            dtype = torch.float64
+        elif st == "Half":
+            dtype = torch.float16
+        if weight is None or symbolic_helper._is_none(weight):
+            weight = g.op("Constant", value_t=torch.ones(list(normalized_shape), dtype=dtype))
+        inputs = [inp, weight]
+        if not (bias is None or symbolic_helper._is_none(bias)):
+            inputs.append(bias)
+        return g.op("LayerNormalization", *inputs, epsilon_f=eps,
+                    axis_i=-len(normalized_shape))
+
+    torch.onnx.register_custom_op_symbolic("aten::layer_norm", layer_norm17, 17)
+    _LN17_REGISTERED = True
+
+
+def example_inputs(model_cfg, batch, seed):
+    g = torch.Generator()
+    g.manual_seed(seed)
+    c, s = model_cfg["in_channels"], model_cfg["image_size"]
+    x_t = torch.randn(batch, c, s, s, generator=g)
+    t = torch.randint(0, 1000, (batch,), generator=g, dtype=torch.int64)
+    y = torch.randint(0, model_cfg["num_classes"], (batch,), generator=g, dtype=torch.int64)
+    noise = torch.randn(batch, c, s, s, generator=g)
+    return x_t, t, y, noise
+
+
+def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=True,
+           opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
+           with_output=False, class_dropout_prob=0.1, output="out.onnx", log=None):
+    """Export and check; returns (onnx.ModelProto, seconds)."""
+    import onnx
+
+    t0 = time.time()
+    torch.manual_seed(seed)
+    dit = ditlib.make_dit(model, image_size=image_size, in_channels=in_channels,
+                          num_classes=num_classes, learn_sigma=learn_sigma, init=init,
+                          seed=seed, class_dropout_prob=class_dropout_prob)
+    module = ditlib.DiTLoss(dit, in_channels, with_output=with_output)
+    args = example_inputs(dit.config, batch, seed)
+    output_names = ["loss"] + (["prediction"] if with_output else [])
+    dynamic_axes = None
+    if dynamic_batch:
+        dynamic_axes = {n: {0: "batch"} for n in INPUT_NAMES}
+        if with_output:
+            dynamic_axes["prediction"] = {0: "batch"}
+    if opset == 17:
+        register_layer_norm_opset17()
+
+    out_dir = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(out_dir):
+        raise UsageError("output folder %s does not exist" % out_dir)
+
+    torch.onnx.export(
+        module, args, output,
+        export_params=True,
+        training=torch.onnx.TrainingMode.TRAINING,
+        do_constant_folding=False,
+        keep_initializers_as_inputs=False,
+        opset_version=opset,
+        input_names=INPUT_NAMES,
+        output_names=output_names,
+        dynamic_axes=dynamic_axes,
+    )
+
+    m = onnx.load(output)
+    # Parameters must appear as initializers under their state_dict names
+    # (prefixed by "dit." since DiTLoss wraps the DiT) -- and nothing else
+    # may be a float initializer, since hc treats those as trainable.
+    # torch names them after DiTLoss's attribute: strip that prefix.
+    params = dict(module.named_parameters())
+    inits = {i.name for i in m.graph.initializer}
+    rename = {}
+    for name in params:
+        short = name[len("dit."):]
+        if name in inits:
+            rename[name] = short
+        elif short in inits:
+            rename[short] = short
+        else:
+            raise RuntimeError("parameter %s is missing from the initializers of %s "
+                               "(constant folding or deduplication renamed it?)"
+                               % (short, output))
+    extra = sorted(inits - set(rename))
+    if extra:
+        raise RuntimeError("unexpected initializers that are not DiT parameters: %s"
+                           % ", ".join(extra[:10]))
+    _rename_values(m.graph, rename)
+
+    frozen = [n[len("dit."):] for n, p in module.named_parameters() if not p.requires_grad]
+    cfg = dict(dit.config)
+    cfg["opset"] = opset
+    cfg["init"] = init
+    cfg["seed"] = seed
+    del m.metadata_props[:]
+    for k, v in (("hc.frozen", ",".join(frozen)),
+                 ("hc.dit_config", json.dumps(cfg, sort_keys=True)),
+                 ("hc.loss", "mean((prediction[:, :in_channels] - noise)^2)")):
+        p = m.metadata_props.add()
+        p.key, p.value = k, v
+    m.producer_name = "hc models/export_dit.py (torch %s)" % torch.__version__
+    m.doc_string = "DiT training loss; inputs x_t, t, y, noise; output loss"
+
+    # The checker's full_check also runs strict shape inference.
+    onnx.checker.check_model(m, full_check=True)
+    _check_io(m, in_channels, image_size, batch, dynamic_batch, with_output, dit.out_channels)
+    onnx.save(m, output)
+    onnx.checker.check_model(output, full_check=True)
+    return m, time.time() - t0
+
+
+def _rename_values(graph, rename):
+    if all(k == v for k, v in rename.items()):
+        return
+    for init in graph.initializer:
+        init.name = rename.get(init.name, init.name)
+    for node in graph.node:
+        for i, n in enumerate(node.input):
+            if n in rename:
+                node.input[i] = rename[n]
+
+
+def _check_io(m, c, s, batch, dynamic, with_output, out_c):
+    def dims(vi):
+        return [d.dim_param if d.dim_param else d.dim_value
+                for d in vi.type.tensor_type.shape.dim]
+
+    b = "batch" if dynamic else batch
+    want_in = {"x_t": (1, [b, c, s, s]), "t": (7, [b]), "y": (7, [b]),
+               "noise": (1, [b, c, s, s])}
+    got = [(i.name, i.type.tensor_type.elem_type, dims(i)) for i in m.graph.input]
+    if [g[0] for g in got] != INPUT_NAMES:
+        raise RuntimeError("graph inputs are %s, expected %s" % ([g[0] for g in got], INPUT_NAMES))
+    for name, et, d in got:
+        if (et, d) != want_in[name]:
+            raise RuntimeError("input %s is (%d, %s), expected %s" % (name, et, d, want_in[name]))
+    outs = [(o.name, o.type.tensor_type.elem_type, dims(o)) for o in m.graph.output]
+    want_out = [("loss", 1, [])]
+    if with_output:
+        want_out.append(("prediction", 1, [b, out_c, s, s]))
+    if outs != want_out:
+        raise RuntimeError("graph outputs are %s, expected %s" % (outs, want_out))
+
+
+def op_histogram(m):
+    return collections.Counter(n.op_type if not n.domain or n.domain == "ai.onnx"
+                               else "%s:%s" % (n.domain, n.op_type) for n in m.graph.node)
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        m, secs = export(a.model, a.image_size, a.in_channels, a.num_classes, a.learn_sigma,
+                         a.opset, a.batch, a.dynamic_batch, a.init, a.seed, a.with_output,
+                         a.class_dropout_prob, a.output)
+    except UsageError as e:
+        sys.stderr.write("export_dit.py: error: %s\n" % e)
+        return 2
+    if not a.quiet:
+        n_params = sum(int(__import__("numpy").prod(i.dims)) for i in m.graph.initializer)
+        size = os.path.getsize(a.output)
+        print("wrote %s: %s opset %d, %d nodes, %d initializers (%d values), %.1f MB, %.1f s"
+              % (a.output, a.model, a.opset, len(m.graph.node), len(m.graph.initializer),
+                 n_params, size / 1e6, secs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
