@@ -133,6 +133,9 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
     """Export and check; returns (onnx.ModelProto, seconds)."""
     import onnx
 
+    out_dir = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(out_dir):
+        raise UsageError("output folder %s does not exist" % out_dir)
     t0 = time.time()
     torch.manual_seed(seed)
     dit = ditlib.make_dit(model, image_size=image_size, in_channels=in_channels,
@@ -148,10 +151,6 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
             dynamic_axes["prediction"] = {0: "batch"}
     if opset == 17:
         register_layer_norm_opset17()
-
-    out_dir = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(out_dir):
-        raise UsageError("output folder %s does not exist" % out_dir)
 
     torch.onnx.export(
         module, args, output,
