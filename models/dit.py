@@ -319,9 +319,12 @@ class DiT(nn.Module):
         c = self.out_channels
         p = self.patch_size
         h = w = self.x_embedder.grid_size
-        x = x.reshape(x.shape[0], h, w, p, p, c)
+        n = x.shape[0]  # taken before the Einsum: torch's ONNX shape inference
+        #                 does not see through Einsum, so a static batch would
+        #                 otherwise come out symbolic in the exported output.
+        x = x.reshape(n, h, w, p, p, c)
         x = torch.einsum("nhwpqc->nchpwq", x)
-        return x.reshape(x.shape[0], c, h * p, w * p)
+        return x.reshape(n, c, h * p, w * p)
 
     def forward(self, x, t, y, label_dropout=None, force_drop_ids=None):
         """x [B,C,H,W] float, t [B] int64 timesteps, y [B] int64 labels.

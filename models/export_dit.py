@@ -5,7 +5,8 @@ usage: /usr/bin/python3 models/export_dit.py --model DiT-S/2|tiny|...
            [--image-size 32] [--in-channels 4] [--num-classes 1000]
            [--learn-sigma|--no-learn-sigma] [--opset 13|17] [--batch 2]
            [--dynamic-batch] [--init default|random] [--seed 0]
-           [--with-output] [--class-dropout-prob 0.1] -o OUT.onnx
+           [--with-output] [--class-dropout-prob 0.1] [--print-ops] [--quiet]
+           -o OUT.onnx
 
 Graph inputs: x_t [B,C,H,W] f32, t [B] i64, y [B] i64, noise [B,C,H,W] f32.
 Outputs: loss (scalar f32) [, prediction [B,out_channels,H,W] f32].
@@ -57,6 +58,8 @@ def parse_args(argv):
     ap.add_argument("--class-dropout-prob", type=float, default=0.1)
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--print-ops", action="store_true",
+                    help="print the op-type histogram of the exported graph")
     a = ap.parse_args(argv)
     if a.model not in ditlib.MODEL_CONFIGS:
         ap.error("unknown --model %r (expected one of: %s)"
@@ -263,6 +266,9 @@ def main(argv=None):
         print("wrote %s: %s opset %d, %d nodes, %d initializers (%d values), %.1f MB, %.1f s"
               % (a.output, a.model, a.opset, len(m.graph.node), len(m.graph.initializer),
                  n_params, size / 1e6, secs))
+    if a.print_ops:
+        for op, n in sorted(op_histogram(m).items()):
+            print("  %-20s %d" % (op, n))
     return 0
 
 
