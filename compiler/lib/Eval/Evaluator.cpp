@@ -1,0 +1,529 @@
+#include "hc/Compiler/Evaluator.h"
+
+#include "hc/Graph/GraphOps.h"
+#include "hc/runtime/random.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace mlir;
+using namespace hc::graph;
+
+namespace hc {
+
+int64_t EvalTensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+struct EvalError {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string &m) { throw EvalError{m}; }
+
+Shape stridesOf(const Shape &s) {
+  Shape st(s.size(), 1);
+  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d)
+    st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+Shape shapeOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return Shape(t.getShape().begin(), t.getShape().end());
+}
+
+int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t n = 1;
+  for (size_t i = from; i < std::min(to, s.size()); ++i)
+    n *= s[i];
+  return n;
+}
+
+// Strides of `in` read as if broadcast to `out` (0 on broadcast dims).
+Shape broadcastStrides(const Shape &in, const Shape &out) {
+  Shape st(out.size(), 0), own = stridesOf(in);
+  for (size_t i = 0; i < in.size(); ++i) {
+    size_t o = out.size() - in.size() + i;
+    st[o] = in[i] == 1 ? 0 : own[i];
+  }
+  return st;
+}
+
+// Calls fn(flat output index, input offsets) over a broadcast iteration.
+void forEachBroadcast(const Shape &out, const std::vector<Shape> &strides,
+                      const std::function<void(int64_t, const int64_t *)> &fn) {
+  int64_t n = product(out);
+  Shape idx(out.size(), 0);
+  std::vector<int64_t> off(strides.size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    fn(flat, off.data());
+    for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
+      for (size_t k = 0; k < strides.size(); ++k)
+        off[k] += strides[k][d];
+      if (++idx[d] < out[d])
+        break;
+      for (size_t k = 0; k < strides.size(); ++k)
+        off[k] -= strides[k][d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+EvalTensor elementwise(const std::vector<const EvalTensor *> &in,
+                       const Shape &out,
+                       const std::function<double(const double *)> &fn) {
+  EvalTensor r{out, std::vector<double>(product(out))};
+  std::vector<Shape> strides;
+  for (const EvalTensor *t : in)
+    strides.push_back(broadcastStrides(t->shape, out));
+  std::vector<double> args(in.size());
+  forEachBroadcast(out, strides, [&](int64_t flat, const int64_t *off) {
+    for (size_t k = 0; k < in.size(); ++k)
+      args[k] = in[k]->data[off[k]];
+    r.data[flat] = fn(args.data());
+  });
+  return r;
+}
+
+EvalTensor constantValue(ConstantOp op) {
+  auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!attr)
+    fail("only dense constants are supported");
+  EvalTensor r{shapeOf(op.getResult()), {}};
+  Type elem = attr.getElementType();
+  if (isa<FloatType>(elem)) {
+    for (const APFloat &v : attr.getValues<APFloat>())
+      r.data.push_back(v.convertToDouble());
+  } else if (elem.isInteger(1)) {
+    for (bool v : attr.getValues<bool>())
+      r.data.push_back(v);
+  } else {
+    for (const APInt &v : attr.getValues<APInt>())
+      r.data.push_back(static_cast<double>(v.getSExtValue()));
+  }
+  if (static_cast<int64_t>(r.data.size()) != r.numElements())  // splat
+    r.data.assign(r.numElements(), r.data.at(0));
+  return r;
+}
+
+EvalTensor reduce(const EvalTensor &x, ArrayRef<int64_t> axes, bool mean,
+                  const Shape &outShape) {
+  Shape kept = x.shape;
+  for (int64_t a : axes)
+    kept[a] = 1;
+  EvalTensor r{outShape, std::vector<double>(product(kept), 0.0)};
+  Shape st = broadcastStrides(kept, x.shape);
+  forEachBroadcast(x.shape, {st}, [&](int64_t flat, const int64_t *off) {
+    r.data[off[0]] += x.data[flat];
+  });
+  if (mean) {
+    double count = static_cast<double>(x.numElements()) /
+                   std::max<int64_t>(1, r.numElements());
+    for (double &v : r.data)
+      v /= count;
+  }
+  return r;
+}
+
+EvalTensor softmax(const EvalTensor &x, int64_t axis) {
+  int64_t outer = product(x.shape, 0, axis), n = x.shape[axis],
+          inner = product(x.shape, axis + 1);
+  EvalTensor r = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double m = -INFINITY, sum = 0;
+      auto at = [&](int64_t k) -> double & {
+        return r.data[(o * n + k) * inner + i];
+      };
+      for (int64_t k = 0; k < n; ++k)
+        m = std::max(m, at(k));
+      for (int64_t k = 0; k < n; ++k)
+        sum += (at(k) = std::exp(at(k) - m));
+      for (int64_t k = 0; k < n; ++k)
+        at(k) /= sum;
+    }
+  return r;
+}
+
+EvalTensor matmul(const EvalTensor &a0, const EvalTensor &b0, const Shape &out) {
+  EvalTensor a = a0, b = b0;
+  bool vecA = a.shape.size() == 1, vecB = b.shape.size() == 1;
+  if (vecA)
+    a.shape.insert(a.shape.begin(), 1);
+  if (vecB)
+    b.shape.push_back(1);
+  int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+  Shape batchA(a.shape.begin(), a.shape.end() - 2),
+      batchB(b.shape.begin(), b.shape.end() - 2);
+  auto batch = broadcastShapes(batchA, batchB);
+  Shape bs(batch->begin(), batch->end());
+  EvalTensor r{out, std::vector<double>(product(bs) * M * N, 0.0)};
+  Shape sa = broadcastStrides(batchA, bs), sb = broadcastStrides(batchB, bs);
+  int64_t flatBatch = 0;
+  forEachBroadcast(bs, {sa, sb}, [&](int64_t, const int64_t *off) {
+    const double *pa = &a.data[off[0] * M * K];
+    const double *pb = &b.data[off[1] * K * N];
+    double *pr = &r.data[flatBatch++ * M * N];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j)
+          pr[i * N + j] += pa[i * K + k] * pb[k * N + j];
+  });
+  return r;
+}
+
+EvalTensor attention(const EvalTensor &qkv, int64_t heads, double scale,
+                     const Shape &out) {
+  int64_t B = qkv.shape[0], N = qkv.shape[1], D = qkv.shape[2] / 3,
+          Dh = D / heads;
+  EvalTensor r{out, std::vector<double>(B * N * D, 0.0)};
+  std::vector<double> p(N);
+  auto at = [&](int64_t b, int64_t n, int64_t which, int64_t h, int64_t d) {
+    return qkv.data[(b * N + n) * 3 * D + which * D + h * Dh + d];
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < N; ++i) {
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (int64_t d = 0; d < Dh; ++d)
+            s += at(b, i, 0, h, d) * at(b, j, 1, h, d);
+          p[j] = s * scale;
+          m = std::max(m, p[j]);
+        }
+        for (int64_t j = 0; j < N; ++j)
+          sum += (p[j] = std::exp(p[j] - m));
+        for (int64_t d = 0; d < Dh; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < N; ++j)
+            acc += p[j] * at(b, j, 2, h, d);
+          r.data[(b * N + i) * D + h * Dh + d] = acc / sum;
+        }
+      }
+  return r;
+}
+
+EvalTensor transpose(const EvalTensor &x, ArrayRef<int64_t> perm,
+                     const Shape &out) {
+  Shape in = stridesOf(x.shape), st(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    st[i] = in[perm[i]];
+  EvalTensor r{out, std::vector<double>(x.data.size())};
+  forEachBroadcast(out, {st}, [&](int64_t flat, const int64_t *off) {
+    r.data[flat] = x.data[off[0]];
+  });
+  return r;
+}
+
+EvalTensor slice(const EvalTensor &x, ArrayRef<int64_t> starts,
+                 ArrayRef<int64_t> steps, const Shape &out) {
+  Shape in = stridesOf(x.shape), st(out.size());
+  int64_t base = 0;
+  for (size_t d = 0; d < out.size(); ++d) {
+    st[d] = in[d] * steps[d];
+    base += starts[d] * in[d];
+  }
+  EvalTensor r{out, std::vector<double>(product(out))};
+  forEachBroadcast(out, {st}, [&](int64_t flat, const int64_t *off) {
+    r.data[flat] = x.data[base + off[0]];
+  });
+  return r;
+}
+
+EvalTensor layerNorm(const EvalTensor &x, const EvalTensor *w,
+                     const EvalTensor *b, double eps, int64_t axis) {
+  int64_t rows = product(x.shape, 0, axis), n = product(x.shape, axis);
+  EvalTensor r = x;
+  for (int64_t i = 0; i < rows; ++i) {
+    double *v = &r.data[i * n], mean = 0, var = 0;
+    for (int64_t k = 0; k < n; ++k)
+      mean += v[k];
+    mean /= n;
+    for (int64_t k = 0; k < n; ++k)
+      var += (v[k] - mean) * (v[k] - mean);
+    var /= n;
+    double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t k = 0; k < n; ++k)
+      v[k] = (v[k] - mean) * inv * (w ? w->data[k] : 1.0) + (b ? b->data[k] : 0.0);
+  }
+  return r;
+}
+
+class Interpreter {
+public:
+  llvm::DenseMap<Value, EvalTensor> env;
+
+  const EvalTensor &get(Value v) {
+    auto it = env.find(v);
+    if (it == env.end())
+      fail("value used before definition");
+    return it->second;
+  }
+
+  void run(Operation *op);
+};
+
+#define UNARY(OP, EXPR)                                                        \
+  .Case<OP>([&](OP o) {                                                        \
+    set(elementwise({&get(o.getInput())}, out(), [](const double *v) {         \
+      double x = v[0];                                                         \
+      return EXPR;                                                             \
+    }));                                                                       \
+  })
+#define BINARY(OP, EXPR)                                                       \
+  .Case<OP>([&](OP o) {                                                        \
+    set(elementwise({&get(o.getLhs()), &get(o.getRhs())}, out(),               \
+                    [](const double *v) {                                      \
+                      double a = v[0], b = v[1];                               \
+                      return EXPR;                                             \
+                    }));                                                       \
+  })
+
+void Interpreter::run(Operation *op) {
+  auto out = [&] { return shapeOf(op->getResult(0)); };
+  auto set = [&](EvalTensor t) { env[op->getResult(0)] = std::move(t); };
+  bool isInt = op->getNumResults() == 1 &&
+               cast<RankedTensorType>(op->getResult(0).getType())
+                   .getElementType()
+                   .isInteger();
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<ConstantOp>([&](ConstantOp o) { set(constantValue(o)); })
+      BINARY(AddOp, a + b)
+      BINARY(SubOp, a - b)
+      BINARY(MulOp, a * b)
+      BINARY(PowOp, std::pow(a, b))
+      BINARY(MaxOp, std::max(a, b))
+      BINARY(MinOp, std::min(a, b))
+      BINARY(LessOp, double(a < b))
+      BINARY(EqualOp, double(a == b))
+      .Case<DivOp>([&](DivOp o) {
+        set(elementwise({&get(o.getLhs()), &get(o.getRhs())}, out(),
+                        [&](const double *v) {
+                          if (isInt && v[1] == 0)
+                            fail("integer division by zero");
+                          return isInt ? std::trunc(v[0] / v[1]) : v[0] / v[1];
+                        }));
+      })
+      .Case<WhereOp>([&](WhereOp o) {
+        set(elementwise({&get(o.getCond()), &get(o.getLhs()), &get(o.getRhs())},
+                        out(), [](const double *v) { return v[0] ? v[1] : v[2]; }));
+      })
+      UNARY(NegOp, -x)
+      UNARY(SqrtOp, std::sqrt(x))
+      UNARY(ExpOp, std::exp(x))
+      UNARY(LogOp, std::log(x))
+      UNARY(TanhOp, std::tanh(x))
+      UNARY(SigmoidOp, 1.0 / (1.0 + std::exp(-x)))
+      UNARY(SinOp, std::sin(x))
+      UNARY(CosOp, std::cos(x))
+      UNARY(ErfOp, std::erf(x))
+      UNARY(ReciprocalOp, 1.0 / x)
+      UNARY(SiluOp, x / (1.0 + std::exp(-x)))
+      .Case<GeluOp>([&](GeluOp o) {
+        bool tanhApprox = o.getApproximate() == "tanh";
+        set(elementwise({&get(o.getInput())}, out(), [&](const double *v) {
+          double x = v[0];
+          if (tanhApprox)
+            return 0.5 * x *
+                   (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                                    (x + 0.044715 * x * x * x)));
+          return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+        }));
+      })
+      .Case<CastOp>([&](CastOp o) {
+        Type to = o.getResult().getType().getElementType();
+        set(elementwise({&get(o.getInput())}, out(), [&](const double *v) {
+          if (to.isInteger(1))
+            return double(v[0] != 0);
+          return to.isInteger() ? std::trunc(v[0]) : v[0];
+        }));
+      })
+      .Case<ReduceMeanOp>([&](ReduceMeanOp o) {
+        set(reduce(get(o.getInput()), o.getAxes(), true, out()));
+      })
+      .Case<ReduceSumOp>([&](ReduceSumOp o) {
+        set(reduce(get(o.getInput()), o.getAxes(), false, out()));
+      })
+      .Case<SoftmaxOp>([&](SoftmaxOp o) {
+        set(softmax(get(o.getInput()), o.getAxis()));
+      })
+      .Case<LayerNormOp>([&](LayerNormOp o) {
+        set(layerNorm(get(o.getInput()),
+                      o.getWeight() ? &get(o.getWeight()) : nullptr,
+                      o.getBias() ? &get(o.getBias()) : nullptr,
+                      o.getEpsilon().convertToDouble(), o.getAxis()));
+      })
+      .Case<ModulateOp>([&](ModulateOp o) {
+        const EvalTensor &x = get(o.getInput()), &sh = get(o.getShift()),
+                         &sc = get(o.getScale());
+        int64_t B = x.shape[0], N = x.shape[1], D = x.shape[2];
+        EvalTensor r = x;
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t d = 0; d < D; ++d) {
+              double &v = r.data[(b * N + n) * D + d];
+              v = v * (1.0 + sc.data[b * D + d]) + sh.data[b * D + d];
+            }
+        set(std::move(r));
+      })
+      .Case<LinearOp>([&](LinearOp o) {
+        const EvalTensor &x = get(o.getInput()), &w = get(o.getWeight());
+        const EvalTensor *b = o.getBias() ? &get(o.getBias()) : nullptr;
+        int64_t in = w.shape[1], outDim = w.shape[0],
+                rows = x.numElements() / std::max<int64_t>(in, 1);
+        EvalTensor r{out(), std::vector<double>(rows * outDim)};
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < outDim; ++j) {
+            double acc = b ? b->data[j] : 0.0;
+            for (int64_t k = 0; k < in; ++k)
+              acc += x.data[i * in + k] * w.data[j * in + k];
+            r.data[i * outDim + j] = acc;
+          }
+        set(std::move(r));
+      })
+      .Case<MatmulOp>([&](MatmulOp o) {
+        set(matmul(get(o.getLhs()), get(o.getRhs()), out()));
+      })
+      .Case<AttentionOp>([&](AttentionOp o) {
+        set(attention(get(o.getQkv()), o.getNumHeads(),
+                      o.getScale().convertToDouble(), out()));
+      })
+      .Case<ReshapeOp>([&](ReshapeOp o) {
+        EvalTensor r = get(o.getInput());
+        r.shape = out();
+        set(std::move(r));
+      })
+      .Case<BroadcastOp>([&](BroadcastOp o) {
+        set(elementwise({&get(o.getInput())}, out(),
+                        [](const double *v) { return v[0]; }));
+      })
+      .Case<TransposeOp>([&](TransposeOp o) {
+        set(transpose(get(o.getInput()), o.getPerm(), out()));
+      })
+      .Case<SliceOp>([&](SliceOp o) {
+        set(slice(get(o.getInput()), o.getStarts(), o.getSteps(), out()));
+      })
+      .Case<ConcatOp>([&](ConcatOp o) {
+        Shape shape = out();
+        int64_t axis = o.getAxis(), outer = product(shape, 0, axis);
+        EvalTensor r{shape, {}};
+        for (int64_t i = 0; i < outer; ++i)
+          for (Value v : o.getInputs()) {
+            const EvalTensor &t = get(v);
+            int64_t chunk = product(t.shape, axis);
+            r.data.insert(r.data.end(), t.data.begin() + i * chunk,
+                          t.data.begin() + (i + 1) * chunk);
+          }
+        set(std::move(r));
+      })
+      .Case<SplitOp>([&](SplitOp o) {
+        const EvalTensor &x = get(o.getInput());
+        int64_t axis = o.getAxis(), start = 0;
+        Shape steps(x.shape.size(), 1);
+        for (auto [i, size] : llvm::enumerate(o.getSizes())) {
+          Shape starts(x.shape.size(), 0);
+          starts[axis] = start;
+          env[o.getResult(i)] =
+              slice(x, starts, steps, shapeOf(o.getResult(i)));
+          start += size;
+        }
+      })
+      .Case<GatherOp>([&](GatherOp o) {
+        const EvalTensor &x = get(o.getInput()), &idx = get(o.getIndices());
+        int64_t axis = o.getAxis(), dim = x.shape[axis],
+                outer = product(x.shape, 0, axis),
+                inner = product(x.shape, axis + 1);
+        EvalTensor r{out(), {}};
+        for (int64_t i = 0; i < outer; ++i)
+          for (double v : idx.data) {
+            int64_t k = static_cast<int64_t>(v);
+            if (k < -dim || k >= dim)
+              fail("gather index " + std::to_string(k) + " out of range [0, " +
+                   std::to_string(dim) + ")");
+            if (k < 0)
+              k += dim;
+            for (int64_t j = 0; j < inner; ++j)
+              r.data.push_back(x.data[(i * dim + k) * inner + j]);
+          }
+        set(std::move(r));
+      })
+      .Case<MseLossOp>([&](MseLossOp o) {
+        const EvalTensor &p = get(o.getPrediction()), &t = get(o.getTarget());
+        double acc = 0;
+        for (size_t i = 0; i < p.data.size(); ++i)
+          acc += (p.data[i] - t.data[i]) * (p.data[i] - t.data[i]);
+        set(EvalTensor{{}, {acc / static_cast<double>(p.data.size())}});
+      })
+      .Case<RandomUniformOp>([&](RandomUniformOp o) {
+        auto seed = static_cast<uint64_t>(get(o.getSeed()).data[0]);
+        auto step = static_cast<uint64_t>(get(o.getStep()).data[0]);
+        auto offset = static_cast<uint64_t>(get(o.getSampleOffset()).data[0]);
+        double low = o.getLow().convertToDouble(),
+               high = o.getHigh().convertToDouble();
+        Shape shape = out();
+        int64_t perSample = product(shape, 1);
+        EvalTensor r{shape, std::vector<double>(product(shape))};
+        for (int64_t i = 0; i < static_cast<int64_t>(r.data.size()); ++i)
+          r.data[i] = low + (high - low) * rt::uniform01(
+                                               seed, step, offset + i / perSample,
+                                               o.getOpId(), i % perSample);
+        set(std::move(r));
+      })
+      .Default([&](Operation *other) {
+        fail("the evaluator does not support '" +
+             other->getName().getStringRef().str() + "'");
+      });
+}
+
+#undef UNARY
+#undef BINARY
+
+} // namespace
+
+bool evaluate(func::FuncOp fn, const std::vector<EvalTensor> &args,
+              std::vector<EvalTensor> &results, std::string &error) {
+  if (args.size() != fn.getNumArguments()) {
+    error = "expected " + std::to_string(fn.getNumArguments()) +
+            " arguments, got " + std::to_string(args.size());
+    return false;
+  }
+  Interpreter interp;
+  for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+    if (args[i].shape != shapeOf(arg) ||
+        static_cast<int64_t>(args[i].data.size()) != args[i].numElements()) {
+      error = "argument #" + std::to_string(i) + " has the wrong shape";
+      return false;
+    }
+    interp.env[arg] = args[i];
+  }
+  try {
+    for (Operation &op : fn.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        results.clear();
+        for (Value v : ret.getOperands())
+          results.push_back(interp.get(v));
+        return true;
+      }
+      interp.run(&op);
+    }
+    error = "function has no return";
+  } catch (const EvalError &e) {
+    error = e.message;
+  }
+  return false;
+}
+
+} // namespace hc

@@ -1,0 +1,850 @@
+// One handler per ONNX op type (opsets 13..17) that torch 1.13 emits for DiT.
+// Integer shape arithmetic on known constants is folded here, so every hc
+// op gets static shapes; everything else becomes hc graph ops.
+#include "GraphImporter.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace hc::graph;
+
+namespace hc::import {
+namespace {
+
+using TP = onnx::TensorProto;
+
+std::string shapeStr(const std::vector<int64_t> &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += std::to_string(s[i]) + (i + 1 < s.size() ? ", " : "");
+  return r + "]";
+}
+
+std::vector<int64_t> ints(const Const &c) {
+  return std::vector<int64_t>(c.data.begin(), c.data.end());
+}
+
+Const makeConst(std::vector<int64_t> shape, int32_t dtype,
+                std::vector<double> data) {
+  Const c;
+  c.shape = std::move(shape);
+  c.dtype = dtype;
+  c.data = std::move(data);
+  return c;
+}
+
+// Row-major strides of `shape` aligned to a broadcast result of rank `rank`
+// (stride 0 on broadcast dims).
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
+                                      const std::vector<int64_t> &out) {
+  std::vector<int64_t> strides(out.size(), 0);
+  int64_t s = 1;
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+    size_t o = out.size() - shape.size() + i;
+    strides[o] = shape[i] == 1 ? 0 : s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+// Elementwise fold of known constants with NumPy broadcasting.
+Const foldBroadcast(GraphImporter &gi, const std::vector<const Const *> &in,
+                    int32_t dtype,
+                    const std::function<double(const double *)> &fn) {
+  std::vector<int64_t> out;
+  for (const Const *c : in) {
+    auto s = hc::graph::broadcastShapes(out, c->shape);
+    if (!s)
+      gi.fail("shapes " + shapeStr(out) + " and " + shapeStr(c->shape) +
+              " do not broadcast");
+    out.assign(s->begin(), s->end());
+  }
+  std::vector<std::vector<int64_t>> strides;
+  for (const Const *c : in)
+    strides.push_back(broadcastStrides(c->shape, out));
+  int64_t n = 1;
+  for (int64_t d : out)
+    n *= d;
+  std::vector<double> data(n), args(in.size());
+  std::vector<int64_t> index(out.size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    for (size_t k = 0; k < in.size(); ++k) {
+      int64_t off = 0;
+      for (size_t d = 0; d < out.size(); ++d)
+        off += index[d] * strides[k][d];
+      args[k] = in[k]->data[off];
+    }
+    data[flat] = fn(args.data());
+    for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
+      if (++index[d] < out[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return makeConst(out, dtype, std::move(data));
+}
+
+bool allInputsConst(GraphImporter &gi) {
+  for (int i = 0; i < gi.node->input_size(); ++i)
+    if (gi.hasInput(i) && !gi.inputConst(i))
+      return false;
+  return true;
+}
+
+// Materializes a constant operand in the element type of the other operand
+// (exporters mix e.g. a double literal with a float tensor).
+std::pair<Value, Value> matchedOperands(GraphImporter &gi) {
+  const Const *lc = gi.inputConst(0), *rc = gi.inputConst(1);
+  if (lc && !rc) {
+    Value r = gi.input(1);
+    Const l = *lc;
+    l.dtype = gi.typeOf(r).getElementType().isF64() ? TP::DOUBLE
+              : gi.typeOf(r).getElementType().isF32() ? TP::FLOAT
+                                                       : l.dtype;
+    return {gi.materialize(l), r};
+  }
+  Value l = gi.input(0);
+  if (rc && !lc) {
+    Const r = *rc;
+    r.dtype = gi.typeOf(l).getElementType().isF64() ? TP::DOUBLE
+              : gi.typeOf(l).getElementType().isF32() ? TP::FLOAT
+                                                       : r.dtype;
+    return {l, gi.materialize(r)};
+  }
+  return {l, gi.input(1)};
+}
+
+template <typename OpT>
+OpHandler binary(std::function<double(double, double)> fold,
+                 bool compare = false, bool swap = false) {
+  return [=](GraphImporter &gi) {
+    const Const *a = gi.inputConst(0), *b = gi.inputConst(1);
+    if (a && b && (a->isInteger() || a->numElements() <= 64)) {
+      int32_t dtype = compare ? TP::BOOL : a->dtype;
+      gi.outputConst(0, foldBroadcast(gi, {a, b}, dtype, [&](const double *v) {
+                       double r = swap ? fold(v[1], v[0]) : fold(v[0], v[1]);
+                       return a->isInteger() && !compare ? std::trunc(r) : r;
+                     }));
+      return;
+    }
+    auto [l, r] = matchedOperands(gi);
+    if (swap)
+      std::swap(l, r);
+    gi.output(0, gi.build<OpT>({l, r}));
+  };
+}
+
+template <typename OpT> OpHandler unary(std::function<double(double)> fold = {}) {
+  return [=](GraphImporter &gi) {
+    const Const *c = gi.inputConst(0);
+    if (c && fold && c->isInteger()) {
+      gi.outputConst(0, foldBroadcast(gi, {c}, c->dtype,
+                                      [&](const double *v) { return fold(v[0]); }));
+      return;
+    }
+    Value x = gi.input(0);
+    gi.output(0, gi.buildTyped<OpT>(x.getType(), x));
+  };
+}
+
+Const tensorConst(GraphImporter &gi, const TP &t) {
+  Const c;
+  c.dtype = t.data_type();
+  c.shape.assign(t.dims().begin(), t.dims().end());
+  int64_t n = c.numElements();
+  if (n > (int64_t(1) << 26))
+    gi.fail("constant tensor is too large");
+  c.data.resize(n);
+  const std::string &raw = t.raw_data();
+  auto need = [&](size_t item) {
+    if (t.has_raw_data() && raw.size() != static_cast<size_t>(n) * item)
+      gi.fail("constant holds " + std::to_string(raw.size()) +
+              " bytes, its dims need " + std::to_string(n * item));
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    switch (c.dtype) {
+    case TP::FLOAT:
+      need(4);
+      c.data[i] = t.has_raw_data() ? reinterpret_cast<const float *>(raw.data())[i]
+                                   : t.float_data(i);
+      break;
+    case TP::DOUBLE:
+      need(8);
+      c.data[i] = t.has_raw_data() ? reinterpret_cast<const double *>(raw.data())[i]
+                                   : t.double_data(i);
+      break;
+    case TP::INT64:
+      need(8);
+      c.data[i] = static_cast<double>(
+          t.has_raw_data() ? reinterpret_cast<const int64_t *>(raw.data())[i]
+                           : t.int64_data(i));
+      break;
+    case TP::INT32:
+      need(4);
+      c.data[i] = t.has_raw_data() ? reinterpret_cast<const int32_t *>(raw.data())[i]
+                                   : t.int32_data(i);
+      break;
+    case TP::BOOL:
+      need(1);
+      c.data[i] = t.has_raw_data() ? raw[i] != 0 : t.int32_data(i) != 0;
+      break;
+    default:
+      gi.elementType(c.dtype);  // fails with the type's name
+    }
+  }
+  if (!t.has_raw_data() && c.dtype == TP::FLOAT && t.float_data_size() != n)
+    gi.fail("constant's data does not match its dims");
+  return c;
+}
+
+// --- shapes and data movement ---------------------------------------------
+
+std::vector<int64_t> shapeOfInput(GraphImporter &gi, int i) {
+  if (const Const *c = gi.inputConst(i))
+    return c->shape;
+  return gi.staticShape(gi.input(i), "input");
+}
+
+void outputReshaped(GraphImporter &gi, const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      gi.fail("negative dim in target shape " + shapeStr(shape));
+    n *= d;
+  }
+  if (const Const *c = gi.inputConst(0)) {
+    if (c->numElements() != n)
+      gi.fail("cannot reshape " + shapeStr(c->shape) + " to " + shapeStr(shape));
+    Const r = *c;
+    r.shape = shape;
+    gi.outputConst(0, r);
+    return;
+  }
+  Value x = gi.input(0);
+  auto in = gi.staticShape(x, "reshaped tensor");
+  int64_t m = std::accumulate(in.begin(), in.end(), int64_t(1),
+                              std::multiplies<int64_t>());
+  if (m != n)
+    gi.fail("cannot reshape " + shapeStr(in) + " to " + shapeStr(shape));
+  gi.output(0, gi.reshape(x, shape));
+}
+
+void reshapeOp(GraphImporter &gi) {
+  std::vector<int64_t> in = shapeOfInput(gi, 0);
+  std::vector<int64_t> shape = ints(gi.requireConst(1, "target shape"));
+  bool allowZero = gi.attrInt("allowzero", 0) != 0;
+  int64_t known = 1, inferAt = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && !allowZero) {
+      if (i >= in.size())
+        gi.fail("target shape copies dim " + std::to_string(i) +
+                " the input does not have");
+      shape[i] = in[i];
+    }
+    if (shape[i] == -1) {
+      if (inferAt >= 0)
+        gi.fail("target shape " + shapeStr(shape) + " has two -1 dims");
+      inferAt = static_cast<int64_t>(i);
+    } else if (shape[i] < 0) {
+      gi.fail("negative dim in target shape " + shapeStr(shape));
+    } else {
+      known *= shape[i];
+    }
+  }
+  int64_t total = std::accumulate(in.begin(), in.end(), int64_t(1),
+                                  std::multiplies<int64_t>());
+  if (inferAt >= 0) {
+    if (known == 0 || total % known)
+      gi.fail("cannot reshape " + shapeStr(in) + " to " + shapeStr(shape));
+    shape[inferAt] = total / known;
+  }
+  outputReshaped(gi, shape);
+}
+
+void squeezeLike(GraphImporter &gi, bool unsqueeze) {
+  std::vector<int64_t> in = shapeOfInput(gi, 0);
+  std::vector<int64_t> axes = gi.hasInput(1) ? ints(gi.requireConst(1, "axes"))
+                                             : gi.attrInts("axes");
+  std::vector<int64_t> out;
+  if (unsqueeze) {
+    int64_t rank = static_cast<int64_t>(in.size() + axes.size());
+    std::vector<bool> inserted(rank, false);
+    for (int64_t a : axes)
+      inserted[gi.normalizeAxis(a, rank)] = true;
+    size_t k = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      out.push_back(inserted[d] ? 1 : in[k++]);
+  } else {
+    int64_t rank = static_cast<int64_t>(in.size());
+    std::vector<bool> removed(rank, axes.empty());
+    for (int64_t a : axes)
+      removed[gi.normalizeAxis(a, rank)] = true;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (removed[d] && in[d] != 1 && !axes.empty())
+        gi.fail("cannot squeeze dim " + std::to_string(d) + " of size " +
+                std::to_string(in[d]));
+      if (!removed[d] || in[d] != 1)
+        out.push_back(in[d]);
+    }
+  }
+  outputReshaped(gi, out);
+}
+
+void flattenOp(GraphImporter &gi) {
+  std::vector<int64_t> in = shapeOfInput(gi, 0);
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = gi.attrInt("axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank)
+    gi.fail("axis out of range");
+  int64_t a = 1, b = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < axis ? a : b) *= in[d];
+  outputReshaped(gi, {a, b});
+}
+
+void transposeOp(GraphImporter &gi) {
+  Value x = gi.input(0);
+  int64_t rank = gi.typeOf(x).getRank();
+  std::vector<int64_t> perm = gi.attrInts("perm");
+  if (perm.empty())
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  gi.output(0, gi.transpose(x, perm));
+}
+
+void expandOp(GraphImporter &gi) {
+  std::vector<int64_t> target = ints(gi.requireConst(1, "expand shape"));
+  std::vector<int64_t> in = shapeOfInput(gi, 0);
+  auto out = hc::graph::broadcastShapes(in, target);
+  if (!out)
+    gi.fail("cannot expand " + shapeStr(in) + " to " + shapeStr(target));
+  std::vector<int64_t> shape(out->begin(), out->end());
+  if (const Const *c = gi.inputConst(0)) {
+    Const zeros = makeConst(shape, c->dtype, std::vector<double>(
+                                                 std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<int64_t>()), 0.0));
+    gi.outputConst(0, foldBroadcast(gi, {c, &zeros}, c->dtype,
+                                    [](const double *v) { return v[0]; }));
+    return;
+  }
+  Value x = gi.input(0);
+  auto type = RankedTensorType::get(shape, gi.typeOf(x).getElementType());
+  gi.output(0, type == x.getType() ? x : gi.buildTyped<BroadcastOp>(type, x));
+}
+
+void sliceOp(GraphImporter &gi) {
+  std::vector<int64_t> in = shapeOfInput(gi, 0);
+  int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> starts = ints(gi.requireConst(1, "slice starts"));
+  std::vector<int64_t> ends = ints(gi.requireConst(2, "slice ends"));
+  std::vector<int64_t> axes, steps;
+  if (gi.hasInput(3))
+    axes = ints(gi.requireConst(3, "slice axes"));
+  else
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (gi.hasInput(4))
+    steps = ints(gi.requireConst(4, "slice steps"));
+  else
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    gi.fail("slice starts, ends, axes and steps differ in length");
+  std::vector<int64_t> begin(rank, 0), size(in), stride(rank, 1);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = gi.normalizeAxis(axes[i], rank), dim = in[a];
+    if (steps[i] <= 0)
+      gi.fail("slice steps must be positive, got " + std::to_string(steps[i]));
+    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
+    s = std::clamp<int64_t>(s, 0, dim);
+    e = std::clamp<int64_t>(e, 0, dim);
+    begin[a] = s;
+    stride[a] = steps[i];
+    size[a] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+  }
+  if (const Const *c = gi.inputConst(0)) {
+    Const r = makeConst(size, c->dtype, {});
+    std::vector<int64_t> idx(rank, 0);
+    int64_t n = r.numElements();
+    std::vector<int64_t> inStrides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      inStrides[d] = inStrides[d + 1] * in[d + 1];
+    for (int64_t flat = 0; flat < n; ++flat) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        off += (begin[d] + idx[d] * stride[d]) * inStrides[d];
+      r.data.push_back(c->data[off]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < size[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    gi.outputConst(0, r);
+    return;
+  }
+  Value x = gi.input(0);
+  if (size == in) {
+    gi.output(0, x);
+    return;
+  }
+  gi.output(0, gi.build<SliceOp>(
+                   x, {gi.b.getNamedAttr("starts", gi.b.getDenseI64ArrayAttr(begin)),
+                       gi.b.getNamedAttr("sizes", gi.b.getDenseI64ArrayAttr(size)),
+                       gi.b.getNamedAttr("steps", gi.b.getDenseI64ArrayAttr(stride))}));
+}
+
+void concatOp(GraphImporter &gi) {
+  int64_t axisAttr = gi.attrInt("axis", 0);
+  if (allInputsConst(gi)) {
+    const Const &first = *gi.inputConst(0);
+    int64_t rank = static_cast<int64_t>(first.shape.size());
+    int64_t axis = gi.normalizeAxis(axisAttr, rank);
+    std::vector<int64_t> shape = first.shape;
+    shape[axis] = 0;
+    for (int i = 0; i < gi.node->input_size(); ++i)
+      shape[axis] += gi.inputConst(i)->shape[axis];
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= shape[d];
+    Const r = makeConst(shape, first.dtype, {});
+    for (int64_t o = 0; o < outer; ++o)
+      for (int i = 0; i < gi.node->input_size(); ++i) {
+        const Const &c = *gi.inputConst(i);
+        int64_t chunk = c.numElements() / std::max<int64_t>(outer, 1);
+        r.data.insert(r.data.end(), c.data.begin() + o * chunk,
+                      c.data.begin() + (o + 1) * chunk);
+      }
+    gi.outputConst(0, r);
+    return;
+  }
+  std::vector<Value> inputs;
+  for (int i = 0; i < gi.node->input_size(); ++i)
+    inputs.push_back(gi.input(i));
+  int64_t axis = gi.normalizeAxis(axisAttr, gi.typeOf(inputs[0]).getRank());
+  gi.output(0, gi.build<ConcatOp>(
+                   inputs, {gi.b.getNamedAttr("axis", gi.b.getI64IntegerAttr(axis))}));
+}
+
+void splitOp(GraphImporter &gi) {
+  Value x = gi.input(0);
+  auto type = gi.typeOf(x);
+  int64_t axis = gi.normalizeAxis(gi.attrInt("axis", 0), type.getRank());
+  int64_t dim = type.getDimSize(axis);
+  std::vector<int64_t> sizes;
+  if (gi.hasInput(1)) {
+    sizes = ints(gi.requireConst(1, "split sizes"));
+  } else {
+    int64_t n = gi.node->output_size();
+    if (dim % n)
+      gi.fail("dim " + std::to_string(dim) + " does not split evenly into " +
+              std::to_string(n));
+    sizes.assign(n, dim / n);
+  }
+  if (static_cast<int>(sizes.size()) != gi.node->output_size())
+    gi.fail("split has " + std::to_string(sizes.size()) + " sizes but " +
+            std::to_string(gi.node->output_size()) + " outputs");
+  Operation *op = gi.buildInferred<SplitOp>(
+      x, {gi.b.getNamedAttr("axis", gi.b.getI64IntegerAttr(axis)),
+          gi.b.getNamedAttr("sizes", gi.b.getDenseI64ArrayAttr(sizes))});
+  for (int i = 0; i < gi.node->output_size(); ++i)
+    gi.output(i, op->getResult(i));
+}
+
+void gatherOp(GraphImporter &gi) {
+  std::vector<int64_t> dataShape = shapeOfInput(gi, 0);
+  int64_t axis = gi.normalizeAxis(gi.attrInt("axis", 0),
+                                  static_cast<int64_t>(dataShape.size()));
+  const Const *idx = gi.inputConst(1);
+  Const normalized;
+  if (idx) {
+    if (!idx->isInteger())
+      gi.fail("indices must be int32 or int64");
+    normalized = *idx;
+    for (double &v : normalized.data) {
+      if (v < -dataShape[axis] || v >= dataShape[axis])
+        gi.fail("index " + std::to_string(static_cast<int64_t>(v)) +
+                " out of range for dim " + std::to_string(dataShape[axis]));
+      if (v < 0)
+        v += dataShape[axis];
+    }
+  }
+  if (const Const *data = gi.inputConst(0); data && idx) {
+    std::vector<int64_t> shape(dataShape.begin(), dataShape.begin() + axis);
+    shape.insert(shape.end(), idx->shape.begin(), idx->shape.end());
+    shape.insert(shape.end(), dataShape.begin() + axis + 1, dataShape.end());
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= dataShape[d];
+    for (size_t d = axis + 1; d < dataShape.size(); ++d)
+      inner *= dataShape[d];
+    Const r = makeConst(shape, data->dtype, {});
+    for (int64_t o = 0; o < outer; ++o)
+      for (double i : normalized.data)
+        for (int64_t k = 0; k < inner; ++k)
+          r.data.push_back(
+              data->data[(o * dataShape[axis] + static_cast<int64_t>(i)) * inner + k]);
+    gi.outputConst(0, r);
+    return;
+  }
+  Value data = gi.input(0);
+  Value indices = idx ? gi.materialize(normalized) : gi.input(1);
+  gi.output(0, gi.build<GatherOp>(
+                   {data, indices},
+                   {gi.b.getNamedAttr("axis", gi.b.getI64IntegerAttr(axis))}));
+}
+
+void castOp(GraphImporter &gi) {
+  int32_t to = static_cast<int32_t>(gi.attrInt("to", TP::FLOAT));
+  if (const Const *c = gi.inputConst(0)) {
+    Const r = *c;
+    r.dtype = to;
+    gi.elementType(to);
+    bool toInt = r.isInteger();
+    for (double &v : r.data)
+      v = to == TP::BOOL ? (v != 0) : toInt ? std::trunc(v)
+          : to == TP::FLOAT ? static_cast<double>(static_cast<float>(v)) : v;
+    gi.outputConst(0, r);
+    return;
+  }
+  Value x = gi.input(0);
+  auto type = RankedTensorType::get(gi.typeOf(x).getShape(), gi.elementType(to));
+  gi.output(0, type == x.getType() ? x : gi.buildTyped<CastOp>(type, x));
+}
+
+// --- constants ---------------------------------------------------------------
+
+void constantOp(GraphImporter &gi) {
+  if (const auto *a = gi.attr("value"))
+    return gi.outputConst(0, tensorConst(gi, a->t()));
+  if (const auto *a = gi.attr("value_float"))
+    return gi.outputConst(0, makeConst({}, TP::FLOAT, {a->f()}));
+  if (const auto *a = gi.attr("value_int"))
+    return gi.outputConst(0, makeConst({}, TP::INT64, {double(a->i())}));
+  if (const auto *a = gi.attr("value_floats"))
+    return gi.outputConst(0, makeConst({a->floats_size()}, TP::FLOAT,
+                                       {a->floats().begin(), a->floats().end()}));
+  if (const auto *a = gi.attr("value_ints"))
+    return gi.outputConst(0, makeConst({a->ints_size()}, TP::INT64,
+                                       {a->ints().begin(), a->ints().end()}));
+  gi.fail("Constant without a supported value attribute");
+}
+
+void shapeOp(GraphImporter &gi) {
+  std::vector<int64_t> s = shapeOfInput(gi, 0);
+  int64_t rank = static_cast<int64_t>(s.size());
+  int64_t start = gi.attrInt("start", 0), end = gi.attrInt("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  gi.outputConst(0, makeConst({end - start}, TP::INT64,
+                              {s.begin() + start, s.begin() + end}));
+}
+
+void constantOfShapeOp(GraphImporter &gi) {
+  std::vector<int64_t> shape = ints(gi.requireConst(0, "shape"));
+  Const fill = makeConst({1}, TP::FLOAT, {0.0});
+  if (const auto *a = gi.attr("value"))
+    fill = tensorConst(gi, a->t());
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  gi.outputConst(0, makeConst(shape, fill.dtype,
+                              std::vector<double>(n, fill.data.at(0))));
+}
+
+void rangeOp(GraphImporter &gi) {
+  const Const &s = gi.requireConst(0, "range start");
+  double start = s.data.at(0),
+         limit = gi.requireConst(1, "range limit").data.at(0),
+         delta = gi.requireConst(2, "range delta").data.at(0);
+  if (delta == 0)
+    gi.fail("range delta is 0");
+  int64_t n = std::max<int64_t>(
+      0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = start + i * delta;
+  gi.outputConst(0, makeConst({n}, s.dtype, v));
+}
+
+void identityOp(GraphImporter &gi) {
+  if (const Const *c = gi.inputConst(0))
+    gi.outputConst(0, *c);
+  else
+    gi.output(0, gi.input(0));
+}
+
+void dropoutOp(GraphImporter &gi) {
+  double ratio = gi.hasInput(1) ? gi.requireConst(1, "dropout ratio").data.at(0)
+                                : 0.5;
+  bool training = gi.hasInput(2) &&
+                  gi.requireConst(2, "dropout training_mode").data.at(0) != 0;
+  if (training && ratio != 0)
+    gi.fail("dropout with ratio " + std::to_string(ratio) +
+            " in training mode is not supported (DiT uses ratio 0)");
+  if (gi.outputUsed(1))
+    gi.fail("dropout's mask output is not supported");
+  identityOp(gi);
+}
+
+// --- math ------------------------------------------------------------------------
+
+template <typename OpT> OpHandler reduce(bool axesAsInput) {
+  return [=](GraphImporter &gi) {
+    Value x = gi.input(0);
+    int64_t rank = gi.typeOf(x).getRank();
+    std::vector<int64_t> axes = axesAsInput && gi.hasInput(1)
+                                    ? ints(gi.requireConst(1, "axes"))
+                                    : gi.attrInts("axes");
+    if (axes.empty()) {
+      if (axesAsInput && gi.attrInt("noop_with_empty_axes", 0)) {
+        gi.output(0, x);
+        return;
+      }
+      for (int64_t d = 0; d < rank; ++d)
+        axes.push_back(d);
+    }
+    for (int64_t &a : axes)
+      a = gi.normalizeAxis(a, rank);
+    std::sort(axes.begin(), axes.end());
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+    gi.output(0, gi.build<OpT>(
+                     x, {gi.b.getNamedAttr("axes", gi.b.getDenseI64ArrayAttr(axes)),
+                         gi.b.getNamedAttr("keepdims", gi.b.getBoolAttr(
+                                                           gi.attrInt("keepdims", 1)))}));
+  };
+}
+
+void softmaxOp(GraphImporter &gi) {
+  Value x = gi.input(0);
+  int64_t axis = gi.normalizeAxis(gi.attrInt("axis", -1), gi.typeOf(x).getRank());
+  gi.output(0, gi.buildTyped<SoftmaxOp>(
+                   x.getType(), x,
+                   {gi.b.getNamedAttr("axis", gi.b.getI64IntegerAttr(axis))}));
+}
+
+bool isConstFill(const Const *c, double value) {
+  if (!c)
+    return false;
+  for (double v : c->data)
+    if (v != value)
+      return false;
+  return true;
+}
+
+void layerNormOp(GraphImporter &gi) {
+  Value x = gi.input(0);
+  int64_t axis = gi.normalizeAxis(gi.attrInt("axis", -1), gi.typeOf(x).getRank());
+  if (gi.outputUsed(1) || gi.outputUsed(2))
+    gi.fail("LayerNormalization's mean/inv-std-dev outputs are not supported");
+  std::vector<Value> operands{x};
+  // A constant all-ones scale and all-zeros bias is a LayerNorm without affine.
+  bool identityScale = isConstFill(gi.inputConst(1), 1.0);
+  bool noBias = !gi.hasInput(2) || isConstFill(gi.inputConst(2), 0.0);
+  Value weight, bias;
+  if (!(identityScale && noBias)) {
+    weight = gi.input(1);
+    if (gi.hasInput(2))
+      bias = gi.input(2);
+  }
+  auto op = gi.b.create<LayerNormOp>(
+      gi.loc, x.getType(), x, weight, bias,
+      gi.b.getF64FloatAttr(gi.attrFloat("epsilon", 1e-5)),
+      gi.b.getI64IntegerAttr(axis));
+  if (failed(mlir::verify(op)))
+    gi.fail(gi.lastDiagnostic);
+  gi.output(0, op);
+}
+
+void gemmOp(GraphImporter &gi) {
+  Value a = gi.input(0), bm = gi.input(1);
+  bool ta = gi.attrInt("transA", 0), tb = gi.attrInt("transB", 0);
+  double alpha = gi.attrFloat("alpha", 1.0), beta = gi.attrFloat("beta", 1.0);
+  Value c = gi.hasInput(2) ? gi.input(2) : Value();
+  if (!ta && tb && alpha == 1.0 && beta == 1.0 &&
+      (!c || gi.typeOf(c).getRank() == 1)) {
+    auto w = gi.typeOf(bm);
+    auto type = RankedTensorType::get({gi.typeOf(a).getDimSize(0), w.getDimSize(0)},
+                                      w.getElementType());
+    gi.output(0, c ? gi.buildTyped<LinearOp>(type, ValueRange{a, bm, c})
+                   : gi.buildTyped<LinearOp>(type, ValueRange{a, bm}));
+    return;
+  }
+  if (ta)
+    a = gi.transpose(a, {1, 0});
+  if (tb)
+    bm = gi.transpose(bm, {1, 0});
+  Value y = gi.build<MatmulOp>({a, bm});
+  Type elem = gi.typeOf(y).getElementType();
+  auto scalar = [&](double v) {
+    return gi.materialize(makeConst({}, elem.isF64() ? TP::DOUBLE : TP::FLOAT, {v}));
+  };
+  if (alpha != 1.0)
+    y = gi.build<MulOp>({y, scalar(alpha)});
+  if (c) {
+    if (beta != 1.0)
+      c = gi.build<MulOp>({c, scalar(beta)});
+    y = gi.build<AddOp>({y, c});
+  }
+  gi.output(0, y);
+}
+
+// Patch embedding: a Conv whose kernel equals its stride, without padding,
+// is a reshape into patches followed by a linear layer.
+void convOp(GraphImporter &gi) {
+  Value x = gi.input(0), w = gi.input(1);
+  auto xs = gi.staticShape(x, "conv input"), ws = gi.staticShape(w, "conv weight");
+  if (xs.size() != 4 || ws.size() != 4)
+    gi.fail("only 2-D convolutions are supported");
+  int64_t p = ws[2], q = ws[3];
+  auto strides = gi.attrInts("strides"), pads = gi.attrInts("pads"),
+       dil = gi.attrInts("dilations"), kernel = gi.attrInts("kernel_shape");
+  bool patch = gi.attrInt("group", 1) == 1 && strides == std::vector<int64_t>{p, q} &&
+               (pads.empty() || pads == std::vector<int64_t>(4, 0)) &&
+               (dil.empty() || dil == std::vector<int64_t>{1, 1}) &&
+               (kernel.empty() || kernel == std::vector<int64_t>{p, q}) &&
+               gi.attrString("auto_pad", "NOTSET") == "NOTSET" &&
+               xs[1] == ws[1] && xs[2] % p == 0 && xs[3] % q == 0;
+  if (!patch)
+    gi.fail("only patch-embedding convolutions (kernel == stride, no padding, "
+            "dilation 1, group 1, divisible input) are supported");
+  int64_t B = xs[0], C = xs[1], H = xs[2] / p, W = xs[3] / q, D = ws[0];
+  Value t = gi.reshape(x, {B, C, H, p, W, q});
+  t = gi.transpose(t, {0, 2, 4, 1, 3, 5});
+  t = gi.reshape(t, {B, H * W, C * p * q});
+  Value wm = gi.reshape(w, {D, C * p * q});
+  auto type = RankedTensorType::get({B, H * W, D}, gi.typeOf(x).getElementType());
+  Value y = gi.hasInput(2) ? gi.buildTyped<LinearOp>(type, ValueRange{t, wm, gi.input(2)})
+                           : gi.buildTyped<LinearOp>(type, ValueRange{t, wm});
+  y = gi.reshape(y, {B, H, W, D});
+  gi.output(0, gi.transpose(y, {0, 3, 1, 2}));
+}
+
+// Single-operand einsum that only permutes (unpatchify's 'nhwpqc->nchpwq').
+void einsumOp(GraphImporter &gi) {
+  std::string eq;
+  for (char c : gi.attrString("equation", ""))
+    if (c != ' ')
+      eq += c;
+  auto arrow = eq.find("->");
+  if (gi.node->input_size() != 1 || arrow == std::string::npos ||
+      eq.find('.') != std::string::npos || eq.find(',') != std::string::npos)
+    gi.fail("only single-operand permutation einsums are supported, got '" +
+            eq + "'");
+  std::string in = eq.substr(0, arrow), out = eq.substr(arrow + 2);
+  std::string sortedIn = in, sortedOut = out;
+  std::sort(sortedIn.begin(), sortedIn.end());
+  std::sort(sortedOut.begin(), sortedOut.end());
+  if (sortedIn != sortedOut ||
+      std::adjacent_find(sortedIn.begin(), sortedIn.end()) != sortedIn.end())
+    gi.fail("einsum '" + eq + "' is not a permutation");
+  Value x = gi.input(0);
+  if (static_cast<int64_t>(in.size()) != gi.typeOf(x).getRank())
+    gi.fail("einsum '" + eq + "' does not match the input's rank");
+  std::vector<int64_t> perm;
+  for (char c : out)
+    perm.push_back(static_cast<int64_t>(in.find(c)));
+  gi.output(0, gi.transpose(x, perm));
+}
+
+void whereOp(GraphImporter &gi) {
+  if (allInputsConst(gi)) {
+    gi.outputConst(0, foldBroadcast(gi, {gi.inputConst(0), gi.inputConst(1),
+                                         gi.inputConst(2)},
+                                    gi.inputConst(1)->dtype,
+                                    [](const double *v) { return v[0] ? v[1] : v[2]; }));
+    return;
+  }
+  gi.output(0, gi.build<WhereOp>({gi.input(0), gi.input(1), gi.input(2)}));
+}
+
+// Counter-based draws replace ONNX's seeded RandomUniform(Like): keyed by the
+// step's seed, step number and global sample index, plus a per-op id.
+void randomUniformOp(GraphImporter &gi, std::vector<int64_t> shape) {
+  int32_t dtype = static_cast<int32_t>(gi.attrInt("dtype", TP::FLOAT));
+  if (dtype != TP::FLOAT && dtype != TP::DOUBLE)
+    gi.fail("random draws must be float or double");
+  if (shape.empty())
+    gi.fail("random draws need a leading sample dim");
+  auto type = RankedTensorType::get(shape, gi.elementType(dtype));
+  gi.output(0, gi.buildTyped<RandomUniformOp>(
+                   type,
+                   ValueRange{gi.rngArgument("hc.rng_seed"),
+                              gi.rngArgument("hc.rng_step"),
+                              gi.rngArgument("hc.sample_offset")},
+                   {gi.b.getNamedAttr("op_id", gi.b.getI64IntegerAttr(gi.nextRandomOpId++)),
+                    gi.b.getNamedAttr("low", gi.b.getF64FloatAttr(gi.attrFloat("low", 0.0))),
+                    gi.b.getNamedAttr("high", gi.b.getF64FloatAttr(gi.attrFloat("high", 1.0)))}));
+}
+
+} // namespace
+
+const std::map<std::string, OpHandler> &opHandlers() {
+  static const std::map<std::string, OpHandler> table = {
+      {"Add", binary<AddOp>([](double a, double b) { return a + b; })},
+      {"Sub", binary<SubOp>([](double a, double b) { return a - b; })},
+      {"Mul", binary<MulOp>([](double a, double b) { return a * b; })},
+      {"Div", binary<DivOp>([](double a, double b) { return a / b; })},
+      {"Pow", binary<PowOp>([](double a, double b) { return std::pow(a, b); })},
+      {"Max", binary<MaxOp>([](double a, double b) { return std::max(a, b); })},
+      {"Min", binary<MinOp>([](double a, double b) { return std::min(a, b); })},
+      {"Less", binary<LessOp>([](double a, double b) { return double(a < b); }, true)},
+      {"Greater", binary<LessOp>([](double a, double b) { return double(a < b); }, true, true)},
+      {"Equal", binary<EqualOp>([](double a, double b) { return double(a == b); }, true)},
+      {"Where", whereOp},
+      {"Neg", unary<NegOp>([](double a) { return -a; })},
+      {"Sqrt", unary<SqrtOp>()},
+      {"Exp", unary<ExpOp>()},
+      {"Log", unary<LogOp>()},
+      {"Tanh", unary<TanhOp>()},
+      {"Sigmoid", unary<SigmoidOp>()},
+      {"Sin", unary<SinOp>()},
+      {"Cos", unary<CosOp>()},
+      {"Erf", unary<ErfOp>()},
+      {"Reciprocal", unary<ReciprocalOp>()},
+      {"Softmax", softmaxOp},
+      {"ReduceMean", reduce<ReduceMeanOp>(false)},
+      {"ReduceSum", reduce<ReduceSumOp>(true)},
+      {"LayerNormalization", layerNormOp},
+      {"MatMul", [](GraphImporter &gi) {
+         auto [l, r] = matchedOperands(gi);
+         gi.output(0, gi.build<MatmulOp>({l, r}));
+       }},
+      {"Gemm", gemmOp},
+      {"Conv", convOp},
+      {"Einsum", einsumOp},
+      {"Reshape", reshapeOp},
+      {"Flatten", flattenOp},
+      {"Squeeze", [](GraphImporter &gi) { squeezeLike(gi, false); }},
+      {"Unsqueeze", [](GraphImporter &gi) { squeezeLike(gi, true); }},
+      {"Transpose", transposeOp},
+      {"Expand", expandOp},
+      {"Slice", sliceOp},
+      {"Concat", concatOp},
+      {"Split", splitOp},
+      {"Gather", gatherOp},
+      {"Cast", castOp},
+      {"Constant", constantOp},
+      {"ConstantOfShape", constantOfShapeOp},
+      {"Shape", shapeOp},
+      {"Range", rangeOp},
+      {"Identity", identityOp},
+      {"Dropout", dropoutOp},
+      {"RandomUniformLike", [](GraphImporter &gi) {
+         randomUniformOp(gi, shapeOfInput(gi, 0));
+       }},
+      {"RandomUniform", [](GraphImporter &gi) {
+         randomUniformOp(gi, gi.attrInts("shape"));
+       }},
+  };
+  return table;
+}
+
+} // namespace hc::import
