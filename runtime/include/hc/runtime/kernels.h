@@ -1,0 +1,267 @@
+// libhcrt kernel API: the calls that generated training steps make (HCOps).
+//
+// Plain C so generated code (C or C++) and foreign loaders need no C++ ABI
+// agreement. Everything is float32 unless said otherwise; every size and
+// stride is in elements (not bytes), int64_t. Matrices are row-major with an
+// explicit leading dimension (the distance between consecutive rows); the
+// last dimension of every tensor is contiguous.
+//
+// Threads. Every kernel takes an hc_threads range: it runs on team threads
+// [first, first + count) of the runtime's persistent thread team (see
+// hcrt_num_threads). count <= 0 means "all team threads from first on". The
+// calling thread executes slot `first` itself and returns only when the whole
+// call is done. Two calls on disjoint ranges may run concurrently from two
+// different calling threads. Work partitions are static and reductions run
+// in a fixed order: the same inputs and the same range give bit-identical
+// outputs run to run.
+//
+// Output contract: every element of every output (inside its shape; padding
+// between rows is never touched) is written. Outputs never alias inputs
+// unless a function says so.
+#ifndef HC_RUNTIME_KERNELS_H
+#define HC_RUNTIME_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HC_KERNELS_API_VERSION 1
+
+typedef struct hc_threads {
+  int32_t first;  // first team thread
+  int32_t count;  // number of team threads; <= 0: all from `first` on
+} hc_threads;
+
+// ---------------------------------------------------------------- team ----
+// Team size: HC_NUM_THREADS from the environment, else one thread per core of
+// the machine (hwloc). Threads are pinned to cores in cluster order (the cores
+// of cluster 0 first), so a range of consecutive threads is cluster-local.
+int32_t hcrt_num_threads(void);
+// Resize the team (joins the old workers). Not safe while kernels run.
+void hcrt_set_num_threads(int32_t n);
+// Index of the cluster team thread `t` belongs to.
+int32_t hcrt_thread_cluster(int32_t t);
+
+// Instruction set the kernels dispatch to. Chosen once from CPUID (and the
+// OS's saved vector state); HC_ISA=generic|avx2|avx512 in the environment or
+// hcrt_set_isa() can force a lower one (tests and benchmarks use this to check
+// every path). Asking for an ISA the CPU lacks falls back to the best one it
+// has; the return value is the ISA in effect.
+enum { HC_ISA_GENERIC = 0, HC_ISA_AVX2 = 1, HC_ISA_AVX512 = 2 };
+int32_t hcrt_isa(void);
+int32_t hcrt_set_isa(int32_t isa);
+const char *hcrt_isa_name(int32_t isa);
+
+// ---------------------------------------------------------------- GEMM ----
+// For each b in [0, batch):
+//   C_b[m, n] = E(alpha * sum_k opA(A_b)[m, k] * opB(B_b)[k, n]) + beta * C_b[m, n]
+// opA(A)[m, k] = trans_a ? A[k * lda + m] : A[m * lda + k]   (A is M x K or K x M)
+// opB(B)[k, n] = trans_b ? B[n * ldb + k] : B[k * ldb + n]   (B is K x N or N x K)
+// X_b = X + b * stride_x. beta == 0 means C is not read (NaN in C is fine).
+// With PyTorch's [out, in] weights W: forward Y = X W^T is trans_b = 1,
+// input gradient dX = dY W is (0, 0), weight gradient dW = dY^T X is
+// trans_a = 1. K == 0 gives E(0) + beta * C.
+//
+// E, the fused epilogue, applies in this order to t = alpha * (A B)[m, n]:
+//   HC_EPI_BIAS       t += bias[n]
+//                     (if preact != NULL: preact[m * ld_preact + n] = t)
+//   HC_EPI_GELU_TANH  t = 0.5 t (1 + tanh(sqrt(2/pi) (t + 0.044715 t^3)))
+//   HC_EPI_GATE       t *= gate[(m / gate_rows) * ld_gate + n]   (adaLN gate;
+//                     gate_rows = rows per sample, <= 0 means M)
+//   HC_EPI_RESIDUAL   t += residual[m * ld_residual + n]
+// then C = t + beta * C. residual may be C itself (same ld) for an in-place
+// residual add; nothing else may alias C. Every epilogue pointer moves by its
+// own stride_* per batch entry.
+enum {
+  HC_EPI_BIAS = 1u << 0,
+  HC_EPI_GELU_TANH = 1u << 1,
+  HC_EPI_GATE = 1u << 2,
+  HC_EPI_RESIDUAL = 1u << 3,
+};
+
+typedef struct hc_epilogue {
+  uint32_t flags;  // HC_EPI_* bits
+  const float *bias;
+  int64_t stride_bias;
+  float *preact;  // optional copy of the pre-activation (for GELU backward)
+  int64_t ld_preact, stride_preact;
+  const float *gate;
+  int64_t ld_gate, gate_rows, stride_gate;
+  const float *residual;
+  int64_t ld_residual, stride_residual;
+} hc_epilogue;
+
+typedef struct hc_sgemm_args {
+  int64_t M, N, K;
+  int64_t batch;  // <= 0 is treated as 1
+  int32_t trans_a, trans_b;
+  float alpha, beta;
+  const float *A;
+  int64_t lda, stride_a;
+  const float *B;
+  int64_t ldb, stride_b;
+  float *C;
+  int64_t ldc, stride_c;
+  const hc_epilogue *epi;  // NULL: no epilogue
+} hc_sgemm_args;
+
+// The fast path: packed, cache-blocked (blocking from hwloc's cache sizes),
+// micro-kernels chosen by hcrt_isa(), 2-D partition over the thread range.
+void hc_sgemm(const hc_sgemm_args *args, hc_threads threads);
+// Simple blocked reference with the same contract (single thread, float
+// accumulation in k order). For testing and as a fallback.
+void hc_sgemm_ref(const hc_sgemm_args *args);
+// Convenience: no batch, no epilogue.
+void hc_sgemm_simple(int32_t trans_a, int32_t trans_b, int64_t M, int64_t N,
+                     int64_t K, float alpha, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, float beta, float *C,
+                     int64_t ldc, hc_threads threads);
+
+// ------------------------------------------------ elementwise activations ----
+// Flat arrays of n elements. y may alias x; dx may alias dy.
+// gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (PyTorch's
+// GELU(approximate='tanh')); the vector paths use a rational tanh whose error
+// is stated in runtime/README-kernels.md and checked by the tests.
+void hc_gelu_tanh_fwd(int64_t n, const float *x, float *y, hc_threads threads);
+// dx = dy * gelu_tanh'(x)   (x: the pre-activation)
+void hc_gelu_tanh_bwd(int64_t n, const float *x, const float *dy, float *dx,
+                      hc_threads threads);
+// silu(x) = x * sigmoid(x)
+void hc_silu_fwd(int64_t n, const float *x, float *y, hc_threads threads);
+void hc_silu_bwd(int64_t n, const float *x, const float *dy, float *dx,
+                 hc_threads threads);
+
+// ------------------------------------------------------------- softmax ----
+// Row softmax over `cols`: y[r, :] = softmax(x[r, :]). y may alias x.
+void hc_softmax_fwd(int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                    float *y, int64_t ldy, hc_threads threads);
+// dx = y * (dy - sum(dy * y)) per row (y: the forward output). dx may alias dy.
+void hc_softmax_bwd(int64_t rows, int64_t cols, const float *y, int64_t ldy,
+                    const float *dy, int64_t lddy, float *dx, int64_t lddx,
+                    hc_threads threads);
+
+// ---------------------------------------------------------- layer norm ----
+// Per row r (length D, biased variance, like torch.nn.LayerNorm):
+//   xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps)
+//   y = xhat * gamma + beta                    (gamma/beta NULL: 1 / 0)
+//   y = y * (1 + scale[g, :]) + shift[g, :]   (adaLN modulate; NULL: skip)
+// with g = r / group_rows (group_rows = tokens per sample; <= 0: rows) and
+// shift/scale rows ld_mod apart. mean/rstd [rows] are written when non-NULL
+// (the backward needs them). y may alias x.
+typedef struct hc_layernorm_args {
+  int64_t rows, D;
+  const float *x;
+  int64_t ldx;
+  float *y;
+  int64_t ldy;
+  const float *gamma, *beta;
+  const float *shift, *scale;
+  int64_t group_rows, ld_mod;
+  float eps;
+  float *mean, *rstd;
+} hc_layernorm_args;
+void hc_layernorm_fwd(const hc_layernorm_args *args, hc_threads threads);
+
+// Backward of hc_layernorm_fwd given dy (same ld as y unless lddy set).
+// Writes dx [rows, D] (may alias dy), and where non-NULL dgamma, dbeta [D]
+// and dshift, dscale [rows / group_rows, ld_mod]. Parameter gradients are
+// overwritten, or added to when `accumulate` is non-zero.
+typedef struct hc_layernorm_bwd_args {
+  int64_t rows, D;
+  const float *x;
+  int64_t ldx;
+  const float *dy;
+  int64_t lddy;
+  float *dx;
+  int64_t lddx;
+  const float *gamma, *beta;    // as in the forward (beta only matters for dscale)
+  const float *shift, *scale;   // as in the forward (shift unused)
+  int64_t group_rows, ld_mod;
+  const float *mean, *rstd;     // from the forward (required)
+  float *dgamma, *dbeta;
+  float *dshift, *dscale;
+  int32_t accumulate;
+} hc_layernorm_bwd_args;
+void hc_layernorm_bwd(const hc_layernorm_bwd_args *args, hc_threads threads);
+
+// ----------------------------------------------------- flash attention ----
+// O = softmax(scale * Q K^T) V per (batch, head), tiled with an online
+// softmax: no Tq x Tk matrix is ever stored. Q [Tq, Dh], K/V [Tk, Dh], O
+// [Tq, Dh] are addressed as X[b * sb + h * sh + t * st + d] with their own
+// strides, so Q, K and V may be slices of one fused qkv buffer
+// ([B, T, 3, H, Dh]) and O may be [B, T, H, Dh]. lse [batch, heads, Tq]
+// (contiguous) receives the row log-sum-exp of scale * Q K^T when non-NULL;
+// the backward needs it. The backward recomputes P tile by tile from Q, K
+// and lse; it writes dq, dk, dv (same strides convention, overwritten).
+typedef struct hc_attention_args {
+  int64_t batch, heads, Tq, Tk, Dh;
+  float scale;  // usually 1 / sqrt(Dh)
+  const float *q;
+  int64_t q_sb, q_sh, q_st;
+  const float *k;
+  int64_t k_sb, k_sh, k_st;
+  const float *v;
+  int64_t v_sb, v_sh, v_st;
+  float *o;  // forward output; backward input
+  int64_t o_sb, o_sh, o_st;
+  float *lse;
+  // backward only
+  const float *dout;
+  int64_t do_sb, do_sh, do_st;
+  float *dq;
+  int64_t dq_sb, dq_sh, dq_st;
+  float *dk;
+  int64_t dk_sb, dk_sh, dk_st;
+  float *dv;
+  int64_t dv_sb, dv_sh, dv_st;
+} hc_attention_args;
+void hc_flash_attention_fwd(const hc_attention_args *args, hc_threads threads);
+void hc_flash_attention_bwd(const hc_attention_args *args, hc_threads threads);
+
+// ---------------------------------------------------------- optimizers ----
+// torch.optim.AdamW (amsgrad=False, maximize=False), one fused pass:
+//   p *= 1 - lr * weight_decay
+//   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
+//   p -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
+// `step` is the step count after incrementing (1 on the first step).
+void hc_adamw(int64_t n, float *param, const float *grad, float *exp_avg,
+              float *exp_avg_sq, float lr, float beta1, float beta2, float eps,
+              float weight_decay, int64_t step, hc_threads threads);
+// torch.optim.SGD: g' = g + weight_decay * p; with momentum != 0:
+//   buf = first_step ? g' : momentum * buf + (1 - dampening) * g'
+//   g' = nesterov ? g' + momentum * buf : buf
+// p -= lr * g'. momentum_buf may be NULL when momentum == 0.
+void hc_sgd(int64_t n, float *param, const float *grad, float *momentum_buf,
+            float lr, float momentum, float dampening, float weight_decay,
+            int32_t nesterov, int32_t first_step, hc_threads threads);
+
+// ---------------------------------------------------------------- loss ----
+// Mean squared error over n elements: returns mean((pred - target)^2),
+// accumulated in double in a fixed order.
+float hc_mse_loss_fwd(int64_t n, const float *pred, const float *target,
+                      hc_threads threads);
+// dpred = dloss * 2 (pred - target) / n
+void hc_mse_loss_bwd(int64_t n, const float *pred, const float *target,
+                     float dloss, float *dpred, hc_threads threads);
+
+// ----------------------------------------------------------- embedding ----
+// out[i, :] = table[idx[i], :] for i < n_idx (D columns). Indices outside
+// [0, num_rows) give a row of zeros.
+void hc_embedding_fwd(int64_t n_idx, const int64_t *idx, int64_t num_rows,
+                      int64_t D, const float *table, int64_t ld_table,
+                      float *out, int64_t ld_out, hc_threads threads);
+// dtable[idx[i], :] += dout[i, :] in i order (deterministic, no atomics).
+// dtable [num_rows, D] is zeroed first unless `accumulate`; indices outside
+// [0, num_rows) are ignored.
+void hc_embedding_bwd(int64_t n_idx, const int64_t *idx, int64_t num_rows,
+                      int64_t D, const float *dout, int64_t ld_dout,
+                      float *dtable, int64_t ld_dtable, int32_t accumulate,
+                      hc_threads threads);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // HC_RUNTIME_KERNELS_H

@@ -1,0 +1,87 @@
+// libhcrt internals shared by the kernel sources (not installed).
+#ifndef HC_RUNTIME_INTERNAL_H
+#define HC_RUNTIME_INTERNAL_H
+
+#include "hc/runtime/kernels.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hc::rt {
+
+// Resolved thread range: `count` team threads starting at `first`.
+struct Range {
+  int first = 0, count = 1;
+};
+Range resolve(hc_threads t);
+
+using TaskFn = void (*)(void *ctx, int idx, int count);
+// Runs fn(ctx, i, r.count) for every i in [0, r.count), slot i on team
+// thread r.first + i; the caller runs slot 0. Returns when all are done.
+void runTeam(Range r, TaskFn fn, void *ctx);
+
+template <class F> void parallel(Range r, F &&f) {
+  if (r.count <= 1) {
+    f(0, 1);
+    return;
+  }
+  runTeam(
+      r, [](void *c, int i, int n) { (*static_cast<F *>(c))(i, n); },
+      const_cast<void *>(static_cast<const void *>(&f)));
+}
+
+// [begin, end) of part i of n over total items, in multiples of `grain`.
+inline void split(int64_t total, int i, int n, int64_t grain, int64_t &begin,
+                  int64_t &end) {
+  int64_t units = (total + grain - 1) / grain;
+  int64_t b = units * i / n, e = units * (i + 1) / n;
+  begin = b * grain < total ? b * grain : total;
+  end = e * grain < total ? e * grain : total;
+}
+
+// Cache sizes (bytes) of the cores the team runs on, from hwloc.
+struct CacheInfo {
+  std::size_t l1d = 32 * 1024, l2 = 1024 * 1024, l3 = 8 * 1024 * 1024;
+};
+const CacheInfo &cacheInfo();
+
+// Thread-local scratch, 64-byte aligned, grown on demand, one per `slot`.
+float *scratch(int slot, std::size_t floats);
+
+// Per-ISA bodies of the fused kernels (ops_impl.inc), chunk-level: ops.cpp
+// does the partitioning.
+struct OpsTable {
+  void (*gelu_fwd)(int64_t, const float *, float *);
+  void (*gelu_bwd)(int64_t, const float *, const float *, float *);
+  void (*silu_fwd)(int64_t, const float *, float *);
+  void (*silu_bwd)(int64_t, const float *, const float *, float *);
+  void (*softmax_fwd_rows)(int64_t, int64_t, int64_t, const float *, int64_t,
+                           float *, int64_t);
+  void (*softmax_bwd_rows)(int64_t, int64_t, int64_t, const float *, int64_t,
+                           const float *, int64_t, float *, int64_t);
+  void (*layernorm_fwd_rows)(const hc_layernorm_args &, int64_t, int64_t);
+  void (*layernorm_bwd_rows)(const hc_layernorm_bwd_args &, int64_t, int64_t,
+                             float *, float *, float *, float *, float *);
+  void (*adamw)(int64_t, float *, const float *, float *, float *, float,
+                float, float, float, float, float, float);
+  void (*sgd)(int64_t, float *, const float *, float *, float, float, float,
+              float, int, int);
+  double (*mse_sum)(int64_t, const float *, const float *);
+  void (*mse_bwd)(int64_t, const float *, const float *, float, float *);
+  int64_t (*attention_scratch)(int64_t, int64_t);
+  void (*attention_fwd_bh)(const hc_attention_args &, int64_t, int64_t,
+                           float *);
+  void (*attention_bwd_bh)(const hc_attention_args &, int64_t, int64_t,
+                           float *);
+};
+const OpsTable &opsGeneric();
+const OpsTable &opsAvx2();
+const OpsTable &opsAvx512();
+const OpsTable &ops();  // the one hcrt_isa() selects
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluC = 0.044715f;
+
+} // namespace hc::rt
+
+#endif

@@ -1,0 +1,283 @@
+// The persistent thread team and ISA dispatch state of libhcrt.
+#include "internal.h"
+
+#include "hc/runtime/topology.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <pthread.h>
+#include <sched.h>
+#include <string>
+#include <thread>
+#include <vector>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace hc::rt {
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+struct Job {
+  TaskFn fn = nullptr;
+  void *ctx = nullptr;
+  int count = 0;
+  std::atomic<int> remaining{0};
+};
+
+struct Worker {
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<uint64_t> seq{0};
+  Job *job = nullptr;
+  int slot = 0;
+  bool stop = false;
+};
+
+struct Team {
+  std::vector<std::unique_ptr<Worker>> workers;  // index = team thread
+  std::vector<int> cores;                        // core (PU) per team thread
+  std::vector<int> cluster;                      // cluster per team thread
+  int size = 1;
+};
+
+std::mutex gTeamMu;
+Team *gTeam = nullptr;
+Topology *gTopo = nullptr;
+CacheInfo gCache;
+
+void loadTopology() {
+  if (gTopo)
+    return;
+  gTopo = new Topology();
+  std::string err;
+  if (!discoverTopology(TopologySource(), *gTopo, err)) {
+    gTopo->clusters.clear();
+    Cluster c;
+    unsigned n = std::thread::hardware_concurrency();
+    for (unsigned i = 0; i < (n ? n : 1); ++i)
+      c.cores.push_back(static_cast<int>(i));
+    gTopo->clusters.push_back(c);
+  }
+  const Cluster &c0 = gTopo->clusters.front();
+  if (c0.l1dBytes)
+    gCache.l1d = c0.l1dBytes;
+  if (c0.l2Bytes)
+    gCache.l2 = c0.l2Bytes;
+  if (c0.l3Bytes)
+    gCache.l3 = c0.l3Bytes;
+}
+
+void workerLoop(Worker *w) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t s = w->seq.load(std::memory_order_acquire);
+    // Spin a while (back-to-back kernels), then sleep.
+    for (int spin = 0; s == seen && spin < 20000; ++spin) {
+      cpuRelax();
+      s = w->seq.load(std::memory_order_acquire);
+    }
+    if (s == seen) {
+      std::unique_lock<std::mutex> lk(w->mu);
+      w->cv.wait(lk, [&] {
+        return w->seq.load(std::memory_order_acquire) != seen;
+      });
+      s = w->seq.load(std::memory_order_acquire);
+    }
+    seen = s;
+    Job *job;
+    bool stop;
+    {
+      std::lock_guard<std::mutex> lk(w->mu);
+      job = w->job;
+      stop = w->stop;
+    }
+    if (stop)
+      return;
+    job->fn(job->ctx, w->slot, job->count);
+    job->remaining.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+void pinTo(std::thread &t, int core) {
+  const char *pin = std::getenv("HC_PIN");
+  if ((pin && std::strcmp(pin, "0") == 0) || core < 0 || core >= CPU_SETSIZE)
+    return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  pthread_setaffinity_np(t.native_handle(), sizeof(set), &set);
+}
+
+void destroyTeam(Team *t) {
+  if (!t)
+    return;
+  for (auto &w : t->workers) {
+    if (!w)
+      continue;
+    {
+      std::lock_guard<std::mutex> lk(w->mu);
+      w->stop = true;
+      w->seq.fetch_add(1, std::memory_order_release);
+    }
+    w->cv.notify_one();
+    w->thread.join();
+  }
+  delete t;
+}
+
+Team *makeTeam(int n) {
+  loadTopology();
+  Team *t = new Team();
+  std::vector<int> cores, cluster;
+  for (size_t c = 0; c < gTopo->clusters.size(); ++c)
+    for (int core : gTopo->clusters[c].cores) {
+      cores.push_back(core);
+      cluster.push_back(static_cast<int>(c));
+    }
+  if (n <= 0) {
+    n = static_cast<int>(cores.size());
+    if (const char *e = std::getenv("HC_NUM_THREADS"))
+      if (std::atoi(e) > 0)
+        n = std::atoi(e);
+  }
+  if (n <= 0)
+    n = 1;
+  t->size = n;
+  t->workers.resize(n);
+  for (int i = 0; i < n; ++i) {
+    t->cores.push_back(cores.empty() ? -1 : cores[i % cores.size()]);
+    t->cluster.push_back(cluster.empty() ? 0 : cluster[i % cluster.size()]);
+  }
+  // Thread 0 is whoever calls; workers serve the other slots.
+  for (int i = 1; i < n; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->slot = i;
+    w->thread = std::thread(workerLoop, w.get());
+    pinTo(w->thread, t->cores[i]);
+    t->workers[i] = std::move(w);
+  }
+  return t;
+}
+
+Team *team() {
+  std::lock_guard<std::mutex> lk(gTeamMu);
+  if (!gTeam)
+    gTeam = makeTeam(0);
+  return gTeam;
+}
+
+struct TeamGuard {
+  ~TeamGuard() {
+    destroyTeam(gTeam);
+    gTeam = nullptr;
+  }
+} gTeamGuard;
+
+} // namespace
+
+const CacheInfo &cacheInfo() {
+  static const CacheInfo &c = [] () -> const CacheInfo & {
+    std::lock_guard<std::mutex> lk(gTeamMu);
+    loadTopology();
+    return gCache;
+  }();
+  return c;
+}
+
+Range resolve(hc_threads t) {
+  int size = team()->size;
+  Range r;
+  r.first = t.first < 0 ? 0 : (t.first >= size ? size - 1 : t.first);
+  int avail = size - r.first;
+  r.count = t.count <= 0 || t.count > avail ? avail : t.count;
+  return r;
+}
+
+// One job per call; slot i of the range runs on team thread first + i (the
+// caller runs slot 0 whatever its own identity).
+void runTeam(Range r, TaskFn fn, void *ctx) {
+  Team *t = team();
+  struct Remap {
+    TaskFn fn;
+    void *ctx;
+    int first;
+  } remap{fn, ctx, r.first};
+  Job inner;
+  inner.fn = [](void *c, int thread, int count) {
+    Remap *m = static_cast<Remap *>(c);
+    m->fn(m->ctx, thread - m->first, count);
+  };
+  inner.ctx = &remap;
+  inner.count = r.count;
+  inner.remaining.store(r.count - 1, std::memory_order_relaxed);
+  for (int i = 1; i < r.count; ++i) {
+    Worker *w = t->workers[r.first + i].get();
+    {
+      std::lock_guard<std::mutex> lk(w->mu);
+      w->job = &inner;
+      w->seq.fetch_add(1, std::memory_order_release);
+    }
+    w->cv.notify_one();
+  }
+  fn(ctx, 0, r.count);
+  for (int spin = 0; inner.remaining.load(std::memory_order_acquire) != 0;
+       ++spin) {
+    if (spin < 1000000)
+      cpuRelax();
+    else
+      std::this_thread::yield();
+  }
+}
+
+float *scratch(int slot, std::size_t floats) {
+  struct Buf {
+    float *p = nullptr;
+    std::size_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[4];
+  Buf &b = bufs[slot & 3];
+  if (b.n < floats) {
+    std::free(b.p);
+    std::size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    b.p = static_cast<float *>(std::aligned_alloc(64, bytes));
+    b.n = floats;
+  }
+  return b.p;
+}
+
+} // namespace hc::rt
+
+using namespace hc::rt;
+
+extern "C" {
+
+int32_t hcrt_num_threads(void) { return team()->size; }
+
+void hcrt_set_num_threads(int32_t n) {
+  std::lock_guard<std::mutex> lk(gTeamMu);
+  destroyTeam(gTeam);
+  gTeam = makeTeam(n);
+}
+
+int32_t hcrt_thread_cluster(int32_t t) {
+  Team *tm = team();
+  if (t < 0 || t >= tm->size)
+    return -1;
+  return tm->cluster[t];
+}
+
+} // extern "C"

@@ -1,0 +1,309 @@
+// SGEMM tests: hc_sgemm (every ISA path this CPU has) and hc_sgemm_ref
+// against a float64 reference.
+//
+// Error bound (per element): with S = |alpha| sum_k |a_k b_k| and
+// T = the exact pre-activation value,
+//   |C - C64| <= 2 (K + 4) u (S + |bias|) max(1, |gate|)
+//              + 8 u (|C64| + |residual| + |beta C_old|)
+//              + (gelu ? 2e-6 (1 + |T|) : 0),   u = 2^-24,
+// i.e. the classic gamma_K dot-product bound (valid for any summation order,
+// blocked or FMA) plus one rounding per epilogue step, plus the fast tanh's
+// stated error for the GELU epilogue.
+#include "kernel_test_util.h"
+
+#include <cstring>
+
+using namespace hctest;
+
+namespace {
+
+double geluD(double t) {
+  return 0.5 * t * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (t + 0.044715 * t * t * t)));
+}
+
+struct GemmCase {
+  int64_t M, N, K;
+  int ta = 0, tb = 0;
+  int64_t batch = 1;
+  uint32_t flags = 0;
+  bool preact = false;
+  bool residualIsC = false;
+  float alpha = 1.0f, beta = 0.0f;
+  int64_t gateRows = 0;
+  int threads = 1;
+  bool ref = false;  // test hc_sgemm_ref instead of hc_sgemm
+};
+
+std::string describe(const GemmCase &c) {
+  char buf[256];
+  snprintf(buf, sizeof buf,
+           "M=%lld N=%lld K=%lld ta=%d tb=%d batch=%lld flags=%u preact=%d "
+           "resC=%d alpha=%g beta=%g gateRows=%lld threads=%d ref=%d isa=%s",
+           (long long)c.M, (long long)c.N, (long long)c.K, c.ta, c.tb,
+           (long long)c.batch, c.flags, c.preact, c.residualIsC, c.alpha,
+           c.beta, (long long)c.gateRows, c.threads, c.ref,
+           hcrt_isa_name(hcrt_isa()));
+  return buf;
+}
+
+// Returns the number of bad elements (failures are reported via gtest).
+int64_t runGemm(const GemmCase &c, uint32_t seed) {
+  const int64_t M = c.M, N = c.N, K = c.K, B = c.batch;
+  // Leading dimensions with padding, operands stored as the layout says.
+  const int64_t aRows = c.ta ? K : M, aCols = c.ta ? M : K;
+  const int64_t bRows = c.tb ? N : K, bCols = c.tb ? K : N;
+  const int64_t lda = aCols + 3, ldb = bCols + 5, ldc = N + 2;
+  const int64_t sa = aRows * lda + 7, sb = bRows * ldb + 1, sc = M * ldc + 9;
+  std::vector<float> A = randomVec(std::max<int64_t>(1, B * sa), seed);
+  std::vector<float> Bm = randomVec(std::max<int64_t>(1, B * sb), seed + 1);
+  const float sentinel = 12345.0f;
+  std::vector<float> C(std::max<int64_t>(1, B * sc), sentinel);
+  std::vector<float> Cold = randomVec(C.size(), seed + 2);
+  const int64_t gr = c.gateRows > 0 ? c.gateRows : M;
+  const int64_t groups = M > 0 ? (M + gr - 1) / gr : 0;
+  std::vector<float> bias = randomVec(std::max<int64_t>(1, B * (N + 1)), seed + 3);
+  std::vector<float> gate = randomVec(std::max<int64_t>(1, B * groups * (N + 4)), seed + 4, -2, 2);
+  std::vector<float> res = randomVec(std::max<int64_t>(1, B * M * (N + 1)), seed + 5);
+  std::vector<float> pre(std::max<int64_t>(1, B * M * (N + 3)), sentinel);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        float &x = C[b * sc + m * ldc + n];
+        x = c.beta != 0.0f || c.residualIsC ? Cold[b * sc + m * ldc + n]
+                                            : std::numeric_limits<float>::quiet_NaN();
+        pre[b * M * (N + 3) + m * (N + 3) + n] = std::numeric_limits<float>::quiet_NaN();
+      }
+  std::vector<float> Cin = C;
+
+  hc_epilogue e{};
+  e.flags = c.flags;
+  e.bias = bias.data();
+  e.stride_bias = N + 1;
+  e.preact = c.preact ? pre.data() : nullptr;
+  e.ld_preact = N + 3;
+  e.stride_preact = M * (N + 3);
+  e.gate = gate.data();
+  e.ld_gate = N + 4;
+  e.gate_rows = c.gateRows;
+  e.stride_gate = groups * (N + 4);
+  if (c.residualIsC) {
+    e.residual = C.data();
+    e.ld_residual = ldc;
+    e.stride_residual = sc;
+  } else {
+    e.residual = res.data();
+    e.ld_residual = N + 1;
+    e.stride_residual = M * (N + 1);
+  }
+  hc_sgemm_args g{};
+  g.M = M, g.N = N, g.K = K, g.batch = B, g.trans_a = c.ta, g.trans_b = c.tb;
+  g.alpha = c.alpha, g.beta = c.beta;
+  g.A = A.data(), g.lda = lda, g.stride_a = sa;
+  g.B = Bm.data(), g.ldb = ldb, g.stride_b = sb;
+  g.C = C.data(), g.ldc = ldc, g.stride_c = sc;
+  g.epi = c.flags || c.preact ? &e : nullptr;
+  if (c.ref)
+    hc_sgemm_ref(&g);
+  else
+    hc_sgemm(&g, threads(c.threads));
+
+  Checker chk{describe(c)};
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0, S = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          double a = c.ta ? A[b * sa + k * lda + m] : A[b * sa + m * lda + k];
+          double bb = c.tb ? Bm[b * sb + n * ldb + k] : Bm[b * sb + k * ldb + n];
+          acc += a * bb;
+          S += std::fabs(a * bb);
+        }
+        double t = c.alpha * acc;
+        S *= std::fabs(c.alpha);
+        double bi = 0, gt = 1, rs = 0;
+        if (c.flags & HC_EPI_BIAS)
+          bi = bias[b * (N + 1) + n];
+        t += bi;
+        double preT = t;
+        if (c.flags & HC_EPI_GELU_TANH)
+          t = geluD(t);
+        if (c.flags & HC_EPI_GATE)
+          gt = gate[b * groups * (N + 4) + (m / gr) * (N + 4) + n];
+        t *= gt;
+        const int64_t ci = b * sc + m * ldc + n;
+        if (c.flags & HC_EPI_RESIDUAL)
+          rs = c.residualIsC ? Cin[ci] : res[b * M * (N + 1) + m * (N + 1) + n];
+        t += rs;
+        double bc = c.beta != 0.0f ? c.beta * (double)Cin[ci] : 0.0;
+        t += bc;
+        double tol = 2.0 * (K + 4) * kU * (S + std::fabs(bi)) * std::max(1.0, std::fabs(gt)) +
+                     8 * kU * (std::fabs(t) + std::fabs(rs) + std::fabs(bc));
+        if (c.flags & HC_EPI_GELU_TANH)
+          tol += 2e-6 * (1 + std::fabs(preT)) * std::max(1.0, std::fabs(gt)) +
+                 1.2 * 2.0 * (K + 4) * kU * (S + std::fabs(bi)) * std::max(1.0, std::fabs(gt));
+        chk.check(C[ci], t, tol, ci);
+        if (c.preact) {
+          double ptol = 2.0 * (K + 4) * kU * (S + std::fabs(bi)) + 4 * kU * std::fabs(preT);
+          chk.check(pre[b * M * (N + 3) + m * (N + 3) + n], preT, ptol, -ci);
+        }
+      }
+  // Padding and the gaps between batch entries stay untouched.
+  for (size_t i = 0; i < C.size(); ++i) {
+    int64_t b = i / sc, r = i % sc, m = r / ldc, n = r % ldc;
+    bool inside = b < B && m < M && n < N;
+    if (!inside && !(C[i] == Cin[i])) {
+      ADD_FAILURE() << describe(c) << ": wrote outside C at " << i;
+      ++chk.bad;
+      break;
+    }
+  }
+  return chk.bad;
+}
+
+void shapeGrid(bool ref, int32_t isa) {
+  IsaScope scope(isa);
+  const int64_t Ms[] = {1, 2, 5, 13, 29, 64, 97};
+  const int64_t Ns[] = {1, 3, 16, 17, 33, 64, 101};
+  const int64_t Ks[] = {1, 4, 7, 31, 64, 131};
+  uint32_t seed = 1;
+  int64_t bad = 0;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int64_t M : Ms)
+        for (int64_t N : Ns)
+          for (int64_t K : Ks) {
+            GemmCase c{M, N, K, ta, tb};
+            c.ref = ref;
+            c.threads = (M + N + K) % 2 ? 2 : 1;
+            bad += runGemm(c, seed++);
+            if (bad > 20)
+              return;
+          }
+}
+
+void epilogueGrid(int32_t isa, int64_t K) {
+  IsaScope scope(isa);
+  uint32_t seed = 100;
+  for (uint32_t flags = 0; flags < 16; ++flags)
+    for (float beta : {0.0f, 1.0f, -0.5f})
+      for (int variant = 0; variant < 3; ++variant) {
+        GemmCase c{37, 41, K, (int)(flags & 1), (int)((flags >> 1) & 1)};
+        c.flags = flags;
+        c.beta = beta;
+        c.alpha = variant == 2 ? 0.75f : 1.0f;
+        c.preact = variant == 1;
+        c.residualIsC = variant == 2 && (flags & HC_EPI_RESIDUAL);
+        c.gateRows = variant == 0 ? 0 : 10;
+        c.batch = variant == 2 ? 3 : 1;
+        c.threads = 1 + variant % 2;
+        if (runGemm(c, seed++) > 0)
+          return;
+      }
+}
+
+void largeShapes(int32_t isa) {
+  IsaScope scope(isa);
+  struct S { int64_t M, N, K; int ta, tb; uint32_t flags; };
+  const S shapes[] = {
+      {293, 517, 1031, 0, 1, HC_EPI_BIAS | HC_EPI_GELU_TANH},
+      {1000, 67, 389, 0, 0, HC_EPI_RESIDUAL | HC_EPI_GATE},
+      {37, 2053, 300, 1, 0, 0},
+      {211, 199, 1500, 1, 1, HC_EPI_BIAS},
+  };
+  uint32_t seed = 1000;
+  for (const S &s : shapes)
+    for (int th : {1, 2}) {
+      GemmCase c{s.M, s.N, s.K, s.ta, s.tb};
+      c.flags = s.flags;
+      c.threads = th;
+      c.beta = th == 2 ? 1.0f : 0.0f;
+      c.gateRows = 100;
+      c.preact = (s.flags & HC_EPI_GELU_TANH) != 0;
+      runGemm(c, seed++);
+    }
+}
+
+void skipUnless(int32_t isa) {
+  int32_t saved = hcrt_isa();
+  bool ok = hcrt_set_isa(isa) == isa;
+  hcrt_set_isa(saved);
+  if (!ok)
+    GTEST_SKIP() << hcrt_isa_name(isa) << " not available on this CPU";
+}
+
+} // namespace
+
+TEST(Gemm, ReferenceShapes) { shapeGrid(true, hcrt_isa()); }
+TEST(Gemm, ReferenceEpilogues) {
+  for (uint32_t flags = 0; flags < 16; ++flags) {
+    GemmCase c{19, 23, 45, 1, 0};
+    c.flags = flags;
+    c.ref = true;
+    c.beta = flags % 3 ? 0.5f : 0.0f;
+    c.gateRows = 4;
+    c.batch = 2;
+    c.preact = flags & 1;
+    runGemm(c, flags);
+  }
+}
+
+#define ISA_TESTS(Name, ISA)                                                 \
+  TEST(Gemm, Shapes##Name) {                                                 \
+    skipUnless(ISA);                                                         \
+    shapeGrid(false, ISA);                                                   \
+  }                                                                          \
+  TEST(Gemm, Epilogues##Name) {                                              \
+    skipUnless(ISA);                                                         \
+    epilogueGrid(ISA, 53);                                                   \
+  }                                                                          \
+  TEST(Gemm, EpiloguesLongK##Name) {                                         \
+    skipUnless(ISA);                                                         \
+    epilogueGrid(ISA, 777);                                                  \
+  }                                                                          \
+  TEST(Gemm, Large##Name) {                                                  \
+    skipUnless(ISA);                                                         \
+    largeShapes(ISA);                                                        \
+  }
+
+ISA_TESTS(Generic, HC_ISA_GENERIC)
+ISA_TESTS(Avx2, HC_ISA_AVX2)
+ISA_TESTS(Avx512, HC_ISA_AVX512)
+
+TEST(Gemm, Degenerate) {
+  // K == 0: C = E(0) + beta C; M or N == 0: nothing is touched.
+  GemmCase c{7, 9, 0, 0, 0};
+  c.beta = 0.5f;
+  c.flags = HC_EPI_BIAS | HC_EPI_GELU_TANH;
+  runGemm(c, 5);
+  c.beta = 0.0f;
+  c.threads = 2;
+  runGemm(c, 6);
+  GemmCase z{0, 9, 5, 0, 0};
+  runGemm(z, 7);
+  GemmCase z2{4, 0, 5, 1, 1};
+  runGemm(z2, 8);
+}
+
+TEST(Gemm, DeterministicRunToRun) {
+  const int64_t M = 157, N = 301, K = 611;
+  std::vector<float> A = randomVec(M * K, 1), B = randomVec(K * N, 2);
+  std::vector<float> C1 = nanVec(M * N), C2 = nanVec(M * N);
+  hc_sgemm_simple(0, 0, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f,
+                  C1.data(), N, threads(2));
+  hc_sgemm_simple(0, 0, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f,
+                  C2.data(), N, threads(2));
+  EXPECT_EQ(0, std::memcmp(C1.data(), C2.data(), sizeof(float) * M * N));
+}
+
+TEST(Gemm, NaNInputsPropagate) {
+  // A NaN in A must reach C (no silent masking by packing or blocking).
+  const int64_t M = 20, N = 40, K = 30;
+  std::vector<float> A = randomVec(M * K, 3), B = randomVec(K * N, 4);
+  A[5 * K + 7] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> C = nanVec(M * N);
+  hc_sgemm_simple(0, 0, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f,
+                  C.data(), N, threads(1));
+  for (int64_t n = 0; n < N; ++n)
+    EXPECT_TRUE(std::isnan(C[5 * N + n]));
+  EXPECT_FALSE(std::isnan(C[4 * N]));
+}

@@ -1,0 +1,80 @@
+// Shared helpers of the kernel tests: float64 references are computed by the
+// tests themselves; outputs are poisoned with NaN first, and every check
+// fails on NaN (|got - want| <= tol is false for NaN).
+#ifndef HC_TEST_RUNTIME_KERNEL_TEST_UTIL_H
+#define HC_TEST_RUNTIME_KERNEL_TEST_UTIL_H
+
+#include "hc/runtime/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace hctest {
+
+inline std::vector<float> randomVec(size_t n, uint32_t seed, float lo = -1.0f,
+                                    float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+inline std::vector<float> nanVec(size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+// Counts elements outside |got - want| <= atol + rtol |want| (NaN counts);
+// reports the first few through gtest.
+struct Checker {
+  std::string what;
+  int64_t bad = 0;
+  double worst = 0;
+  void check(double got, double want, double tol, int64_t i) {
+    double err = std::fabs(got - want);
+    if (!(err <= tol)) {
+      if (bad < 5)
+        ADD_FAILURE() << what << " [" << i << "]: got " << got << " want "
+                      << want << " err " << err << " tol " << tol;
+      ++bad;
+    } else if (err > worst) {
+      worst = err;
+    }
+  }
+  void close(double got, double want, double atol, double rtol, int64_t i) {
+    check(got, want, atol + rtol * std::fabs(want), i);
+  }
+};
+
+// ISAs this CPU can run (tests run every kernel on each).
+inline std::vector<int32_t> availableIsas() {
+  std::vector<int32_t> v;
+  int32_t saved = hcrt_isa();
+  for (int32_t isa : {HC_ISA_GENERIC, HC_ISA_AVX2, HC_ISA_AVX512})
+    if (hcrt_set_isa(isa) == isa)
+      v.push_back(isa);
+  hcrt_set_isa(saved);
+  return v;
+}
+
+struct IsaScope {
+  int32_t saved;
+  explicit IsaScope(int32_t isa) : saved(hcrt_isa()) { hcrt_set_isa(isa); }
+  ~IsaScope() { hcrt_set_isa(saved); }
+};
+
+inline hc_threads threads(int n) { return hc_threads{0, n}; }
+
+// float32 unit roundoff
+constexpr double kU = 1.0 / (1 << 24);
+
+} // namespace hctest
+
+#endif

@@ -1,0 +1,583 @@
+// Fused-kernel tests against float64 references, on every ISA path this CPU
+// has and at 1 and 2 threads. Outputs are NaN-poisoned first; checks fail on
+// NaN. The error bound of each kernel is stated above its test (u = 2^-24).
+#include "kernel_test_util.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace hctest;
+
+namespace {
+
+double geluD(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double geluGradD(double x) {
+  double k = std::sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x);
+  double t = std::tanh(u);
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+}
+double siluD(double x) { return x / (1.0 + std::exp(-x)); }
+double siluGradD(double x) {
+  double s = 1.0 / (1.0 + std::exp(-x));
+  return s * (1 + x * (1 - s));
+}
+
+const int64_t kSizes[] = {0, 1, 7, 15, 16, 17, 31, 1023, 100003};
+
+// Inputs over [-10, 10] plus the exact points where approximations switch.
+std::vector<float> activationInput(int64_t n, uint32_t seed) {
+  std::vector<float> x = randomVec(n, seed, -10.0f, 10.0f);
+  const float special[] = {0.0f, -0.0f, 1e-7f, -1e-7f, 3.0f, -3.0f, 9.0f, 30.0f, -30.0f, 88.0f, -90.0f};
+  for (size_t i = 0; i < sizeof special / sizeof *special && (int64_t)i < n; ++i)
+    x[i] = special[i];
+  return x;
+}
+
+template <class Fwd, class Ref>
+void elementwise(const char *name, Fwd fwd, Ref ref, double atol, double rtol) {
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int th : {1, 2})
+      for (int64_t n : kSizes) {
+        std::vector<float> x = activationInput(n, n + 7);
+        std::vector<float> y = nanVec(n + 1);
+        y[n] = 777.0f;
+        fwd(n, x, y, th);
+        Checker c{std::string(name) + " isa=" + hcrt_isa_name(isa) + " n=" + std::to_string(n)};
+        for (int64_t i = 0; i < n; ++i)
+          c.close(y[i], ref(x[i], i), atol, rtol, i);
+        EXPECT_EQ(y[n], 777.0f) << name << ": wrote past the end";
+      }
+  }
+}
+
+} // namespace
+
+// GELU-tanh forward: |y - gelu(x)| <= 5e-7 + 4u |gelu(x)|  (fast tanh).
+TEST(Ops, GeluForward) {
+  elementwise("gelu_fwd",
+              [](int64_t n, std::vector<float> &x, std::vector<float> &y, int th) {
+                hc_gelu_tanh_fwd(n, x.data(), y.data(), threads(th));
+              },
+              [](double x, int64_t) { return geluD(x); }, 5e-7, 4 * kU);
+}
+
+// GELU-tanh backward: |dx - dy gelu'(x)| <= 1e-6 |dy| + 8u |dx|.
+TEST(Ops, GeluBackward) {
+  std::vector<float> dy = randomVec(100003, 99);
+  elementwise("gelu_bwd",
+              [&](int64_t n, std::vector<float> &x, std::vector<float> &y, int th) {
+                hc_gelu_tanh_bwd(n, x.data(), dy.data(), y.data(), threads(th));
+              },
+              [&](double x, int64_t i) { return dy[i] * geluGradD(x); }, 1e-6, 8 * kU);
+}
+
+// The fast tanh's worst case, measured over a dense sweep of [-12, 12].
+// Measured here: max |gelu_fast - gelu_exact| and stated bound 5e-7 absolute
+// (plus 4u relative) for the forward.
+TEST(Ops, GeluApproximationMaxError) {
+  const int64_t n = 2400001;
+  std::vector<float> x(n), y = nanVec(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = -12.0f + 24.0f * (float)i / (float)(n - 1);
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    hc_gelu_tanh_fwd(n, x.data(), y.data(), threads(2));
+    double worstAbs = 0, worstRel = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double want = geluD(x[i]), err = std::fabs(y[i] - want);
+      ASSERT_FALSE(std::isnan(y[i]));
+      worstAbs = std::max(worstAbs, err);
+      if (std::fabs(want) > 1e-3)
+        worstRel = std::max(worstRel, err / std::fabs(want));
+    }
+    RecordProperty(std::string("gelu_max_abs_err_") + hcrt_isa_name(isa), std::to_string(worstAbs));
+    printf("gelu-tanh fast approximation (%s): max abs error %.3g, max rel error (|y|>1e-3) %.3g\n",
+           hcrt_isa_name(isa), worstAbs, worstRel);
+    EXPECT_LE(worstAbs, 5e-7);
+  }
+}
+
+// SiLU forward: |y - silu(x)| <= 1e-7 + 4u |silu(x)|... (exp is ~2 ulp).
+TEST(Ops, SiluForward) {
+  elementwise("silu_fwd",
+              [](int64_t n, std::vector<float> &x, std::vector<float> &y, int th) {
+                hc_silu_fwd(n, x.data(), y.data(), threads(th));
+              },
+              [](double x, int64_t) { return siluD(x); }, 1e-7, 8 * kU);
+}
+
+// SiLU backward: |dx - dy silu'(x)| <= 1e-7 |dy| + 16u |dx|.
+TEST(Ops, SiluBackward) {
+  std::vector<float> dy = randomVec(100003, 98);
+  elementwise("silu_bwd",
+              [&](int64_t n, std::vector<float> &x, std::vector<float> &y, int th) {
+                hc_silu_bwd(n, x.data(), dy.data(), y.data(), threads(th));
+              },
+              [&](double x, int64_t i) { return dy[i] * siluGradD(x); }, 1e-7, 16 * kU);
+}
+
+TEST(Ops, ActivationNaNPropagates) {
+  float x[3] = {1.0f, std::numeric_limits<float>::quiet_NaN(), -2.0f}, y[3];
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    hc_gelu_tanh_fwd(3, x, y, threads(1));
+    EXPECT_TRUE(std::isnan(y[1]));
+    hc_silu_fwd(3, x, y, threads(1));
+    EXPECT_TRUE(std::isnan(y[1]));
+  }
+}
+
+// Softmax forward: |y - y64| <= (cols + 8) u y64 + u.
+// Softmax backward: |dx - dx64| <= (cols + 8) u (|y| sum|y dy| + |y dy|) + 4u |dx64|.
+TEST(Ops, Softmax) {
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int th : {1, 2})
+      for (int64_t rows : {1, 3, 17, 300})
+        for (int64_t cols : {1, 2, 15, 16, 17, 100, 1031}) {
+          const int64_t ld = cols + 3;
+          std::vector<float> x = randomVec(rows * ld, rows * 31 + cols, -6, 6);
+          std::vector<float> y = nanVec(rows * ld), dy = randomVec(rows * ld, cols, -1, 1);
+          std::vector<float> dx = nanVec(rows * ld);
+          hc_softmax_fwd(rows, cols, x.data(), ld, y.data(), ld, threads(th));
+          hc_softmax_bwd(rows, cols, y.data(), ld, dy.data(), ld, dx.data(), ld, threads(th));
+          Checker c{"softmax rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
+                    " isa=" + hcrt_isa_name(isa)};
+          for (int64_t r = 0; r < rows; ++r) {
+            double m = -1e300, sum = 0;
+            for (int64_t j = 0; j < cols; ++j)
+              m = std::max(m, (double)x[r * ld + j]);
+            std::vector<double> p(cols);
+            for (int64_t j = 0; j < cols; ++j)
+              sum += p[j] = std::exp((double)x[r * ld + j] - m);
+            double dot = 0, adot = 0;
+            for (int64_t j = 0; j < cols; ++j) {
+              p[j] /= sum;
+              c.check(y[r * ld + j], p[j], (cols + 8) * kU * p[j] + kU, r * ld + j);
+              // backward reference uses the kernel's own y (its input)
+              dot += (double)y[r * ld + j] * dy[r * ld + j];
+              adot += std::fabs((double)y[r * ld + j] * dy[r * ld + j]);
+            }
+            for (int64_t j = 0; j < cols; ++j) {
+              double yy = y[r * ld + j], want = yy * (dy[r * ld + j] - dot);
+              double tol = (cols + 8) * kU * (std::fabs(yy) * adot + std::fabs(yy * dy[r * ld + j])) +
+                           4 * kU * std::fabs(want);
+              c.check(dx[r * ld + j], want, tol, -(r * ld + j));
+            }
+          }
+        }
+  }
+}
+
+namespace {
+
+struct LnCase {
+  int64_t rows, D, groupRows;
+  bool affine, modulate;
+};
+
+// LayerNorm (+ adaLN modulate) forward and backward.
+// Forward: |y - y64| <= 8 (D + 16) u (1 + |y64|)  (mean/var in float).
+// Backward dx: 16 (D + 16) u (1 + |dx64|) * max(1, rstd) scaled by the row's
+// sum |dy|/D; parameter gradients (sums over rows R):
+// 8 (R + D + 16) u (sum |terms| + 1).
+void runLayerNorm(const LnCase &lc, int th, uint32_t seed) {
+  const int64_t R = lc.rows, D = lc.D, ld = D + 5;
+  const int64_t gr = lc.groupRows > 0 ? lc.groupRows : R;
+  const int64_t G = (R + gr - 1) / gr, ldm = D + 2;
+  std::vector<float> x = randomVec(R * ld, seed, -2, 3);
+  std::vector<float> gamma = randomVec(D, seed + 1, 0.5, 1.5), beta = randomVec(D, seed + 2);
+  std::vector<float> shift = randomVec(G * ldm, seed + 3), scale = randomVec(G * ldm, seed + 4);
+  std::vector<float> y = nanVec(R * ld), mean = nanVec(R), rstd = nanVec(R);
+  hc_layernorm_args a{};
+  a.rows = R, a.D = D, a.x = x.data(), a.ldx = ld, a.y = y.data(), a.ldy = ld;
+  a.gamma = lc.affine ? gamma.data() : nullptr;
+  a.beta = lc.affine ? beta.data() : nullptr;
+  a.shift = lc.modulate ? shift.data() : nullptr;
+  a.scale = lc.modulate ? scale.data() : nullptr;
+  a.group_rows = lc.groupRows, a.ld_mod = ldm, a.eps = 1e-6f;
+  a.mean = mean.data(), a.rstd = rstd.data();
+  hc_layernorm_fwd(&a, threads(th));
+
+  std::vector<float> dy = randomVec(R * ld, seed + 5), dx = nanVec(R * ld);
+  std::vector<float> dgamma = nanVec(D), dbeta = nanVec(D), dshift = nanVec(G * ldm),
+                     dscale = nanVec(G * ldm);
+  hc_layernorm_bwd_args b{};
+  b.rows = R, b.D = D, b.x = x.data(), b.ldx = ld, b.dy = dy.data(), b.lddy = ld;
+  b.dx = dx.data(), b.lddx = ld;
+  b.gamma = a.gamma, b.beta = a.beta, b.shift = a.shift, b.scale = a.scale;
+  b.group_rows = lc.groupRows, b.ld_mod = ldm, b.mean = mean.data(), b.rstd = rstd.data();
+  b.dgamma = lc.affine ? dgamma.data() : nullptr;
+  b.dbeta = lc.affine ? dbeta.data() : nullptr;
+  b.dshift = lc.modulate ? dshift.data() : nullptr;
+  b.dscale = lc.modulate ? dscale.data() : nullptr;
+  hc_layernorm_bwd(&b, threads(th));
+
+  char name[160];
+  snprintf(name, sizeof name, "layernorm R=%lld D=%lld gr=%lld affine=%d mod=%d th=%d isa=%s",
+           (long long)R, (long long)D, (long long)lc.groupRows, lc.affine, lc.modulate, th,
+           hcrt_isa_name(hcrt_isa()));
+  Checker c{name};
+  std::vector<double> dg(D, 0), db(D, 0), dgA(D, 0), dbA(D, 0);
+  std::vector<double> dsh(G * D, 0), dsc(G * D, 0), dshA(G * D, 0), dscA(G * D, 0);
+  for (int64_t r = 0; r < R; ++r) {
+    double mu = 0, var = 0;
+    for (int64_t j = 0; j < D; ++j)
+      mu += x[r * ld + j];
+    mu /= D;
+    for (int64_t j = 0; j < D; ++j)
+      var += (x[r * ld + j] - mu) * (x[r * ld + j] - mu);
+    var /= D;
+    double rs = 1.0 / std::sqrt(var + 1e-6);
+    c.close(mean[r], mu, 4 * (D + 4) * kU * 3, 0, r);
+    c.close(rstd[r], rs, 0, 8 * (D + 16) * kU, r);
+    const int64_t g = r / gr;
+    std::vector<double> xh(D), dxh(D);
+    double s1 = 0, s2 = 0, sAbs = 0;
+    for (int64_t j = 0; j < D; ++j) {
+      xh[j] = (x[r * ld + j] - mu) * rs;
+      double y0 = lc.affine ? xh[j] * gamma[j] + beta[j] : xh[j];
+      double sc = lc.modulate ? scale[g * ldm + j] : 0.0;
+      double yy = lc.modulate ? y0 * (1 + sc) + shift[g * ldm + j] : y0;
+      c.close(y[r * ld + j], yy, 8 * (D + 16) * kU, 8 * (D + 16) * kU, r * ld + j);
+      double d = dy[r * ld + j];
+      if (lc.modulate) {
+        dsh[g * D + j] += d;
+        dshA[g * D + j] += std::fabs(d);
+        dsc[g * D + j] += d * y0;
+        dscA[g * D + j] += std::fabs(d * y0);
+      }
+      double d0 = d * (1 + sc);
+      if (lc.affine) {
+        dg[j] += d0 * xh[j];
+        dgA[j] += std::fabs(d0 * xh[j]);
+        db[j] += d0;
+        dbA[j] += std::fabs(d0);
+      }
+      dxh[j] = lc.affine ? d0 * gamma[j] : d0;
+      s1 += dxh[j];
+      s2 += dxh[j] * xh[j];
+      sAbs += std::fabs(dxh[j]) * (1 + std::fabs(xh[j]));
+    }
+    for (int64_t j = 0; j < D; ++j) {
+      double want = rs * (dxh[j] - s1 / D - xh[j] * s2 / D);
+      double tol = 16 * (D + 16) * kU * std::max(1.0, rs) * (1 + std::fabs(want) + sAbs / D);
+      c.check(dx[r * ld + j], want, tol, -(r * ld + j) - 1);
+    }
+  }
+  for (int64_t j = 0; j < D && lc.affine; ++j) {
+    c.check(dgamma[j], dg[j], 8 * (R + D + 16) * kU * (dgA[j] + 1), 1000000 + j);
+    c.check(dbeta[j], db[j], 8 * (R + D + 16) * kU * (dbA[j] + 1), 2000000 + j);
+  }
+  for (int64_t g = 0; g < G && lc.modulate; ++g)
+    for (int64_t j = 0; j < D; ++j) {
+      c.check(dshift[g * ldm + j], dsh[g * D + j], 8 * (R + D + 16) * kU * (dshA[g * D + j] + 1),
+              3000000 + g * D + j);
+      c.check(dscale[g * ldm + j], dsc[g * D + j], 8 * (R + D + 16) * kU * (dscA[g * D + j] + 1),
+              4000000 + g * D + j);
+    }
+}
+
+} // namespace
+
+TEST(Ops, LayerNorm) {
+  const LnCase cases[] = {
+      {1, 1, 0, false, false},   {1, 1, 0, true, true},     {5, 7, 0, true, false},
+      {33, 64, 0, false, false}, {33, 64, 11, false, true}, {17, 384, 4, true, true},
+      {3, 1153, 1, false, true}, {64, 97, 16, true, false}, {1000, 48, 250, false, true},
+  };
+  uint32_t seed = 1;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (const LnCase &lc : cases)
+      for (int th : {1, 2})
+        runLayerNorm(lc, th, seed++);
+  }
+}
+
+TEST(Ops, LayerNormAccumulatesParamGrads) {
+  const int64_t R = 6, D = 9;
+  std::vector<float> x = randomVec(R * D, 1), dy = randomVec(R * D, 2), mean(R), rstd(R),
+                     y(R * D), dx(R * D);
+  std::vector<float> gamma(D, 1.0f), beta(D, 0.0f), dg1(D), db1(D), dg2(D, 1.0f), db2(D, 2.0f);
+  hc_layernorm_args a{R, D, x.data(), D, y.data(), D, gamma.data(), beta.data(),
+                      nullptr, nullptr, 0, 0, 1e-5f, mean.data(), rstd.data()};
+  hc_layernorm_fwd(&a, threads(1));
+  hc_layernorm_bwd_args b{};
+  b.rows = R, b.D = D, b.x = x.data(), b.ldx = D, b.dy = dy.data(), b.lddy = D;
+  b.dx = dx.data(), b.lddx = D, b.gamma = gamma.data(), b.beta = beta.data();
+  b.mean = mean.data(), b.rstd = rstd.data(), b.dgamma = dg1.data(), b.dbeta = db1.data();
+  hc_layernorm_bwd(&b, threads(1));
+  b.dgamma = dg2.data(), b.dbeta = db2.data(), b.accumulate = 1;
+  hc_layernorm_bwd(&b, threads(1));
+  for (int64_t j = 0; j < D; ++j) {
+    EXPECT_FLOAT_EQ(dg2[j], dg1[j] + 1.0f);
+    EXPECT_FLOAT_EQ(db2[j], db1[j] + 2.0f);
+  }
+}
+
+namespace {
+
+struct AttCase {
+  int64_t B, H, Tq, Tk, Dh;
+  bool fusedQkv;  // q/k/v as slices of one [B, T, 3, H, Dh] buffer
+};
+
+// Flash attention. Forward: |o - o64| <= 8 (Tk + Dh + 16) u (1 + |o64|),
+// lse: 8 (Tk + Dh) u (1 + |lse|). Backward (recomputed P): |g - g64| <=
+// 16 (Tq + Tk + Dh + 16) u (1 + sum of |terms| of g64).
+void runAttention(const AttCase &ac, int th, uint32_t seed) {
+  const int64_t B = ac.B, H = ac.H, Tq = ac.Tq, Tk = ac.Tk, Dh = ac.Dh;
+  const float scale = 1.0f / std::sqrt((float)Dh);
+  hc_attention_args a{};
+  a.batch = B, a.heads = H, a.Tq = Tq, a.Tk = Tk, a.Dh = Dh, a.scale = scale;
+  std::vector<float> qkv, q, k, v;
+  if (ac.fusedQkv) {
+    // [B, T, 3, H, Dh] with Tq == Tk
+    qkv = randomVec(B * Tq * 3 * H * Dh, seed, -2, 2);
+    a.q = qkv.data(), a.k = qkv.data() + H * Dh, a.v = qkv.data() + 2 * H * Dh;
+    a.q_sb = a.k_sb = a.v_sb = Tq * 3 * H * Dh;
+    a.q_sh = a.k_sh = a.v_sh = Dh;
+    a.q_st = a.k_st = a.v_st = 3 * H * Dh;
+  } else {
+    // [B, H, T, Dh] with a padded row stride
+    q = randomVec(B * H * Tq * (Dh + 1), seed, -2, 2);
+    k = randomVec(B * H * Tk * (Dh + 1), seed + 1, -2, 2);
+    v = randomVec(B * H * Tk * (Dh + 1), seed + 2, -2, 2);
+    a.q = q.data(), a.k = k.data(), a.v = v.data();
+    a.q_st = Dh + 1, a.q_sh = Tq * (Dh + 1), a.q_sb = H * Tq * (Dh + 1);
+    a.k_st = a.v_st = Dh + 1, a.k_sh = a.v_sh = Tk * (Dh + 1), a.k_sb = a.v_sb = H * Tk * (Dh + 1);
+  }
+  // o, dout in [B, Tq, H, Dh]; grads [B, H, T, Dh]
+  std::vector<float> o = nanVec(B * Tq * H * Dh), lse = nanVec(B * H * Tq);
+  a.o = o.data(), a.o_sb = Tq * H * Dh, a.o_sh = Dh, a.o_st = H * Dh;
+  a.lse = lse.data();
+  hc_flash_attention_fwd(&a, threads(th));
+  std::vector<float> dout = randomVec(o.size(), seed + 3);
+  std::vector<float> dq = nanVec(B * H * Tq * Dh), dk = nanVec(B * H * Tk * Dh), dv = nanVec(B * H * Tk * Dh);
+  a.dout = dout.data(), a.do_sb = a.o_sb, a.do_sh = a.o_sh, a.do_st = a.o_st;
+  a.dq = dq.data(), a.dq_sb = H * Tq * Dh, a.dq_sh = Tq * Dh, a.dq_st = Dh;
+  a.dk = dk.data(), a.dk_sb = H * Tk * Dh, a.dk_sh = Tk * Dh, a.dk_st = Dh;
+  a.dv = dv.data(), a.dv_sb = H * Tk * Dh, a.dv_sh = Tk * Dh, a.dv_st = Dh;
+  hc_flash_attention_bwd(&a, threads(th));
+
+  char name[160];
+  snprintf(name, sizeof name, "attention B=%lld H=%lld Tq=%lld Tk=%lld Dh=%lld fused=%d th=%d isa=%s",
+           (long long)B, (long long)H, (long long)Tq, (long long)Tk, (long long)Dh, ac.fusedQkv, th,
+           hcrt_isa_name(hcrt_isa()));
+  Checker c{name};
+  auto at = [](const float *base, int64_t sb, int64_t sh, int64_t st, int64_t b, int64_t h,
+               int64_t t, int64_t d) { return (double)base[b * sb + h * sh + t * st + d]; };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<double> P(Tq * Tk), dP(Tq * Tk), dS(Tq * Tk);
+      std::vector<double> gq(Tq * Dh, 0), gk(Tk * Dh, 0), gv(Tk * Dh, 0);
+      std::vector<double> aq(Tq * Dh, 0), ak(Tk * Dh, 0), av(Tk * Dh, 0);
+      for (int64_t i = 0; i < Tq; ++i) {
+        double m = -1e300, sum = 0;
+        for (int64_t j = 0; j < Tk; ++j) {
+          double s = 0;
+          for (int64_t d = 0; d < Dh; ++d)
+            s += at(a.q, a.q_sb, a.q_sh, a.q_st, b, h, i, d) * at(a.k, a.k_sb, a.k_sh, a.k_st, b, h, j, d);
+          P[i * Tk + j] = s * scale;
+          m = std::max(m, s * scale);
+        }
+        for (int64_t j = 0; j < Tk; ++j)
+          sum += P[i * Tk + j] = std::exp(P[i * Tk + j] - m);
+        c.close(lse[(b * H + h) * Tq + i], m + std::log(sum), 8 * (Tk + Dh) * kU, 8 * (Tk + Dh) * kU, i);
+        for (int64_t j = 0; j < Tk; ++j)
+          P[i * Tk + j] /= sum;
+        double di = 0;
+        for (int64_t d = 0; d < Dh; ++d) {
+          double od = 0;
+          for (int64_t j = 0; j < Tk; ++j)
+            od += P[i * Tk + j] * at(a.v, a.v_sb, a.v_sh, a.v_st, b, h, j, d);
+          c.close(o[b * a.o_sb + h * a.o_sh + i * a.o_st + d], od, 8 * (Tk + Dh + 16) * kU,
+                  8 * (Tk + Dh + 16) * kU, 1000000 + i * Dh + d);
+          di += od * dout[b * a.o_sb + h * a.o_sh + i * a.o_st + d];
+        }
+        for (int64_t j = 0; j < Tk; ++j) {
+          double dp = 0;
+          for (int64_t d = 0; d < Dh; ++d)
+            dp += dout[b * a.o_sb + h * a.o_sh + i * a.o_st + d] * at(a.v, a.v_sb, a.v_sh, a.v_st, b, h, j, d);
+          dS[i * Tk + j] = P[i * Tk + j] * (dp - di);
+        }
+      }
+      for (int64_t i = 0; i < Tq; ++i)
+        for (int64_t j = 0; j < Tk; ++j) {
+          double p = P[i * Tk + j], ds = dS[i * Tk + j] * scale;
+          for (int64_t d = 0; d < Dh; ++d) {
+            double gdo = dout[b * a.o_sb + h * a.o_sh + i * a.o_st + d];
+            double qd = at(a.q, a.q_sb, a.q_sh, a.q_st, b, h, i, d);
+            double kd = at(a.k, a.k_sb, a.k_sh, a.k_st, b, h, j, d);
+            gv[j * Dh + d] += p * gdo;
+            av[j * Dh + d] += std::fabs(p * gdo);
+            gk[j * Dh + d] += ds * qd;
+            ak[j * Dh + d] += std::fabs(ds * qd) + std::fabs(p) * 4;
+            gq[i * Dh + d] += ds * kd;
+            aq[i * Dh + d] += std::fabs(ds * kd) + std::fabs(p) * 4;
+          }
+        }
+      const double f = 16 * (Tq + Tk + Dh + 16) * kU;
+      for (int64_t i = 0; i < Tq; ++i)
+        for (int64_t d = 0; d < Dh; ++d)
+          c.check(dq[b * a.dq_sb + h * a.dq_sh + i * Dh + d], gq[i * Dh + d], f * (1 + aq[i * Dh + d]), 2000000 + i);
+      for (int64_t j = 0; j < Tk; ++j)
+        for (int64_t d = 0; d < Dh; ++d) {
+          c.check(dk[b * a.dk_sb + h * a.dk_sh + j * Dh + d], gk[j * Dh + d], f * (1 + ak[j * Dh + d]), 3000000 + j);
+          c.check(dv[b * a.dv_sb + h * a.dv_sh + j * Dh + d], gv[j * Dh + d], f * (1 + av[j * Dh + d]), 4000000 + j);
+        }
+    }
+}
+
+} // namespace
+
+TEST(Ops, FlashAttention) {
+  const AttCase cases[] = {
+      {1, 1, 1, 1, 1, false},   {2, 3, 17, 17, 8, true},   {1, 2, 65, 130, 64, false},
+      {1, 1, 129, 63, 72, false}, {2, 1, 5, 200, 3, false}, {1, 2, 67, 67, 13, true},
+  };
+  uint32_t seed = 1;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (const AttCase &ac : cases)
+      for (int th : {1, 2})
+        runAttention(ac, th, seed++);
+  }
+}
+
+// AdamW over `steps` steps vs the torch formula in double:
+// |p - p64| <= 16 u (|p64| + steps * lr * 1.5), |m - m64| <= 8 u steps |g|max,
+// |v - v64| <= 8 u steps v64 + tiny.
+TEST(Ops, AdamW) {
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int th : {1, 2})
+      for (int64_t n : kSizes) {
+        const float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.01f;
+        std::vector<float> p = randomVec(n, n + 1), m(n, 0.0f), v(n, 0.0f);
+        std::vector<double> pd(p.begin(), p.end()), md(n, 0), vd(n, 0);
+        const int steps = 3;
+        std::vector<float> g;
+        for (int st = 1; st <= steps; ++st) {
+          g = randomVec(n, n + 10 * st, -0.1f, 0.1f);
+          hc_adamw(n, p.data(), g.data(), m.data(), v.data(), lr, b1, b2, eps, wd, st, threads(th));
+          double bc1 = 1 - std::pow((double)b1, st), bc2 = 1 - std::pow((double)b2, st);
+          for (int64_t i = 0; i < n; ++i) {
+            pd[i] *= 1 - (double)lr * wd;
+            md[i] = (double)b1 * md[i] + (1 - (double)b1) * g[i];
+            vd[i] = (double)b2 * vd[i] + (1 - (double)b2) * (double)g[i] * g[i];
+            pd[i] -= (double)lr / bc1 * md[i] / (std::sqrt(vd[i]) / std::sqrt(bc2) + eps);
+          }
+        }
+        Checker c{"adamw n=" + std::to_string(n) + " isa=" + hcrt_isa_name(isa)};
+        for (int64_t i = 0; i < n; ++i) {
+          c.check(p[i], pd[i], 16 * kU * (std::fabs(pd[i]) + steps * lr * 1.5), i);
+          c.check(m[i], md[i], 8 * kU * steps * 0.1, -i - 1);
+          c.check(v[i], vd[i], 8 * kU * steps * vd[i] + 1e-12, 10000000 + i);
+        }
+      }
+  }
+}
+
+// SGD (momentum, dampening, nesterov, weight decay) over 3 steps:
+// |p - p64| <= 16 u (|p64| + 3 lr (|g| + wd |p|) / (1 - momentum)).
+TEST(Ops, Sgd) {
+  struct Cfg { float mom, damp, wd; int nesterov; };
+  const Cfg cfgs[] = {{0, 0, 0, 0}, {0.9f, 0, 0, 0}, {0.9f, 0.1f, 1e-4f, 0}, {0.9f, 0, 0.01f, 1}};
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (const Cfg &cf : cfgs)
+      for (int64_t n : {(int64_t)1, (int64_t)17, (int64_t)100003}) {
+        const float lr = 0.05f;
+        std::vector<float> p = randomVec(n, 5), buf = nanVec(n);
+        std::vector<double> pd(p.begin(), p.end()), bd(n, 0);
+        for (int st = 0; st < 3; ++st) {
+          std::vector<float> g = randomVec(n, 50 + st);
+          hc_sgd(n, p.data(), g.data(), cf.mom != 0 ? buf.data() : nullptr, lr, cf.mom, cf.damp,
+                 cf.wd, cf.nesterov, st == 0, threads(2));
+          for (int64_t i = 0; i < n; ++i) {
+            double d = g[i] + (double)cf.wd * pd[i];
+            if (cf.mom != 0) {
+              bd[i] = st == 0 ? d : (double)cf.mom * bd[i] + (1 - (double)cf.damp) * d;
+              d = cf.nesterov ? d + (double)cf.mom * bd[i] : bd[i];
+            }
+            pd[i] -= (double)lr * d;
+          }
+        }
+        Checker c{"sgd n=" + std::to_string(n)};
+        for (int64_t i = 0; i < n; ++i)
+          c.check(p[i], pd[i], 16 * kU * (std::fabs(pd[i]) + 3 * lr * 2.5 / (1 - cf.mom)), i);
+      }
+  }
+}
+
+// MSE: loss accumulated in double: |loss - loss64| <= 2u loss64;
+// gradient: |dpred - 2 dloss (p - t) / n| <= 4u |that|.
+TEST(Ops, MseLoss) {
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int th : {1, 2})
+      for (int64_t n : kSizes) {
+        if (n == 0)
+          continue;
+        std::vector<float> p = randomVec(n, n), t = randomVec(n, n + 3);
+        double sum = 0;
+        for (int64_t i = 0; i < n; ++i)
+          sum += ((double)p[i] - t[i]) * ((double)p[i] - t[i]);
+        double want = sum / n;
+        float loss = hc_mse_loss_fwd(n, p.data(), t.data(), threads(th));
+        Checker c{"mse n=" + std::to_string(n)};
+        c.check(loss, want, 2 * kU * want + 1e-30, 0);
+        std::vector<float> dp = nanVec(n);
+        hc_mse_loss_bwd(n, p.data(), t.data(), 0.5f, dp.data(), threads(th));
+        for (int64_t i = 0; i < n; ++i) {
+          double w = 2.0 * 0.5 * ((double)p[i] - t[i]) / n;
+          c.check(dp[i], w, 4 * kU * std::fabs(w), i + 1);
+        }
+      }
+  }
+}
+
+// Embedding gather is exact; scatter-add sums in index order:
+// |d - d64| <= (count + 1) u sum |terms|.
+TEST(Ops, Embedding) {
+  for (int th : {1, 2})
+    for (int64_t D : {(int64_t)1, (int64_t)5, (int64_t)384, (int64_t)1153})
+      for (int64_t nIdx : {(int64_t)1, (int64_t)3, (int64_t)64, (int64_t)257}) {
+        const int64_t rows = 11, ldt = D + 2, ldo = D + 1;
+        std::vector<float> table = randomVec(rows * ldt, D);
+        std::vector<int64_t> idx(nIdx);
+        for (int64_t i = 0; i < nIdx; ++i)
+          idx[i] = (i * 7 + D) % (rows + 2) - 1;  // includes -1 and rows (invalid)
+        std::vector<float> out = nanVec(nIdx * ldo);
+        hc_embedding_fwd(nIdx, idx.data(), rows, D, table.data(), ldt, out.data(), ldo, threads(th));
+        Checker c{"embedding D=" + std::to_string(D) + " n=" + std::to_string(nIdx)};
+        for (int64_t i = 0; i < nIdx; ++i)
+          for (int64_t j = 0; j < D; ++j) {
+            bool ok = idx[i] >= 0 && idx[i] < rows;
+            c.check(out[i * ldo + j], ok ? table[idx[i] * ldt + j] : 0.0, 0, i * ldo + j);
+          }
+        std::vector<float> dout = randomVec(nIdx * ldo, nIdx);
+        for (int acc = 0; acc < 2; ++acc) {
+          std::vector<float> dt = acc ? randomVec(rows * ldt, 3) : nanVec(rows * ldt);
+          std::vector<float> dt0 = dt;
+          hc_embedding_bwd(nIdx, idx.data(), rows, D, dout.data(), ldo, dt.data(), ldt, acc, threads(th));
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < D; ++j) {
+              double w = acc ? dt0[r * ldt + j] : 0.0, a = std::fabs(w);
+              int64_t cnt = 0;
+              for (int64_t i = 0; i < nIdx; ++i)
+                if (idx[i] == r) {
+                  w += dout[i * ldo + j];
+                  a += std::fabs(dout[i * ldo + j]);
+                  ++cnt;
+                }
+              c.check(dt[r * ldt + j], w, (cnt + 1) * kU * a, -(r * ldt + j) - 1);
+            }
+        }
+      }
+}
