@@ -1,9 +1,285 @@
-// hc_sgemm: placeholder until the packed path lands — reference per batch.
+// hc_sgemm: packed, cache-blocked SGEMM (BLIS-style loops jc/pc/ic/jr/ir)
+// with the micro-kernel of the ISA hcrt_isa() picks, blocking derived from
+// the cache sizes hwloc reports, a 2-D partition of C over the thread range
+// (threads of one cluster share a column block, as the paper's N-split
+// across clusters), and the epilogue fused on each C tile while it is hot.
 #include "internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace hc::rt {
+namespace {
+
+const GemmKernel &kernel() {
+  switch (hcrt_isa()) {
+  case HC_ISA_AVX512:
+    return gemmAvx512();
+  case HC_ISA_AVX2:
+    return gemmAvx2();
+  default:
+    return gemmGeneric();
+  }
+}
+
+struct Blocking {
+  int64_t mc, kc, nc;
+};
+
+int64_t envInt(const char *name, int64_t dflt) {
+  const char *e = std::getenv(name);
+  return e && std::atoll(e) > 0 ? std::atoll(e) : dflt;
+}
+
+// KC: a KC x NR sliver of B fills ~60% of L1d (it is reused by every A
+// micro-panel). MC: an MC x KC block of A fills half of L2. NC: a KC x NC
+// panel of B takes a quarter of L3 (shared by the cores).
+Blocking blocking(const GemmKernel &k) {
+  const CacheInfo &c = cacheInfo();
+  Blocking b;
+  int64_t kc = static_cast<int64_t>(c.l1d * 6 / 10) / (k.nr * 4);
+  kc = std::max<int64_t>(64, std::min<int64_t>(768, kc / 8 * 8));
+  b.kc = envInt("HC_GEMM_KC", kc);
+  int64_t mc = static_cast<int64_t>(c.l2 / 2) / (b.kc * 4);
+  mc = std::max<int64_t>(k.mr, std::min<int64_t>(4096, mc / k.mr * k.mr));
+  b.mc = envInt("HC_GEMM_MC", mc);
+  int64_t nc = static_cast<int64_t>(c.l3 / 4) / (b.kc * 4);
+  nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
+  b.nc = envInt("HC_GEMM_NC", nc);
+  return b;
+}
+
+struct Problem {
+  int64_t M, N, K;
+  int transA, transB;
+  float alpha;
+  const float *A;
+  int64_t lda;
+  const float *B;
+  int64_t ldb;
+  float *C;
+  int64_t ldc;
+  EpiCtx epi;
+};
+
+// C[m0:m1, n0:n1] of one problem on the calling thread.
+void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
+              int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  if (m1 <= m0 || n1 <= n0)
+    return;
+  const int MR = k.mr, NR = k.nr;
+  alignas(64) float tile[16 * 64];
+  if (p.K == 0) {
+    std::memset(tile, 0, sizeof tile);
+    for (int64_t m = m0; m < m1; m += MR)
+      for (int64_t n = n0; n < n1; n += NR)
+        k.combine(tile, NR, static_cast<int>(std::min<int64_t>(MR, m1 - m)),
+                  static_cast<int>(std::min<int64_t>(NR, n1 - n)), p.C, p.ldc,
+                  m, n, p.epi, true, true);
+    return;
+  }
+  const int64_t mcMax = std::min<int64_t>(bl.mc, (m1 - m0 + MR - 1) / MR * MR);
+  const int64_t ncMax = std::min<int64_t>(bl.nc, (n1 - n0 + NR - 1) / NR * NR);
+  const int64_t kcMax = std::min<int64_t>(bl.kc, p.K);
+  float *Ap = scratch(2, mcMax * kcMax + 64);
+  float *Bp = scratch(3, ncMax * kcMax + 64);
+  const EpiCtx &e = p.epi;
+  for (int64_t jc = n0; jc < n1; jc += bl.nc) {
+    const int64_t nc = std::min<int64_t>(bl.nc, n1 - jc);
+    for (int64_t pc = 0; pc < p.K; pc += bl.kc) {
+      const int64_t kc = std::min<int64_t>(bl.kc, p.K - pc);
+      const bool first = pc == 0, last = pc + kc >= p.K;
+      k.packB(p.B, p.ldb, p.transB, pc, kc, jc, nc, Bp);
+      for (int64_t ic = m0; ic < m1; ic += bl.mc) {
+        const int64_t mc = std::min<int64_t>(bl.mc, m1 - ic);
+        k.packA(p.A, p.lda, p.transA, ic, mc, pc, kc, Ap);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+          const float *b = Bp + jr * kc;
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+            const float *a = Ap + ir * kc;
+            const int64_t m = ic + ir, n = jc + jr;
+            const bool full = mr == MR && nr == NR;
+            bool direct = false;
+            float betaEff = 1.0f;
+            if (full) {
+              if (e.kind == EpiKind::None) {
+                direct = true;
+                betaEff = first ? e.beta : 1.0f;
+              } else if (e.kind == EpiKind::Nonlinear && !last) {
+                direct = true;
+                betaEff = first ? 0.0f : 1.0f;
+              } else if (e.kind == EpiKind::Affine && !first && !e.gate) {
+                direct = true;
+              }
+            }
+            if (direct) {
+              k.micro(kc, a, b, p.C + m * p.ldc + n, p.ldc, p.alpha, betaEff);
+            } else {
+              k.micro(kc, a, b, tile, NR, p.alpha, 0.0f);
+              k.combine(tile, NR, mr, nr, p.C, p.ldc, m, n, e, first, last);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Grid pm x pn over `P` threads minimizing estimated compute + packing time.
+void chooseGrid(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                int P, int &pm, int &pn) {
+  const double fpc = k.nr >= 48 ? 64.0 : (k.nr >= 16 && k.mr == 6 ? 32.0 : 8.0);
+  double best = 1e300;
+  pm = P;
+  pn = 1;
+  for (int a = 1; a <= P; ++a) {
+    if (P % a)
+      continue;
+    int b = P / a;
+    double Mt = std::ceil(static_cast<double>(p.M) / a / k.mr) * k.mr;
+    double Nt = std::ceil(static_cast<double>(p.N) / b / k.nr) * k.nr;
+    double K = static_cast<double>(p.K);
+    double compute = 2.0 * Mt * Nt * K / fpc;
+    double pack = 0.7 * (Mt * K * std::ceil(Nt / bl.nc) + K * Nt);
+    double cost = compute + pack;
+    if (cost < best * 0.999) {
+      best = cost;
+      pm = a;
+      pn = b;
+    }
+  }
+}
+
+void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p,
+            Range r) {
+  int pm = 1, pn = 1;
+  if (r.count > 1)
+    chooseGrid(k, bl, p, r.count, pm, pn);
+  parallel(r, [&](int i, int) {
+    // Consecutive slots (one cluster) share a column block.
+    int in = i / pm, im = i % pm;
+    int64_t m0, m1, n0, n1;
+    split(p.M, im, pm, k.mr, m0, m1);
+    split(p.N, in, pn, k.nr, n0, n1);
+    runBlock(k, bl, p, m0, m1, n0, n1);
+  });
+}
+
+bool overlaps(const float *a, int64_t lda, const float *c, int64_t ldc,
+              int64_t M, int64_t N) {
+  if (!a || M <= 0 || N <= 0)
+    return false;
+  const float *aEnd = a + (M - 1) * lda + N, *cEnd = c + (M - 1) * ldc + N;
+  return a < cEnd && c < aEnd;
+}
+
+EpiCtx resolveEpi(const hc_sgemm_args &g, int64_t b) {
+  EpiCtx e;
+  e.beta = g.beta;
+  const hc_epilogue *ep = g.epi;
+  if (!ep || (!ep->flags && !ep->preact))
+    return e;
+  const uint32_t f = ep->flags;
+  if (f & HC_EPI_BIAS)
+    e.bias = ep->bias + b * ep->stride_bias;
+  if (ep->preact) {
+    e.preact = ep->preact + b * ep->stride_preact;
+    e.ldPreact = ep->ld_preact;
+  }
+  e.gelu = (f & HC_EPI_GELU_TANH) != 0;
+  if (f & HC_EPI_GATE) {
+    e.gate = ep->gate + b * ep->stride_gate;
+    e.ldGate = ep->ld_gate;
+    e.gateRows = ep->gate_rows > 0 ? ep->gate_rows : std::max<int64_t>(1, g.M);
+  }
+  if (f & HC_EPI_RESIDUAL) {
+    e.residual = ep->residual + b * ep->stride_residual;
+    e.ldResidual = ep->ld_residual;
+  }
+  e.kind = (e.gelu || e.preact) ? EpiKind::Nonlinear : EpiKind::Affine;
+  return e;
+}
+
+// Nonlinear epilogue whose inputs C must still be read after several k
+// blocks (beta != 0 or residual overlapping C): compute T into a temporary,
+// then apply the epilogue row block by row block.
+void gemmViaTemp(const GemmKernel &k, const Blocking &bl, Problem p, Range r) {
+  std::vector<float> T(static_cast<size_t>(p.M * p.N));
+  Problem q = p;
+  q.C = T.data();
+  q.ldc = p.N;
+  q.epi = EpiCtx();
+  gemm2d(k, bl, q, r);
+  parallel(r, [&](int i, int cnt) {
+    int64_t m0, m1;
+    split(p.M, i, cnt, k.mr, m0, m1);
+    for (int64_t m = m0; m < m1; m += k.mr)
+      for (int64_t n = 0; n < p.N; n += k.nr)
+        k.combine(T.data() + m * p.N + n, p.N,
+                  static_cast<int>(std::min<int64_t>(k.mr, m1 - m)),
+                  static_cast<int>(std::min<int64_t>(k.nr, p.N - n)), p.C,
+                  p.ldc, m, n, p.epi, true, true);
+  });
+}
+
+} // namespace
+} // namespace hc::rt
 
 using namespace hc::rt;
 
 extern "C" void hc_sgemm(const hc_sgemm_args *g, hc_threads threads) {
-  (void)threads;
-  hc_sgemm_ref(g);
+  const int64_t M = g->M, N = g->N, K = g->K;
+  const int64_t batch = g->batch <= 0 ? 1 : g->batch;
+  if (M <= 0 || N <= 0)
+    return;
+  const GemmKernel &k = kernel();
+  const Blocking bl = blocking(k);
+  Range r = resolve(threads);
+  // Small products stay on one thread (waking others costs more).
+  const double macs = static_cast<double>(M) * N * std::max<int64_t>(K, 1);
+  if (macs * batch < 262144.0)
+    r.count = 1;
+  auto problem = [&](int64_t b) {
+    Problem p;
+    p.M = M, p.N = N, p.K = K;
+    p.transA = g->trans_a, p.transB = g->trans_b;
+    p.alpha = g->alpha;
+    p.A = g->A + b * g->stride_a, p.lda = g->lda;
+    p.B = g->B + b * g->stride_b, p.ldb = g->ldb;
+    p.C = g->C + b * g->stride_c, p.ldc = g->ldc;
+    p.epi = resolveEpi(*g, b);
+    return p;
+  };
+  auto needsTemp = [&](const Problem &p) {
+    return p.epi.kind == EpiKind::Nonlinear && K > bl.kc &&
+           (p.epi.beta != 0.0f ||
+            overlaps(p.epi.residual, p.epi.ldResidual, p.C, p.ldc, M, N));
+  };
+  // Many small entries (attention heads): whole entries per thread.
+  if (batch >= 2 * r.count && r.count > 1 && macs < 4.0e6) {
+    parallel(r, [&](int i, int cnt) {
+      int64_t b0, b1;
+      split(batch, i, cnt, 1, b0, b1);
+      for (int64_t b = b0; b < b1; ++b) {
+        Problem p = problem(b);
+        if (needsTemp(p))
+          gemmViaTemp(k, bl, p, Range{0, 1});
+        else
+          runBlock(k, bl, p, 0, M, 0, N);
+      }
+    });
+    return;
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    Problem p = problem(b);
+    if (needsTemp(p))
+      gemmViaTemp(k, bl, p, r);
+    else
+      gemm2d(k, bl, p, r);
+  }
 }

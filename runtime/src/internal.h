@@ -79,6 +79,43 @@ const OpsTable &opsAvx2();
 const OpsTable &opsAvx512();
 const OpsTable &ops();  // the one hcrt_isa() selects
 
+// ---- SGEMM internals (gemm.cpp drives, gemm_impl.inc per ISA) ----
+enum class EpiKind {
+  None,       // C = T + beta C
+  Affine,     // C = gate (T + bias) + residual + beta C: k blocks accumulate
+  Nonlinear,  // GELU or preact: applied once the whole T is known
+};
+
+// The epilogue of one batch entry, resolved.
+struct EpiCtx {
+  EpiKind kind = EpiKind::None;
+  float beta = 0.0f;
+  bool gelu = false;
+  const float *bias = nullptr;
+  float *preact = nullptr;
+  int64_t ldPreact = 0;
+  const float *gate = nullptr;
+  int64_t ldGate = 0, gateRows = 1;
+  const float *residual = nullptr;
+  int64_t ldResidual = 0;
+};
+
+struct GemmKernel {
+  int mr, nr;
+  void (*packA)(const float *A, int64_t lda, int transA, int64_t m0,
+                int64_t mc, int64_t k0, int64_t kc, float *dst);
+  void (*packB)(const float *B, int64_t ldb, int transB, int64_t k0,
+                int64_t kc, int64_t n0, int64_t nc, float *dst);
+  void (*micro)(int64_t kc, const float *a, const float *b, float *c,
+                int64_t ldc, float alpha, float beta);
+  void (*combine)(const float *t, int64_t ldt, int mr, int nr, float *C,
+                  int64_t ldc, int64_t m0, int64_t n0, const EpiCtx &e,
+                  bool first, bool last);
+};
+const GemmKernel &gemmGeneric();
+const GemmKernel &gemmAvx2();
+const GemmKernel &gemmAvx512();
+
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluC = 0.044715f;
 

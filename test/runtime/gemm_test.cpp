@@ -307,3 +307,27 @@ TEST(Gemm, NaNInputsPropagate) {
     EXPECT_TRUE(std::isnan(C[5 * N + n]));
   EXPECT_FALSE(std::isnan(C[4 * N]));
 }
+
+TEST(Gemm, SmallBlockingCrossesEveryBlockEdge) {
+  // Force tiny MC/KC/NC so every loop of the blocked path runs many times,
+  // with edges inside blocks.
+  setenv("HC_GEMM_MC", "24", 1);
+  setenv("HC_GEMM_KC", "40", 1);
+  setenv("HC_GEMM_NC", "96", 1);
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        GemmCase c{101, 203, 97, ta, tb};
+        c.flags = (ta + 2 * tb) % 2 ? (HC_EPI_BIAS | HC_EPI_GELU_TANH) : (HC_EPI_GATE | HC_EPI_RESIDUAL);
+        c.preact = ta == 1;
+        c.beta = tb ? 0.5f : 0.0f;
+        c.gateRows = 30;
+        c.threads = 2;
+        runGemm(c, 77 + ta + 2 * tb);
+      }
+  }
+  unsetenv("HC_GEMM_MC");
+  unsetenv("HC_GEMM_KC");
+  unsetenv("HC_GEMM_NC");
+}
