@@ -5,7 +5,8 @@ usage: /usr/bin/python3 models/export_dit.py --model DiT-S/2|tiny|...
            [--image-size 32] [--in-channels 4] [--num-classes 1000]
            [--learn-sigma|--no-learn-sigma] [--opset 13|17] [--batch 2]
            [--dynamic-batch] [--init default|random] [--seed 0]
-           [--with-output] [--class-dropout-prob 0.1] [--print-ops] [--quiet]
+           [--with-output] [--class-dropout-prob 0.1] [--external-data|--no-external-data]
+           [--print-ops] [--quiet]
            -o OUT.onnx
 
 Graph inputs: x_t [B,C,H,W] f32, t [B] i64, y [B] i64, noise [B,C,H,W] f32.
@@ -18,7 +19,9 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -28,6 +31,9 @@ import torch  # noqa: E402
 import dit as ditlib  # noqa: E402
 
 INPUT_NAMES = ["x_t", "t", "y", "noise"]
+# Parameters past this many bytes go to an external data file (protobuf's
+# hard limit is 2 GB; DiT-XL/2 is ~2.7 GB).
+EXTERNAL_DATA_THRESHOLD = 1 << 30
 
 
 class UsageError(Exception):
@@ -57,6 +63,9 @@ def parse_args(argv):
     ap.add_argument("--with-output", action="store_true")
     ap.add_argument("--class-dropout-prob", type=float, default=0.1)
     ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--external-data", dest="external_data", action="store_true", default=None,
+                    help="weights in OUT.onnx.data (default: only past 1 GiB of parameters)")
+    ap.add_argument("--no-external-data", dest="external_data", action="store_false")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--print-ops", action="store_true",
                     help="print the op-type histogram of the exported graph")
@@ -132,7 +141,7 @@ def example_inputs(model_cfg, batch, seed):
 
 def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=True,
            opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
-           with_output=False, class_dropout_prob=0.1, output="out.onnx", log=None):
+           with_output=False, class_dropout_prob=0.1, output="out.onnx", external_data=None):
     """Export and check; returns (onnx.ModelProto, seconds)."""
     import onnx
 
@@ -155,8 +164,25 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
     if opset == 17:
         register_layer_norm_opset17()
 
+    # torch writes >2 GB models as one external file per tensor next to its
+    # output: export into a private folder, then write our own layout.
+    tmpdir = tempfile.mkdtemp(prefix=".export-", dir=out_dir)
+    try:
+        m = _torch_export(module, args, os.path.join(tmpdir, "model.onnx"), opset,
+                          output_names, dynamic_axes)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    param_bytes = sum(p.numel() * p.element_size() for p in module.parameters())
+    if external_data is None:
+        external_data = param_bytes > EXTERNAL_DATA_THRESHOLD
+    return _finish(m, module, dit, output, opset, init, seed, in_channels, image_size,
+                   batch, dynamic_batch, with_output, external_data, t0)
+
+
+def _torch_export(module, args, path, opset, output_names, dynamic_axes):
+    import onnx
     torch.onnx.export(
-        module, args, output,
+        module, args, path,
         export_params=True,
         training=torch.onnx.TrainingMode.TRAINING,
         do_constant_folding=False,
@@ -166,8 +192,12 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
         output_names=output_names,
         dynamic_axes=dynamic_axes,
     )
+    return onnx.load(path, load_external_data=True)
 
-    m = onnx.load(output)
+
+def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, batch,
+            dynamic_batch, with_output, external_data, t0):
+    import onnx
     # Parameters must appear as initializers under their state_dict names
     # (prefixed by "dit." since DiTLoss wraps the DiT) -- and nothing else
     # may be a float initializer, since hc treats those as trainable.
@@ -205,10 +235,18 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
     m.producer_name = "hc models/export_dit.py (torch %s)" % torch.__version__
     m.doc_string = "DiT training loss; inputs x_t, t, y, noise; output loss"
 
-    # The checker's full_check also runs strict shape inference.
-    onnx.checker.check_model(m, full_check=True)
     _check_io(m, in_channels, image_size, batch, dynamic_batch, with_output, dit.out_channels)
-    onnx.save(m, output)
+    data_name = os.path.basename(output) + ".data"
+    data_path = os.path.join(os.path.dirname(os.path.abspath(output)), data_name)
+    if os.path.exists(data_path):
+        os.remove(data_path)  # onnx.save appends to an existing data file
+    if external_data:
+        onnx.save(m, output, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location=data_name, size_threshold=1024)
+    else:
+        # In memory too: the checker's full_check also runs strict shape inference.
+        onnx.checker.check_model(m, full_check=True)
+        onnx.save(m, output)
     onnx.checker.check_model(output, full_check=True)
     return m, time.time() - t0
 
@@ -256,13 +294,15 @@ def main(argv=None):
     try:
         m, secs = export(a.model, a.image_size, a.in_channels, a.num_classes, a.learn_sigma,
                          a.opset, a.batch, a.dynamic_batch, a.init, a.seed, a.with_output,
-                         a.class_dropout_prob, a.output)
+                         a.class_dropout_prob, a.output, a.external_data)
     except UsageError as e:
         sys.stderr.write("export_dit.py: error: %s\n" % e)
         return 2
     if not a.quiet:
         n_params = sum(int(__import__("numpy").prod(i.dims)) for i in m.graph.initializer)
         size = os.path.getsize(a.output)
+        if os.path.exists(a.output + ".data"):
+            size += os.path.getsize(a.output + ".data")
         print("wrote %s: %s opset %d, %d nodes, %d initializers (%d values), %.1f MB, %.1f s"
               % (a.output, a.model, a.opset, len(m.graph.node), len(m.graph.initializer),
                  n_params, size / 1e6, secs))
