@@ -66,8 +66,12 @@ std::string dirOf(const std::string &path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-std::string nodeLabel(const onnx::NodeProto &n, int64_t opset) {
-  return "node '" + n.name() + "' (" + n.op_type() + ", opset " +
+std::string nodeLabel(const std::string &file, const onnx::NodeProto &n,
+                      int64_t opset) {
+  std::string who = !n.name().empty() ? "node '" + n.name() + "'"
+                    : n.output_size() ? "node producing '" + n.output(0) + "'"
+                                      : "unnamed node";
+  return file + ": " + who + " (" + n.op_type() + ", opset " +
          std::to_string(opset) + ")";
 }
 
@@ -89,6 +93,8 @@ private:
   void checkStructure();
   void checkInitializer(const onnx::TensorProto &t);
   const float *initializerData(const onnx::TensorProto &t);
+  const float *mapExternal(const onnx::TensorProto &t);
+  std::map<std::string, const float *> external;
   void fixBatch();
   void runOnnxChecks();
   void buildFunction();
@@ -139,9 +145,7 @@ void Importer::checkOpsets() {
     const std::string &domain = imp.domain();
     if (domain.empty() || domain == "ai.onnx") {
       opset = imp.version();
-    } else if (domain != "ai.onnx.ml" && domain != "ai.onnx.preview.training") {
-      fileError("opset import of unknown domain '" + domain + "'");
-    }
+    }  // other domains are judged at the nodes that use them
   }
   if (opset == 0)
     fileError("no ai.onnx opset import");
@@ -177,27 +181,27 @@ void Importer::checkStructure() {
   for (const auto &n : g.node()) {
     const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
     if (domain != "" && domain != "ai.onnx.ml")
-      throw ImportError(nodeLabel(n, opset) + ": unknown op domain '" +
+      throw ImportError(nodeLabel(options.path, n, opset) + ": unknown op domain '" +
                         n.domain() + "'");
     if (!onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset),
                                         domain))
-      throw ImportError(nodeLabel(n, opset) + ": unknown op type '" +
+      throw ImportError(nodeLabel(options.path, n, opset) + ": unknown op type '" +
                         n.op_type() + "'");
     for (const auto &i : n.input()) {
       if (i.empty() || producer.count(i))
         continue;
       if (laterOutputs.count(i))
-        throw ImportError(nodeLabel(n, opset) + ": input '" + i +
+        throw ImportError(nodeLabel(options.path, n, opset) + ": input '" + i +
                           "' is produced by a later node (cycle or unsorted "
                           "graph)");
-      throw ImportError(nodeLabel(n, opset) + ": input '" + i +
+      throw ImportError(nodeLabel(options.path, n, opset) + ": input '" + i +
                         "' is undefined");
     }
     for (const auto &o : n.output()) {
       if (o.empty())
         continue;
       if (producer.count(o))
-        throw ImportError(nodeLabel(n, opset) + ": output '" + o +
+        throw ImportError(nodeLabel(options.path, n, opset) + ": output '" + o +
                           "' is already defined by " + producer[o]);
       producer[o] = "node '" + n.name() + "'";
     }
@@ -217,8 +221,13 @@ void Importer::checkInitializer(const onnx::TensorProto &t) {
     if (n > kMaxElements)
       fileError("initializer '" + t.name() + "' is absurdly large");
   }
-  if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    return;  // checked when mapped
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (t.data_type() != onnx::TensorProto::FLOAT)
+      fileError("initializer '" + t.name() +
+                "': external data is supported for float tensors only");
+    external[t.name()] = mapExternal(t);
+    return;
+  }
   std::size_t have = 0, item = 4;
   switch (t.data_type()) {
   case onnx::TensorProto::FLOAT:
@@ -250,14 +259,17 @@ void Importer::checkInitializer(const onnx::TensorProto &t) {
 // Float data of an initializer: in the protobuf, or memory-mapped from its
 // external data file (which must lie inside the model's folder).
 const float *Importer::initializerData(const onnx::TensorProto &t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    return external.at(t.name());
+  if (t.has_raw_data())
+    return reinterpret_cast<const float *>(t.raw_data().data());
+  return t.float_data().data();
+}
+
+const float *Importer::mapExternal(const onnx::TensorProto &t) {
   std::size_t need = 4;
   for (int64_t d : t.dims())
     need *= static_cast<std::size_t>(d);
-  if (t.data_location() != onnx::TensorProto::EXTERNAL) {
-    if (t.has_raw_data())
-      return reinterpret_cast<const float *>(t.raw_data().data());
-    return t.float_data().data();
-  }
   std::string location;
   long long offset = 0, length = -1;
   for (const auto &kv : t.external_data()) {
@@ -339,7 +351,8 @@ void Importer::fixBatch() {
 
 void Importer::runOnnxChecks() {
   try {
-    onnx::checker::check_model(model());
+    // The file form lets the checker resolve external data next to it.
+    onnx::checker::check_model(options.path);
   } catch (const std::exception &e) {
     fileError("ONNX checker: " + oneLine(e.what()));
   }
@@ -490,7 +503,7 @@ void Importer::buildFunction() {
         if (!n.output(i).empty() && gi.outputUsed(i) && !gi.has(n.output(i)))
           gi.fail("output '" + n.output(i) + "' is used but not supported");
     } catch (const ImportError &e) {
-      throw ImportError(nodeLabel(n, opset) + ": " + e.what());
+      throw ImportError(nodeLabel(options.path, n, opset) + ": " + e.what());
     }
   }
 
@@ -541,7 +554,7 @@ void Importer::run() {
   checkOpsets();
   checkStructure();
   fixBatch();
-  runOnnxChecks();
+  runOnnxChecks();  // after fixBatch: shape inference needs the batch
   for (const auto &p : model().metadata_props())
     if (p.key() == "hc.frozen") {
       std::string s = p.value(), item;

@@ -20,13 +20,6 @@ LogicalResult fail(std::optional<Location> loc, const Twine &message) {
   return emitOptionalError(loc, message);
 }
 
-// Normalizes a possibly negative axis against `rank`; false if out of range.
-bool normalizeAxis(int64_t &axis, int64_t rank) {
-  if (axis < 0)
-    axis += rank;
-  return axis >= 0 && axis < rank;
-}
-
 std::string shapeString(ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
