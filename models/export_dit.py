@@ -143,7 +143,6 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
            opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
            with_output=False, class_dropout_prob=0.1, output="out.onnx", external_data=None):
     """Export and check; returns (onnx.ModelProto, seconds)."""
-    import onnx
 
     out_dir = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(out_dir):
