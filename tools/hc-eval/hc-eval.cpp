@@ -9,6 +9,7 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include <cstdio>
+#include <sys/stat.h>
 #include <cstdlib>
 #include <string>
 
@@ -104,6 +105,7 @@ int main(int argc, char **argv) {
     die(2, model + ": evaluation failed: " + error);
   std::printf("loss %.17g\n", results.at(0).data.at(0));
   if (!outDir.empty()) {
+    mkdir(outDir.c_str(), 0755);  // an existing folder is fine
     auto names = fn->getAttrOfType<mlir::ArrayAttr>(hc::graph::kResultNamesAttr);
     for (std::size_t i = 0; i < results.size(); ++i) {
       std::string name = mlir::cast<mlir::StringAttr>(names[i]).str();

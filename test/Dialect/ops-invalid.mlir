@@ -1,0 +1,101 @@
+// RUN: hc-opt %s -split-input-file -verify-diagnostics
+
+func.func @broadcast_mismatch(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{shapes [2, 3] and [4] do not broadcast}}
+  // expected-error @+1 {{'hc.add' op failed to infer returned types}}
+  %0 = hc.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @wrong_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{'hc.mul' op failed to infer returned types}}
+  // expected-error @+1 {{'hc.mul' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<3x3xf32>'}}
+  %0 = hc.mul %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<2x8xf32>, %g: tensor<7xf32>) {
+  // expected-error @+1 {{scale/shift must have the normalized shape [8]}}
+  %0 = hc.layer_norm %x scale %g {epsilon = 1.0e-6 : f64, axis = 1 : i64} : (tensor<2x8xf32>, tensor<7xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @modulate_shape(%x: tensor<2x5x8xf32>, %c: tensor<2x7xf32>) {
+  // expected-error @+1 {{shift and scale must be [B, D] = [2, 8]}}
+  %0 = hc.modulate %x, %c, %c : (tensor<2x5x8xf32>, tensor<2x7xf32>, tensor<2x7xf32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%qkv: tensor<2x5x24xf32>) {
+  // expected-error @+1 {{qkv's last dim 24 is not 3 * num_heads(5) * head_dim}}
+  %0 = hc.attention %qkv {num_heads = 5 : i64, scale = 0.5 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x5xf32>) {
+  // expected-error @+1 {{element count changes: 10 -> 12}}
+  %0 = hc.reshape %x : tensor<2x5xf32> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%x: tensor<2x5xf32>) {
+  // expected-error @+2 {{perm is not a permutation}}
+  // expected-error @+1 {{'hc.transpose' op failed to infer returned types}}
+  %0 = hc.transpose %x {perm = array<i64: 0, 0>} : tensor<2x5xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_past_end(%x: tensor<5xf32>) {
+  // expected-error @+2 {{slice of dim 0 runs past its size 5}}
+  // expected-error @+1 {{'hc.slice' op failed to infer returned types}}
+  %0 = hc.slice %x {starts = array<i64: 3>, sizes = array<i64: 2>, steps = array<i64: 2>} : tensor<5xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @split_sum(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{split sizes sum to 7, dim is 8}}
+  // expected-error @+1 {{'hc.split' op failed to infer returned types}}
+  %0:2 = hc.split %x {axis = 1 : i64, sizes = array<i64: 3, 4>} : tensor<2x8xf32> -> tensor<2x3xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_float_indices(%t: tensor<11x8xf32>, %i: tensor<2xf32>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = hc.gather %t[%i] {axis = 0 : i64} : (tensor<11x8xf32>, tensor<2xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{contraction dims differ: [2, 3] x [4, 5]}}
+  // expected-error @+1 {{'hc.matmul' op failed to infer returned types}}
+  %0 = hc.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_mode(%x: tensor<4xf32>) {
+  // expected-error @+1 {{approximate must be "tanh" or "none", got "fast"}}
+  %0 = hc.gelu %x {approximate = "fast"} : tensor<4xf32>
+  return
+}
