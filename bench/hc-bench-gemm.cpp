@@ -1,0 +1,387 @@
+// hc-bench-gemm: hc's SGEMM against OpenBLAS, BLIS and oneDNN on DiT's
+// linear-layer shapes, interleaved in one run, at 1 and 2 threads, plus a
+// measured FMA peak. Not a test: it prints a table and never fails on timing.
+//
+// Baselines are dlopen'ed from their own .so files (RTLD_LOCAL) so the cblas
+// symbols of OpenBLAS and BLIS cannot clash.
+//
+//   hc-bench-gemm [--quick] [--reps N] [--threads 1,2] [--m 2048,8192]
+//                 [--model S|XL|all] [--no-fused]
+#include "hc/runtime/kernels.h"
+
+#include <dlfcn.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// ---- FMA peak: 12 independent FMA chains per thread ----
+__attribute__((target("avx512f"))) double fmaLoop512(long iters) {
+  __m512 a[12], b = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(1e-3f);
+  for (int j = 0; j < 12; ++j)
+    a[j] = _mm512_set1_ps(1.0f + j);
+  for (long i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 12; ++j)
+      a[j] = _mm512_fmadd_ps(a[j], b, c);
+    __asm__ volatile("" : "+v"(b));
+  }
+  __m512 s = a[0];
+  for (int j = 1; j < 12; ++j)
+    s = _mm512_add_ps(s, a[j]);
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) double fmaLoop256(long iters) {
+  __m256 a[12], b = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(1e-3f);
+  for (int j = 0; j < 12; ++j)
+    a[j] = _mm256_set1_ps(1.0f + j);
+  for (long i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 12; ++j)
+      a[j] = _mm256_fmadd_ps(a[j], b, c);
+    __asm__ volatile("" : "+x"(b));
+  }
+  float out[8];
+  __m256 s = a[0];
+  for (int j = 1; j < 12; ++j)
+    s = _mm256_add_ps(s, a[j]);
+  _mm256_storeu_ps(out, s);
+  return out[0];
+}
+
+// GFLOP/s of `threads` threads running the FMA loop (median of 3).
+double peak(int threads, bool avx512) {
+  const long iters = 20000000;
+  std::vector<double> runs;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::atomic<double> sink{0};
+    auto t0 = Clock::now();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&] {
+        double v = avx512 ? fmaLoop512(iters) : fmaLoop256(iters);
+        sink.store(v);
+      });
+    for (auto &t : ts)
+      t.join();
+    double s = seconds(t0, Clock::now());
+    runs.push_back(threads * iters * 12.0 * (avx512 ? 16 : 8) * 2 / s / 1e9);
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[1];
+}
+
+// ---- baselines ----
+enum { CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 };
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float *,
+                            int, const float *, int, float, float *, int);
+using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float,
+                          const float *, int64_t, const float *, int64_t, float,
+                          float *, int64_t);
+
+struct Lib {
+  std::string name;
+  std::function<void(int)> setThreads;
+  // (transA, transB, M, N, K, A, lda, B, ldb, C, ldc)
+  std::function<void(int, int, int64_t, int64_t, int64_t, const float *,
+                     int64_t, const float *, int64_t, float *, int64_t)>
+      gemm;
+};
+
+void *openLib(const char *path) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    fprintf(stderr, "hc-bench-gemm: cannot load %s (%s); skipping it\n", path,
+            dlerror());
+  return h;
+}
+
+std::vector<Lib> loadBaselines() {
+  std::vector<Lib> libs;
+  if (void *h = openLib("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0")) {
+    auto sg = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
+    auto st = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
+    if (sg && st)
+      libs.push_back({"openblas", [st](int t) { st(t); },
+                      [sg](int ta, int tb, int64_t M, int64_t N, int64_t K,
+                           const float *A, int64_t lda, const float *B,
+                           int64_t ldb, float *C, int64_t ldc) {
+                        sg(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                           tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
+                           lda, B, ldb, 0.0f, C, ldc);
+                      }});
+  }
+  if (void *h = openLib("/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4")) {
+    auto sg = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
+    auto st = reinterpret_cast<void (*)(long)>(dlsym(h, "bli_thread_set_num_threads"));
+    if (sg && st)
+      libs.push_back({"blis", [st](int t) { st(t); },
+                      [sg](int ta, int tb, int64_t M, int64_t N, int64_t K,
+                           const float *A, int64_t lda, const float *B,
+                           int64_t ldb, float *C, int64_t ldc) {
+                        sg(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                           tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
+                           lda, B, ldb, 0.0f, C, ldc);
+                      }});
+  }
+  if (void *h = openLib("/usr/lib/x86_64-linux-gnu/libdnnl.so.2")) {
+    auto sg = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"));
+    auto st = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    if (!st)
+      if (void *g = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD))
+        st = reinterpret_cast<void (*)(int)>(dlsym(g, "omp_set_num_threads"));
+    if (sg && st)
+      libs.push_back({"onednn", [st](int t) { st(t); },
+                      [sg](int ta, int tb, int64_t M, int64_t N, int64_t K,
+                           const float *A, int64_t lda, const float *B,
+                           int64_t ldb, float *C, int64_t ldc) {
+                        sg(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A,
+                           lda, B, ldb, 0.0f, C, ldc);
+                      }});
+  }
+  return libs;
+}
+
+struct Case {
+  std::string model, pass;
+  int64_t M, N, K;
+  int ta, tb;
+};
+
+// Forward Y = X W^T, input gradient dX = dY W, weight gradient dW = dY^T X
+// for W [out, in] and M tokens.
+void addLinear(std::vector<Case> &cs, const std::string &model, int64_t tok,
+               int64_t in, int64_t out) {
+  char tag[64];
+  snprintf(tag, sizeof tag, "%s M=%lld %lldx%lld", model.c_str(), (long long)tok,
+           (long long)in, (long long)out);
+  cs.push_back({tag, "fwd", tok, out, in, 0, 1});
+  cs.push_back({tag, "dX", tok, in, out, 0, 0});
+  cs.push_back({tag, "dW", out, in, tok, 1, 0});
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<int64_t> parseList(const char *s) {
+  std::vector<int64_t> v;
+  for (const char *p = s; *p;) {
+    v.push_back(std::atoll(p));
+    const char *c = std::strchr(p, ',');
+    if (!c)
+      break;
+    p = c + 1;
+  }
+  return v;
+}
+
+void bench(const std::vector<Case> &cases, const std::vector<Lib> &libs,
+           int threads, int reps, double peakGf, std::vector<double> &ratios,
+           std::vector<double> &hcPct8192) {
+  printf("\n== %d thread(s); GFLOP/s median of %d (%% of measured peak %.1f) ==\n",
+         threads, reps, peakGf);
+  printf("%-26s %-4s %6s %6s %6s | %14s", "case", "pass", "M", "N", "K", "hc");
+  for (const Lib &l : libs)
+    printf(" %14s", l.name.c_str());
+  printf(" | %7s\n", "hc/best");
+  for (const Lib &l : libs)
+    l.setThreads(threads);
+  for (const Case &c : cases) {
+    const int64_t lda = c.ta ? c.M : c.K, ldb = c.tb ? c.K : c.N;
+    std::vector<float> A(c.M * c.K), B(c.K * c.N), C(c.M * c.N);
+    for (size_t i = 0; i < A.size(); ++i)
+      A[i] = static_cast<float>((i * 7 % 13) - 6) * 0.01f;
+    for (size_t i = 0; i < B.size(); ++i)
+      B[i] = static_cast<float>((i * 5 % 11) - 5) * 0.01f;
+    const double flop = 2.0 * c.M * c.N * c.K;
+    std::vector<std::vector<double>> t(libs.size() + 1);
+    auto runHc = [&] {
+      hc_sgemm_simple(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(),
+                      ldb, 0.0f, C.data(), c.N, hc_threads{0, threads});
+    };
+    // warm-up once each, then interleave the repetitions
+    runHc();
+    for (const Lib &l : libs)
+      l.gemm(c.ta, c.tb, c.M, c.N, c.K, A.data(), lda, B.data(), ldb, C.data(), c.N);
+    for (int r = 0; r < reps; ++r) {
+      auto t0 = Clock::now();
+      runHc();
+      t[0].push_back(seconds(t0, Clock::now()));
+      for (size_t li = 0; li < libs.size(); ++li) {
+        auto t1 = Clock::now();
+        libs[li].gemm(c.ta, c.tb, c.M, c.N, c.K, A.data(), lda, B.data(), ldb,
+                      C.data(), c.N);
+        t[li + 1].push_back(seconds(t1, Clock::now()));
+      }
+    }
+    double hcG = flop / median(t[0]) / 1e9, best = 0;
+    printf("%-26s %-4s %6lld %6lld %6lld | %7.1f (%3.0f%%)", c.model.c_str(),
+           c.pass.c_str(), (long long)c.M, (long long)c.N, (long long)c.K, hcG,
+           100 * hcG / peakGf);
+    for (size_t li = 0; li < libs.size(); ++li) {
+      double g = flop / median(t[li + 1]) / 1e9;
+      best = std::max(best, g);
+      printf(" %7.1f (%3.0f%%)", g, 100 * g / peakGf);
+    }
+    double ratio = best > 0 ? hcG / best : 0;
+    ratios.push_back(ratio);
+    if (c.model.find("M=8192") != std::string::npos)
+      hcPct8192.push_back(100 * hcG / peakGf);
+    printf(" | %6.3fx\n", ratio);
+    fflush(stdout);
+  }
+}
+
+// GEMM + bias + GELU: hc's fused epilogue vs the best library's GEMM followed
+// by a separate bias+GELU pass (hc's vectorized GELU kernel).
+void benchFused(const std::vector<Lib> &libs, int threads, int reps,
+                const std::vector<int64_t> &ms) {
+  printf("\n== %d thread(s): fc1 forward Y = gelu(X W^T + b), ms median of %d ==\n",
+         threads, reps);
+  printf("%-22s | %10s | %s\n", "case", "hc fused", "library GEMM + separate bias/GELU pass ... | fused/best");
+  struct F { const char *model; int64_t in, out; };
+  const F fs[] = {{"S/2", 384, 1536}, {"XL/2", 1152, 4608}};
+  for (int64_t M : ms)
+    for (const F &f : fs) {
+      const int64_t N = f.out, K = f.in;
+      std::vector<float> X(M * K, 0.01f), W(N * K, 0.02f), bias(N, 0.1f), Y(M * N);
+      hc_epilogue e{};
+      e.flags = HC_EPI_BIAS | HC_EPI_GELU_TANH;
+      e.bias = bias.data();
+      hc_sgemm_args g{};
+      g.M = M, g.N = N, g.K = K, g.batch = 1, g.trans_b = 1, g.alpha = 1;
+      g.A = X.data(), g.lda = K, g.B = W.data(), g.ldb = K, g.C = Y.data(), g.ldc = N;
+      g.epi = &e;
+      hc_threads th{0, threads};
+      auto unfused = [&](const Lib &l) {
+        l.gemm(0, 1, M, N, K, X.data(), K, W.data(), K, Y.data(), N);
+        // separate epilogue pass: bias then GELU (hc's vectorized kernel)
+        for (int64_t m = 0; m < M; ++m) {
+          float *y = Y.data() + m * N;
+          for (int64_t n = 0; n < N; ++n)
+            y[n] += bias[n];
+        }
+        hc_gelu_tanh_fwd(M * N, Y.data(), Y.data(), th);
+      };
+      hc_sgemm(&g, th);
+      for (const Lib &l : libs)
+        unfused(l);
+      std::vector<std::vector<double>> t(libs.size() + 1);
+      for (int r = 0; r < reps; ++r) {
+        auto t0 = Clock::now();
+        hc_sgemm(&g, th);
+        t[0].push_back(seconds(t0, Clock::now()));
+        for (size_t li = 0; li < libs.size(); ++li) {
+          auto t1 = Clock::now();
+          unfused(libs[li]);
+          t[li + 1].push_back(seconds(t1, Clock::now()));
+        }
+      }
+      double hcT = median(t[0]), best = 1e30;
+      printf("%-5s M=%-5lld %4lldx%-5lld | %8.2f   |", f.model, (long long)M,
+             (long long)K, (long long)N, hcT * 1e3);
+      for (size_t li = 0; li < libs.size(); ++li) {
+        double tt = median(t[li + 1]);
+        best = std::min(best, tt);
+        printf(" %s %.2f", libs[li].name.c_str(), tt * 1e3);
+      }
+      printf(" | %.3fx\n", best / hcT);
+      fflush(stdout);
+    }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool quick = false, fused = true;
+  int reps = 5;
+  std::vector<int64_t> threadList = {1, 2}, ms = {2048, 8192};
+  std::string model = "all";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--no-fused")
+      fused = false;
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (a == "--threads" && i + 1 < argc)
+      threadList = parseList(argv[++i]);
+    else if (a == "--m" && i + 1 < argc)
+      ms = parseList(argv[++i]);
+    else if (a == "--model" && i + 1 < argc)
+      model = argv[++i];
+    else {
+      fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads 1,2] [--m 2048,8192] "
+                      "[--model S|XL|all] [--no-fused]\n", argv[0]);
+      return 2;
+    }
+  }
+  // Keep idle library threads from spinning into the next library's timing.
+  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+  setenv("GOMP_SPINCOUNT", "20000", 0);
+  if (quick) {
+    reps = std::min(reps, 3);
+    ms = {2048};
+  }
+  std::vector<Case> cases;
+  const int64_t S[][2] = {{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}};
+  const int64_t XL[][2] = {{1152, 3456}, {1152, 1152}, {1152, 4608}, {4608, 1152}, {1152, 6912}};
+  for (int64_t M : ms) {
+    if (model == "all" || model == "S")
+      for (auto &s : S) {
+        addLinear(cases, "S/2", M, s[0], s[1]);
+        if (quick)
+          break;
+      }
+    if (model == "all" || model == "XL")
+      for (auto &s : XL) {
+        addLinear(cases, "XL/2", M, s[0], s[1]);
+        if (quick)
+          break;
+      }
+  }
+  std::vector<Lib> libs = loadBaselines();
+  printf("hc-bench-gemm: hc isa=%s, team of %d threads; baselines:", hcrt_isa_name(hcrt_isa()),
+         hcrt_num_threads());
+  for (const Lib &l : libs)
+    printf(" %s", l.name.c_str());
+  printf("\n");
+  bool has512 = __builtin_cpu_supports("avx512f");
+  for (int64_t th : threadList) {
+    double p256 = peak(th, false), p512 = has512 ? peak(th, true) : 0;
+    printf("\nmeasured FMA peak, %lld thread(s): AVX2 %.1f GFLOP/s, AVX-512 %.1f GFLOP/s\n",
+           (long long)th, p256, p512);
+    double pk = std::max(p256, p512);
+    std::vector<double> ratios, pct;
+    bench(cases, libs, th, reps, pk, ratios, pct);
+    if (!ratios.empty())
+      printf("summary %lld thread(s): hc/best median %.3fx, min %.3fx; hc %% of peak on M=8192 "
+             "cases: median %.0f%%\n",
+             (long long)th, median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+             pct.empty() ? 0.0 : median(pct));
+    if (fused)
+      benchFused(libs, th, reps, quick ? std::vector<int64_t>{2048} : ms);
+  }
+  return 0;
+}
