@@ -2,6 +2,7 @@
 // Exit codes: 0 ok, 2 bad input or flags (one line), 3 a stage that is not
 // implemented yet (said so; nothing is pretended or half-written).
 #include "hc/Compiler/OnnxImport.h"
+#include "hc/Compiler/Pipeline.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -23,8 +24,10 @@ y), noise)) into a shared library running one training step.
 options:
   -o FILE          output file (default: stdout for --emit=hc)
   --batch N        per-rank batch; fixes a dynamic batch axis (required then)
-  --emit=STAGE     hc: the verified hc graph IR after import
+  --emit=STAGE     hc: the verified hc graph IR after import and fusion
                    (train, schedule, cpp and the .so come with later stages)
+  --no-fuse        skip the fusion passes (debugging; the IR stays as
+                   the exporter decomposed it)
   -h, --help       this text
 )";
 
@@ -65,6 +68,7 @@ bool writeOutput(const std::string &path, const std::string &text) {
 int main(int argc, char **argv) {
   std::string input, output, emit;
   hc::ImportOptions options;
+  hc::PipelineOptions pipeline;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string &flag) -> std::string {
@@ -81,6 +85,8 @@ int main(int argc, char **argv) {
       options.batch = parsePositive(arg, value(arg));
     } else if (arg.rfind("--batch=", 0) == 0) {
       options.batch = parsePositive("--batch", arg.substr(8));
+    } else if (arg == "--no-fuse") {
+      pipeline.fuse = false;
     } else if (arg == "--emit") {
       emit = value(arg);
     } else if (arg.rfind("--emit=", 0) == 0) {
@@ -109,6 +115,11 @@ int main(int argc, char **argv) {
   }
   for (const auto &w : model.warnings)
     std::fprintf(stderr, "hc-compile: warning: %s\n", w.c_str());
+
+  if (!hc::runGraphPipeline(*model.module, pipeline, error)) {
+    std::fprintf(stderr, "hc-compile: %s: %s\n", input.c_str(), error.c_str());
+    return 1;
+  }
 
   if (emit != "hc") {
     std::fprintf(stderr,

@@ -3,6 +3,7 @@
 // compare hc's IR with PyTorch. Exit codes as hc-compile's.
 #include "hc/Compiler/Evaluator.h"
 #include "hc/Compiler/OnnxImport.h"
+#include "hc/Compiler/Pipeline.h"
 #include "hc/Graph/GraphOps.h"
 #include "hc/runtime/npy.h"
 
@@ -15,11 +16,12 @@
 
 namespace {
 
-const char *kUsage = R"(usage: hc-eval MODEL.onnx --inputs DIR [--batch N] [--out DIR]
+const char *kUsage = R"(usage: hc-eval MODEL.onnx --inputs DIR [--batch N] [--out DIR] [--no-fuse]
 
 Imports MODEL.onnx, evaluates it in float64 on DIR/<input>.npy (one file per
 graph input, named after it) and the model's initializers, prints
 `loss <value>` and writes every output as OUT/<output>.npy (float64).
+The IR evaluated is hc-compile's (fused unless --no-fuse).
 )";
 
 [[noreturn]] void die(int code, const std::string &message) {
@@ -32,6 +34,7 @@ graph input, named after it) and the model's initializers, prints
 int main(int argc, char **argv) {
   std::string model, inputs, outDir;
   hc::ImportOptions options;
+  hc::PipelineOptions pipeline;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -46,6 +49,8 @@ int main(int argc, char **argv) {
       inputs = value();
     } else if (arg == "--out") {
       outDir = value();
+    } else if (arg == "--no-fuse") {
+      pipeline.fuse = false;
     } else if (arg == "--batch") {
       std::string v = value();
       char *end = nullptr;
@@ -67,6 +72,8 @@ int main(int argc, char **argv) {
   std::string error;
   if (!hc::importOnnx(context, options, imported, error))
     die(2, error);
+  if (!hc::runGraphPipeline(*imported.module, pipeline, error))
+    die(1, model + ": " + error);
   auto fn = *imported.module->getOps<mlir::func::FuncOp>().begin();
 
   std::vector<hc::EvalTensor> args;

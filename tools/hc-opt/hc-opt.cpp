@@ -1,6 +1,7 @@
 // hc-opt: mlir-opt with the hc dialects and passes registered, so every pass
 // can be run alone on textual IR (the lit tests drive it).
 #include "hc/Graph/GraphDialect.h"
+#include "hc/Passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,6 +14,8 @@ int main(int argc, char **argv) {
   registry.insert<hc::graph::HCDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
   mlir::registerTransformsPasses();
+  hc::registerHCPasses();
+  hc::registerPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "hc optimizer driver\n", registry));
 }

@@ -1,0 +1,25 @@
+#ifndef HC_PASSES_PASSES_H
+#define HC_PASSES_PASSES_H
+
+#include "hc/Graph/GraphDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace hc {
+
+#define GEN_PASS_DECL
+#include "hc/Passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "hc/Passes/Passes.h.inc"
+
+// The fusion passes in the order hc-compile runs them, then canonicalize and
+// CSE. Also registered as the pipeline `hc-fuse`.
+void addFusionPipeline(mlir::OpPassManager &pm);
+void registerPipelines();
+
+} // namespace hc
+
+#endif // HC_PASSES_PASSES_H
