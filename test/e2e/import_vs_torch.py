@@ -6,24 +6,12 @@ and the loss. Fails (exit 1) when the relative error exceeds the tolerance."""
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("FAILED: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
-    return p.stdout
-
-
-def rel(a, b):
-    return float(np.linalg.norm(np.asarray(a, np.float64) - b) / max(np.linalg.norm(b), 1e-300))
+from common import export, rel, run, torch_reference
 
 
 def main():
@@ -37,15 +25,12 @@ def main():
     os.makedirs(a.work)
     model = os.path.join(a.work, "model.onnx")
     ref, out = os.path.join(a.work, "ref"), os.path.join(a.work, "out")
-    os.makedirs(ref)
-    os.makedirs(out)
     t0 = time.time()
-    extra = [x for x in a.export_args if x != "--"]
-    run(["/usr/bin/python3", os.path.join(ROOT, "models/export_dit.py"),
-         "--batch", "2", "--init", "random", "--with-output", "-o", model] + extra)
-    run(["/usr/bin/python3", os.path.join(ROOT, "models/torch_reference.py"),
-         model, "--batch", "2", "--out", ref])
-    run([os.path.join(a.bin, "hc-eval"), model, "--batch", "2", "--inputs", ref, "--out", out])
+    export(model, [x for x in a.export_args if x != "--"])
+    torch_reference(model, ref)
+    # The import alone (--no-fuse): fusion has its own test.
+    run([os.path.join(a.bin, "hc-eval"), model, "--batch", "2", "--no-fuse",
+         "--inputs", ref, "--out", out])
     worst = 0.0
     for name in ("loss", "prediction"):
         got = np.load(os.path.join(out, name + ".npy"))

@@ -1,0 +1,34 @@
+"""Helpers shared by the end-to-end tests: run a command or fail with its
+output, relative error, and the export + PyTorch oracle steps."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PY = "/usr/bin/python3"
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("FAILED: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
+    return p.stdout
+
+
+def rel(a, b):
+    a = np.asarray(a, np.float64)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def export(model, export_args, batch=2):
+    """Exports with random weights and the prediction output."""
+    run([PY, os.path.join(ROOT, "models/export_dit.py"), "--batch", str(batch),
+         "--init", "random", "--with-output", "-o", model] + list(export_args))
+
+
+def torch_reference(model, out_dir, batch=2):
+    os.makedirs(out_dir, exist_ok=True)
+    run([PY, os.path.join(ROOT, "models/torch_reference.py"), model,
+         "--batch", str(batch), "--out", out_dir])

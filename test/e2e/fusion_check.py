@@ -1,0 +1,74 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""Fusion on a real export: every LayerNorm, GELU, attention and linear of
+the DiT becomes exactly one fused op, none of the decomposed chains survive,
+and the reference evaluator gives the same loss and output tensor before and
+after fusion (<= 1e-6 relative) on random inputs."""
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import sys
+
+import numpy as np
+import onnx
+
+from common import export, rel, run, torch_reference
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("export_args", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    model = os.path.join(a.work, "model.onnx")
+    export(model, [x for x in a.export_args if x != "--"])
+    meta = {p.key: p.value for p in onnx.load(model, load_external_data=False).metadata_props}
+    depth = json.loads(meta["hc.dit_config"])["depth"]
+
+    ir = run([os.path.join(a.bin, "hc-compile"), model, "--batch", "2", "--emit=hc"])
+    ops = collections.Counter(re.findall(r"= (hc\.[a-z_]+)", ir))
+    # Per block: 2 norms, 1 attention, 1 GELU, 5 linears (qkv, proj, fc1,
+    # fc2, adaLN), 2 modulates. Outside: patch embed + 2 timestep linears,
+    # final norm + modulate + 2 linears, t-embedder SiLU + shared adaLN SiLU.
+    want = {"hc.layer_norm": 2 * depth + 1, "hc.gelu": depth,
+            "hc.attention": depth, "hc.linear": 5 * depth + 5,
+            "hc.modulate": 2 * depth + 1, "hc.silu": 2, "hc.mse_loss": 1}
+    errors = ["%s: %d, want %d" % (op, ops[op], n) for op, n in want.items() if ops[op] != n]
+    for leftover in ("hc.tanh", "hc.pow", "hc.sqrt", "hc.sigmoid", "hc.softmax",
+                     "hc.matmul", "hc.div", "hc.reduce_mean"):
+        if ops[leftover]:
+            errors.append("%d unfused %s left" % (ops[leftover], leftover))
+    # Transposes left are layout only (patchify, unpatchify), never weights.
+    params = set(re.findall(r"(%arg\d+): tensor<[^>]*> \{hc.param", ir))
+    weight_transposes = [t for t in re.findall(r"hc.transpose (%arg\d+)", ir) if t in params]
+    if weight_transposes or ops["hc.transpose"] > 4:
+        errors.append("transposes left: %d (%d of weights)"
+                      % (ops["hc.transpose"], len(weight_transposes)))
+    print("fused ops:", dict(sorted(ops.items())))
+
+    ref = os.path.join(a.work, "ref")
+    torch_reference(model, ref)
+    outs = {}
+    for mode, flags in (("fused", []), ("unfused", ["--no-fuse"])):
+        outs[mode] = os.path.join(a.work, mode)
+        run([os.path.join(a.bin, "hc-eval"), model, "--batch", "2", "--inputs", ref,
+             "--out", outs[mode]] + flags)
+    for name in ("loss", "prediction"):
+        f = np.load(os.path.join(outs["fused"], name + ".npy"))
+        u = np.load(os.path.join(outs["unfused"], name + ".npy"))
+        e = rel(f, u)
+        print("%-10s fused vs unfused rel err %.3e" % (name, e))
+        if not np.all(np.isfinite(f)) or e > 1e-6:
+            errors.append("%s differs after fusion: %.3e" % (name, e))
+    shutil.rmtree(a.work, ignore_errors=True)
+    if errors:
+        sys.exit("FAILED: " + "; ".join(errors))
+
+
+if __name__ == "__main__":
+    main()
