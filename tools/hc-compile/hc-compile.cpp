@@ -25,9 +25,10 @@ options:
   -o FILE          output file (default: stdout for --emit=hc)
   --batch N        per-rank batch; fixes a dynamic batch axis (required then)
   --emit=STAGE     hc: the verified hc graph IR after import and fusion
-                   (train, schedule, cpp and the .so come with later stages)
-  --no-fuse        skip the fusion passes (debugging; the IR stays as
-                   the exporter decomposed it)
+                   train: the whole training step as one function (inputs,
+                   parameters and optimizer state in; loss, gradients
+                   grad:NAME, updated parameters param:NAME and state out)
+                   (schedule, cpp and the .so come with later stages)
   -h, --help       this text
 )";
 
@@ -66,7 +67,7 @@ bool writeOutput(const std::string &path, const std::string &text) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string input, output, emit;
+  std::string input, output, emit, error;
   hc::ImportOptions options;
   hc::PipelineOptions pipeline;
   for (int i = 1; i < argc; ++i) {
@@ -78,6 +79,7 @@ int main(int argc, char **argv) {
     };
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
+      std::fputs(hc::pipelineFlagsHelp(), stdout);
       return 0;
     } else if (arg == "-o") {
       output = value(arg);
@@ -85,8 +87,9 @@ int main(int argc, char **argv) {
       options.batch = parsePositive(arg, value(arg));
     } else if (arg.rfind("--batch=", 0) == 0) {
       options.batch = parsePositive("--batch", arg.substr(8));
-    } else if (arg == "--no-fuse") {
-      pipeline.fuse = false;
+    } else if (int r = hc::parsePipelineFlag(argc, argv, i, pipeline, error)) {
+      if (r < 0)
+        usageError(error);
     } else if (arg == "--emit") {
       emit = value(arg);
     } else if (arg.rfind("--emit=", 0) == 0) {
@@ -108,7 +111,6 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context;
   hc::ImportedModel model;
   options.path = input;
-  std::string error;
   if (!hc::importOnnx(context, options, model, error)) {
     std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
     return 2;
@@ -116,16 +118,18 @@ int main(int argc, char **argv) {
   for (const auto &w : model.warnings)
     std::fprintf(stderr, "hc-compile: warning: %s\n", w.c_str());
 
-  if (!hc::runGraphPipeline(*model.module, pipeline, error)) {
+  pipeline.train = emit != "hc";
+  bool badInput = false;
+  if (!hc::runGraphPipeline(*model.module, pipeline, error, &badInput)) {
     std::fprintf(stderr, "hc-compile: %s: %s\n", input.c_str(), error.c_str());
-    return 1;
+    return badInput ? 2 : 1;
   }
 
-  if (emit != "hc") {
+  if (emit != "hc" && emit != "train") {
     std::fprintf(stderr,
-                 "hc-compile: not implemented yet: --emit=%s (the import "
-                 "works: use --emit=hc; autodiff, schedule and code "
-                 "generation are later stages)\n",
+                 "hc-compile: not implemented yet: --emit=%s (import, fusion "
+                 "and the training step work: use --emit=hc or --emit=train; "
+                 "the schedule level and code generation are later stages)\n",
                  emit.empty() ? "so" : emit.c_str());
     return 3;
   }

@@ -1,6 +1,7 @@
-// hc-eval: imports an ONNX training graph and runs it through the reference
-// evaluator (float64) on inputs from NPY files: the oracle tool tests use to
-// compare hc's IR with PyTorch. Exit codes as hc-compile's.
+// hc-eval: imports an ONNX training graph, runs hc's graph pipeline, and
+// evaluates the result with the float64 reference evaluator on inputs from
+// NPY files: the oracle tool tests use to compare hc's IR with PyTorch.
+// Exit codes as hc-compile's.
 #include "hc/Compiler/Evaluator.h"
 #include "hc/Compiler/OnnxImport.h"
 #include "hc/Compiler/Pipeline.h"
@@ -10,18 +11,28 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include <cstdio>
-#include <sys/stat.h>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <sys/stat.h>
 
 namespace {
 
-const char *kUsage = R"(usage: hc-eval MODEL.onnx --inputs DIR [--batch N] [--out DIR] [--no-fuse]
+const char *kUsage = R"(usage: hc-eval MODEL.onnx --inputs DIR [options]
 
-Imports MODEL.onnx, evaluates it in float64 on DIR/<input>.npy (one file per
-graph input, named after it) and the model's initializers, prints
-`loss <value>` and writes every output as OUT/<output>.npy (float64).
-The IR evaluated is hc-compile's (fused unless --no-fuse).
+Imports MODEL.onnx, runs hc-compile's pipeline and evaluates it in float64 on
+DIR/<input>.npy (one file per graph input) and the model's initializers.
+Prints `loss <value>` per step and, with --out, writes every output as
+OUT/<output>.npy (float64).
+
+options:
+  --batch N        per-rank batch (fixes a dynamic batch axis)
+  --out DIR        where outputs go
+  --train          evaluate the whole training step (autodiff + optimizer);
+                   also writes OUT/train_loss.npy (one loss per step),
+                   OUT/grads/<param>.npy (the first step's gradients) and
+                   OUT/params/<param>.npy (every parameter after the last step)
+  --steps K        training steps on the same inputs (default 1)
 )";
 
 [[noreturn]] void die(int code, const std::string &message) {
@@ -29,12 +40,42 @@ The IR evaluated is hc-compile's (fused unless --no-fuse).
   std::exit(code);
 }
 
+hc::EvalTensor readInput(const std::string &path, mlir::RankedTensorType type,
+                         const std::string &name) {
+  hc::rt::NpyArray a;
+  std::string error;
+  if (!hc::rt::readNpy(path, a, error))
+    die(2, error);
+  hc::EvalTensor t;
+  t.shape.assign(type.getShape().begin(), type.getShape().end());
+  if (a.header.shape != t.shape)
+    die(2, path + ": shape does not match input '" + name + "'");
+  const std::string &dt = a.header.dtype;
+  bool isFloat = mlir::isa<mlir::FloatType>(type.getElementType());
+  if (isFloat != (dt == "f4" || dt == "f8"))
+    die(2, path + ": dtype " + dt + " does not match input '" + name + "'");
+  for (std::size_t k = 0; k < a.header.numElements(); ++k)
+    t.data.push_back(dt == "f4"   ? a.as<float>()[k]
+                     : dt == "f8" ? a.as<double>()[k]
+                     : dt == "i8" ? static_cast<double>(a.as<int64_t>()[k])
+                     : dt == "i4" ? a.as<int32_t>()[k]
+                                  : static_cast<double>(a.data[k]));
+  return t;
+}
+
+void write(const std::string &path, const hc::EvalTensor &t) {
+  std::string error;
+  if (!hc::rt::writeNpy(path, "f8", t.shape, t.data.data(), error))
+    die(2, error);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string model, inputs, outDir;
+  std::string model, inputs, outDir, error;
   hc::ImportOptions options;
   hc::PipelineOptions pipeline;
+  long steps = 1;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -42,21 +83,30 @@ int main(int argc, char **argv) {
         die(2, arg + " needs a value");
       return argv[++i];
     };
+    auto positive = [&](const std::string &v) {
+      char *end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n <= 0)
+        die(2, arg + " needs a positive integer, got '" + v + "'");
+      return n;
+    };
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
+      std::fputs(hc::pipelineFlagsHelp(), stdout);
       return 0;
+    } else if (int r = hc::parsePipelineFlag(argc, argv, i, pipeline, error)) {
+      if (r < 0)
+        die(2, error);
     } else if (arg == "--inputs") {
       inputs = value();
     } else if (arg == "--out") {
       outDir = value();
-    } else if (arg == "--no-fuse") {
-      pipeline.fuse = false;
+    } else if (arg == "--train") {
+      pipeline.train = true;
+    } else if (arg == "--steps") {
+      steps = positive(value());
     } else if (arg == "--batch") {
-      std::string v = value();
-      char *end = nullptr;
-      options.batch = std::strtoll(v.c_str(), &end, 10);
-      if (*end || options.batch <= 0)
-        die(2, "--batch needs a positive integer, got '" + v + "'");
+      options.batch = positive(value());
     } else if (arg[0] == '-') {
       die(2, "unknown flag '" + arg + "'");
     } else {
@@ -69,57 +119,74 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context;
   hc::ImportedModel imported;
   options.path = model;
-  std::string error;
   if (!hc::importOnnx(context, options, imported, error))
     die(2, error);
-  if (!hc::runGraphPipeline(*imported.module, pipeline, error))
-    die(1, model + ": " + error);
+  bool badInput = false;
+  if (!hc::runGraphPipeline(*imported.module, pipeline, error, &badInput))
+    die(badInput ? 2 : 1, model + ": " + error);
   auto fn = *imported.module->getOps<mlir::func::FuncOp>().begin();
 
+  // Bind arguments: data from DIR, parameters from the model, state zeroed.
   std::vector<hc::EvalTensor> args;
+  std::map<std::string, unsigned> paramArg, stateArg;
   for (auto arg : fn.getArguments()) {
     auto type = mlir::cast<mlir::RankedTensorType>(arg.getType());
+    unsigned n = arg.getArgNumber();
     hc::EvalTensor t;
     t.shape.assign(type.getShape().begin(), type.getShape().end());
-    unsigned n = arg.getArgNumber();
-    if (auto name = fn.getArgAttrOfType<mlir::StringAttr>(n, hc::graph::kParamAttr)) {
-      const hc::ParamData &p = imported.params.at(name.str());
-      t.data.assign(p.data, p.data + p.numElements());
+    if (auto p = fn.getArgAttrOfType<mlir::StringAttr>(n, hc::graph::kParamAttr)) {
+      const hc::ParamData &d = imported.params.at(p.str());
+      t.data.assign(d.data, d.data + d.numElements());
+      paramArg[p.str()] = n;
+    } else if (auto s = fn.getArgAttrOfType<mlir::StringAttr>(n, "hc.state")) {
+      t.data.assign(t.numElements(), 0.0);
+      stateArg[s.str()] = n;
     } else {
-      auto input = fn.getArgAttrOfType<mlir::StringAttr>(n, hc::graph::kInputAttr);
-      std::string path = inputs + "/" + input.str() + ".npy";
-      hc::rt::NpyArray a;
-      if (!hc::rt::readNpy(path, a, error))
-        die(2, error);
-      if (a.header.shape != t.shape)
-        die(2, path + ": shape does not match input '" + input.str() + "'");
-      const std::string &dt = a.header.dtype;
-      bool isFloat = type.getElementType().isF32() || type.getElementType().isF64();
-      if (isFloat != (dt == "f4" || dt == "f8"))
-        die(2, path + ": dtype " + dt + " does not match input '" +
-                   input.str() + "'");
-      for (std::size_t k = 0; k < a.header.numElements(); ++k)
-        t.data.push_back(dt == "f4"   ? a.as<float>()[k]
-                         : dt == "f8" ? a.as<double>()[k]
-                         : dt == "i8" ? static_cast<double>(a.as<int64_t>()[k])
-                         : dt == "i4" ? a.as<int32_t>()[k]
-                                      : static_cast<double>(a.data[k]));
+      auto name = fn.getArgAttrOfType<mlir::StringAttr>(n, hc::graph::kInputAttr);
+      t = readInput(inputs + "/" + name.str() + ".npy", type, name.str());
     }
     args.push_back(std::move(t));
   }
-  std::vector<hc::EvalTensor> results;
-  if (!hc::evaluate(fn, args, results, error))
-    die(2, model + ": evaluation failed: " + error);
-  std::printf("loss %.17g\n", results.at(0).data.at(0));
-  if (!outDir.empty()) {
-    mkdir(outDir.c_str(), 0755);  // an existing folder is fine
-    auto names = fn->getAttrOfType<mlir::ArrayAttr>(hc::graph::kResultNamesAttr);
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      std::string name = mlir::cast<mlir::StringAttr>(names[i]).str();
-      if (!hc::rt::writeNpy(outDir + "/" + name + ".npy", "f8", results[i].shape,
-                            results[i].data.data(), error))
-        die(2, error);
+  std::vector<std::string> names;
+  for (mlir::Attribute a :
+       fn->getAttrOfType<mlir::ArrayAttr>(hc::graph::kResultNamesAttr))
+    names.push_back(mlir::cast<mlir::StringAttr>(a).str());
+
+  std::vector<hc::EvalTensor> results, firstResults;
+  std::vector<double> losses;
+  for (long step = 0; step < steps; ++step) {
+    if (!hc::evaluate(fn, args, results, error))
+      die(2, model + ": evaluation failed: " + error);
+    losses.push_back(results.at(0).data.at(0));
+    std::printf("loss %.17g\n", losses.back());
+    if (step == 0)
+      firstResults = results;
+    for (std::size_t i = 0; i < names.size(); ++i) {  // carry state forward
+      const std::string &n = names[i];
+      if (n.rfind("param:", 0) == 0)
+        args[paramArg.at(n.substr(6))] = results[i];
+      else if (n.rfind("state:", 0) == 0)
+        args[stateArg.at(n.substr(6))] = results[i];
     }
+  }
+  if (outDir.empty())
+    return 0;
+  mkdir(outDir.c_str(), 0755);  // an existing folder is fine
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string &n = names[i];
+    if (n.rfind("grad:", 0) == 0) {
+      mkdir((outDir + "/grads").c_str(), 0755);
+      write(outDir + "/grads/" + n.substr(5) + ".npy", firstResults[i]);
+    } else if (n.find(':') == std::string::npos) {
+      write(outDir + "/" + n + ".npy", results[i]);
+    }
+  }
+  if (pipeline.train) {
+    write(outDir + "/train_loss.npy",
+          hc::EvalTensor{{static_cast<int64_t>(losses.size())}, losses});
+    mkdir((outDir + "/params").c_str(), 0755);
+    for (const auto &[name, index] : paramArg)
+      write(outDir + "/params/" + name + ".npy", args[index]);
   }
   return 0;
 }

@@ -414,8 +414,13 @@ void Importer::buildFunction() {
     }
     std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
     argTypes.push_back(RankedTensorType::get(shape, b.getF32Type()));
-    argAttrs.push_back(b.getDictionaryAttr(
-        b.getNamedAttr(hc::graph::kParamAttr, b.getStringAttr(t.name()))));
+    SmallVector<NamedAttribute> attrs{
+        b.getNamedAttr(hc::graph::kParamAttr, b.getStringAttr(t.name()))};
+    // The exporter records PyTorch's requires_grad=False set (hc.frozen).
+    if (std::find(out.frozen.begin(), out.frozen.end(), t.name()) !=
+        out.frozen.end())
+      attrs.push_back(b.getNamedAttr("hc.frozen", b.getUnitAttr()));
+    argAttrs.push_back(b.getDictionaryAttr(attrs));
     argNames.push_back(t.name());
     out.params[t.name()] = ParamData{shape, initializerData(t)};
   }

@@ -4,6 +4,7 @@
 using namespace hc::graph;
 
 #include "hc/Graph/GraphOpsDialect.cpp.inc"
+#include "hc/Graph/GradientInterface.cpp.inc"
 
 void HCDialect::initialize() {
   addOperations<

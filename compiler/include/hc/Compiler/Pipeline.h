@@ -1,22 +1,37 @@
 // Pipeline assembly: which passes run after import, shared by hc-compile and
-// the test tools so they always see the same IR.
+// the test tools so they always see the same IR, and the command-line flags
+// that configure it (parsed once, here).
 #ifndef HC_COMPILER_PIPELINE_H
 #define HC_COMPILER_PIPELINE_H
 
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
+#include <vector>
 
 namespace hc {
 
 struct PipelineOptions {
-  bool fuse = true;  // the fusion passes (hc-fuse)
+  bool fuse = true;   // the fusion passes (hc-fuse)
+  bool train = false; // autodiff + optimizer: the whole training step
+  std::vector<std::string> freeze;  // beyond the model's own frozen set
+  std::string optimizer = "adamw";  // adamw | sgd
+  double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.0;
 };
 
-// Runs the graph-level passes on an imported module. False + one-line
-// `error` if a pass fails (an hc bug: the module is left as it was).
-bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &options,
+// Parses one pipeline flag at argv[i] (advancing i past its value). Returns
+// 1 if consumed, 0 if it is not a pipeline flag, -1 with `error` if bad.
+int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &options,
                       std::string &error);
+
+// The --help lines of those flags.
+const char *pipelineFlagsHelp();
+
+// Runs the graph-level passes on an imported module. False + one-line
+// `error`; `badInput` tells a user error (e.g. an unknown --freeze name)
+// from an internal one.
+bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &options,
+                      std::string &error, bool *badInput = nullptr);
 
 } // namespace hc
 

@@ -8,6 +8,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "hc/Graph/GradientInterface.h.inc"
+
 namespace hc::graph {
 // NumPy broadcast of two shapes; nullopt when they are incompatible.
 std::optional<llvm::SmallVector<int64_t>>

@@ -2,6 +2,7 @@
 #define HC_GRAPH_OPS
 
 include "hc/Graph/GraphDialect.td"
+include "hc/Graph/GradientInterface.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -24,7 +25,7 @@ def HC_ConstantOp : HC_Op<"constant", [Pure, ConstantLike,
 //===----------------------------------------------------------------------===//
 
 class HC_BinaryOp<string mnemonic, string doc>
-    : HC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : HC_Op<mnemonic, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<HC_GradientOpInterface>]> {
   let summary = doc # " with NumPy broadcasting";
   let arguments = (ins HC_Tensor:$lhs, HC_Tensor:$rhs);
   let results = (outs HC_Tensor:$result);
@@ -43,7 +44,7 @@ def HC_MinOp : HC_BinaryOp<"min", "min(lhs, rhs)">;
 def HC_LessOp : HC_BinaryOp<"less", "lhs < rhs (i1 result)">;
 def HC_EqualOp : HC_BinaryOp<"equal", "lhs == rhs (i1 result)">;
 
-def HC_WhereOp : HC_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def HC_WhereOp : HC_Op<"where", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "cond ? lhs : rhs with NumPy broadcasting";
   let arguments = (ins HC_BoolTensor:$cond, HC_Tensor:$lhs, HC_Tensor:$rhs);
   let results = (outs HC_Tensor:$result);
@@ -53,7 +54,8 @@ def HC_WhereOp : HC_Op<"where", [Pure, InferTypeOpAdaptor]> {
 }
 
 class HC_UnaryOp<string mnemonic, string doc, list<Trait> traits = []>
-    : HC_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+    : HC_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType,
+                                   DeclareOpInterfaceMethods<HC_GradientOpInterface>], traits)> {
   let summary = doc;
   let arguments = (ins HC_FloatTensor:$input);
   let results = (outs HC_FloatTensor:$result);
@@ -72,7 +74,7 @@ def HC_ErfOp : HC_UnaryOp<"erf", "error function">;
 def HC_ReciprocalOp : HC_UnaryOp<"reciprocal", "1 / x">;
 def HC_SiluOp : HC_UnaryOp<"silu", "x * sigmoid(x)">;
 
-def HC_GeluOp : HC_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def HC_GeluOp : HC_Op<"gelu", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "GELU, exact (erf) or tanh-approximated";
   let description = [{
     `approximate = "tanh"`: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), as
@@ -85,7 +87,7 @@ def HC_GeluOp : HC_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def HC_CastOp : HC_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def HC_CastOp : HC_Op<"cast", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, SameOperandsAndResultShape]> {
   let summary = "element type conversion (float <-> int truncates toward 0)";
   let arguments = (ins HC_Tensor:$input);
   let results = (outs HC_Tensor:$result);
@@ -97,7 +99,7 @@ def HC_CastOp : HC_Op<"cast", [Pure, SameOperandsAndResultShape]> {
 //===----------------------------------------------------------------------===//
 
 class HC_ReduceOp<string mnemonic, string doc>
-    : HC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : HC_Op<mnemonic, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<HC_GradientOpInterface>]> {
   let summary = doc # " over `axes` (sorted, non-negative)";
   let arguments = (ins HC_FloatTensor:$input, DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<BoolAttr, "true">:$keepdims);
@@ -108,7 +110,7 @@ class HC_ReduceOp<string mnemonic, string doc>
 def HC_ReduceMeanOp : HC_ReduceOp<"reduce_mean", "mean">;
 def HC_ReduceSumOp : HC_ReduceOp<"reduce_sum", "sum">;
 
-def HC_SoftmaxOp : HC_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def HC_SoftmaxOp : HC_Op<"softmax", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "softmax along one axis";
   let arguments = (ins HC_FloatTensor:$input, I64Attr:$axis);
   let results = (outs HC_FloatTensor:$result);
@@ -116,7 +118,7 @@ def HC_SoftmaxOp : HC_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def HC_LayerNormOp : HC_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
+def HC_LayerNormOp : HC_Op<"layer_norm", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, AttrSizedOperandSegments]> {
   let summary = "layer norm over the dims from `axis` on, affine optional";
   let description = [{
     (x - mean) / sqrt(var + eps) · weight + bias, statistics over dims
@@ -132,7 +134,7 @@ def HC_LayerNormOp : HC_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def HC_ModulateOp : HC_Op<"modulate", [Pure]> {
+def HC_ModulateOp : HC_Op<"modulate", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure]> {
   let summary = "adaLN modulate: x·(1 + scale) + shift, per sample";
   let description = [{
     `input` is `[B, N, D]`, `shift` and `scale` are `[B, D]` broadcast over N.
@@ -150,7 +152,7 @@ def HC_ModulateOp : HC_Op<"modulate", [Pure]> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def HC_LinearOp : HC_Op<"linear", [Pure]> {
+def HC_LinearOp : HC_Op<"linear", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure]> {
   let summary = "x·Wᵀ + b over any leading dimensions (PyTorch nn.Linear)";
   let description = [{
     `input` is `[..., in]`, `weight` is `[out, in]` as PyTorch stores it, the
@@ -165,7 +167,7 @@ def HC_LinearOp : HC_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
-def HC_MatmulOp : HC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def HC_MatmulOp : HC_Op<"matmul", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "NumPy/ONNX matmul: batched, batch dims broadcast";
   let arguments = (ins HC_FloatTensor:$lhs, HC_FloatTensor:$rhs);
   let results = (outs HC_FloatTensor:$result);
@@ -174,7 +176,7 @@ def HC_MatmulOp : HC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def HC_AttentionOp : HC_Op<"attention", [Pure]> {
+def HC_AttentionOp : HC_Op<"attention", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure]> {
   let summary = "multi-head self-attention from a packed qkv tensor";
   let description = [{
     `qkv` is `[B, N, 3·D]` laid out as (3, heads, D/heads) along the last dim,
@@ -191,7 +193,7 @@ def HC_AttentionOp : HC_Op<"attention", [Pure]> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def HC_ReshapeOp : HC_Op<"reshape", [Pure]> {
+def HC_ReshapeOp : HC_Op<"reshape", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure]> {
   let summary = "same elements, new static shape (the result type)";
   let arguments = (ins HC_Tensor:$input);
   let results = (outs HC_Tensor:$result);
@@ -200,7 +202,7 @@ def HC_ReshapeOp : HC_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def HC_BroadcastOp : HC_Op<"broadcast", [Pure]> {
+def HC_BroadcastOp : HC_Op<"broadcast", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure]> {
   let summary = "NumPy broadcast to the result's shape";
   let arguments = (ins HC_Tensor:$input);
   let results = (outs HC_Tensor:$result);
@@ -208,14 +210,14 @@ def HC_BroadcastOp : HC_Op<"broadcast", [Pure]> {
   let hasVerifier = 1;
 }
 
-def HC_TransposeOp : HC_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def HC_TransposeOp : HC_Op<"transpose", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "permute dims: result dim i = input dim perm[i]";
   let arguments = (ins HC_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs HC_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def HC_SliceOp : HC_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def HC_SliceOp : HC_Op<"slice", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "strided slice, one (start, size, step) per dim, step > 0";
   let arguments = (ins HC_Tensor:$input, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$steps);
@@ -223,7 +225,7 @@ def HC_SliceOp : HC_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def HC_ConcatOp : HC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def HC_ConcatOp : HC_Op<"concat", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "concatenate along `axis`";
   let arguments = (ins Variadic<HC_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs HC_Tensor:$result);
@@ -232,7 +234,7 @@ def HC_ConcatOp : HC_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def HC_SplitOp : HC_Op<"split", [Pure, InferTypeOpAdaptor]> {
+def HC_SplitOp : HC_Op<"split", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "split along `axis` into pieces of the given sizes";
   let arguments = (ins HC_Tensor:$input, I64Attr:$axis,
                        DenseI64ArrayAttr:$sizes);
@@ -240,7 +242,7 @@ def HC_SplitOp : HC_Op<"split", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
 }
 
-def HC_GatherOp : HC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+def HC_GatherOp : HC_Op<"gather", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "ONNX Gather: take slices of `input` along `axis` by index";
   let description = [{
     Result shape: input.shape[:axis] + indices.shape + input.shape[axis+1:].
@@ -258,7 +260,7 @@ def HC_GatherOp : HC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
 // Loss and randomness
 //===----------------------------------------------------------------------===//
 
-def HC_MseLossOp : HC_Op<"mse_loss", [Pure, InferTypeOpAdaptor]> {
+def HC_MseLossOp : HC_Op<"mse_loss", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "mean((prediction - target)^2) over all elements, a scalar";
   let arguments = (ins HC_FloatTensor:$prediction, HC_FloatTensor:$target);
   let results = (outs HC_FloatTensor:$result);
@@ -284,5 +286,7 @@ def HC_RandomUniformOp : HC_Op<"random_uniform", [Pure]> {
   }];
   let hasVerifier = 1;
 }
+
+include "hc/Graph/GraphBackwardOps.td"
 
 #endif // HC_GRAPH_OPS

@@ -78,4 +78,46 @@ def FuseMseLoss : Pass<"hc-fuse-mse-loss", "mlir::func::FuncOp"> {
   let dependentDialects = ["hc::graph::HCDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Training expansion
+//===----------------------------------------------------------------------===//
+
+def Autodiff : Pass<"hc-autodiff", "mlir::ModuleOp"> {
+  let summary = "reverse-mode gradients of the loss w.r.t. every trainable parameter";
+  let description = [{
+    On each function whose first result is the loss (`hc.result_names`):
+    parameters (`hc.param` arguments) without `hc.frozen` are trainable;
+    `freeze` names more. Adjoints are built in reverse op order by each op's
+    GradientOpInterface rule and summed where a value has several uses.
+    One result per trainable parameter is appended, named `grad:NAME`.
+    An op on the active path without a rule is an error naming it.
+  }];
+  let options = [
+    ListOption<"freeze", "freeze", "std::string",
+               "parameters to freeze (no gradient, no update)">
+  ];
+  let dependentDialects = ["hc::graph::HCDialect"];
+}
+
+def Optimizer : Pass<"hc-optimizer", "mlir::ModuleOp"> {
+  let summary = "one fused AdamW or SGD update of every parameter with a gradient";
+  let description = [{
+    Consumes the `grad:NAME` results of hc-autodiff. AdamW adds the state
+    arguments `adamw.step` (completed steps, i64) and `adamw.m:NAME`,
+    `adamw.v:NAME` (`hc.state` attribute) and returns the updated
+    parameters (`param:NAME`) and state (`state:KEY`); gradients stay as
+    results for inspection. Hyper-parameters are those of torch.optim.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"", "adamw or sgd">,
+    Option<"lr", "lr", "double", "1e-4", "learning rate">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "decoupled (AdamW) or L2 (SGD) weight decay">
+  ];
+  let dependentDialects = ["hc::graph::HCDialect"];
+}
+
 #endif // HC_PASSES

@@ -1,0 +1,298 @@
+// Reference (float64, naive) semantics of the backward and optimizer ops.
+#include "EvalSupport.h"
+
+#include "hc/Graph/GraphOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace hc::graph;
+
+namespace hc::eval {
+namespace {
+
+const EvalTensor &get(Env &env, Value v) {
+  auto it = env.find(v);
+  if (it == env.end())
+    fail("value used before definition");
+  return it->second;
+}
+
+EvalTensor zerosLike(Value v) {
+  Shape s = shapeOf(v);
+  return EvalTensor{s, std::vector<double>(product(s), 0.0)};
+}
+
+double geluDerivative(double x, bool tanhApprox) {
+  if (tanhApprox) {
+    const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+    double t = std::tanh(k * (x + c * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+  }
+  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+         x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+}
+
+// d(qkv) of softmax(q·kᵀ·scale)·v per (batch, head), one query row at a
+// time: probabilities are recomputed, never stored as an N×N matrix.
+EvalTensor attentionGrad(const EvalTensor &dout, const EvalTensor &qkv,
+                         int64_t heads, double scale) {
+  int64_t B = qkv.shape[0], N = qkv.shape[1], D = qkv.shape[2] / 3,
+          Dh = D / heads;
+  EvalTensor g{qkv.shape, std::vector<double>(qkv.data.size(), 0.0)};
+  auto at = [&](int64_t b, int64_t n, int64_t which, int64_t h) {
+    return (b * N + n) * 3 * D + which * D + h * Dh;
+  };
+  std::vector<double> p(N), o(Dh);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < N; ++i) {
+        const double *q = &qkv.data[at(b, i, 0, h)];
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < N; ++j) {
+          const double *k = &qkv.data[at(b, j, 1, h)];
+          double s = 0;
+          for (int64_t d = 0; d < Dh; ++d)
+            s += q[d] * k[d];
+          p[j] = s * scale;
+          m = std::max(m, p[j]);
+        }
+        for (int64_t j = 0; j < N; ++j)
+          sum += (p[j] = std::exp(p[j] - m));
+        std::fill(o.begin(), o.end(), 0.0);
+        for (int64_t j = 0; j < N; ++j) {
+          p[j] /= sum;
+          const double *v = &qkv.data[at(b, j, 2, h)];
+          for (int64_t d = 0; d < Dh; ++d)
+            o[d] += p[j] * v[d];
+        }
+        const double *dO = &dout.data[(b * N + i) * D + h * Dh];
+        double rowDot = 0;  // dO_i · O_i
+        for (int64_t d = 0; d < Dh; ++d)
+          rowDot += dO[d] * o[d];
+        double *dq = &g.data[at(b, i, 0, h)];
+        for (int64_t j = 0; j < N; ++j) {
+          const double *k = &qkv.data[at(b, j, 1, h)];
+          const double *v = &qkv.data[at(b, j, 2, h)];
+          double dp = 0;
+          for (int64_t d = 0; d < Dh; ++d)
+            dp += dO[d] * v[d];
+          double ds = p[j] * (dp - rowDot) * scale;
+          double *dk = &g.data[at(b, j, 1, h)], *dv = &g.data[at(b, j, 2, h)];
+          for (int64_t d = 0; d < Dh; ++d) {
+            dq[d] += ds * k[d];
+            dk[d] += ds * q[d];
+            dv[d] += p[j] * dO[d];
+          }
+        }
+      }
+  return g;
+}
+
+} // namespace
+
+bool evalBackwardOp(Operation *op, Env &env) {
+  auto set = [&](Value v, EvalTensor t) { env[v] = std::move(t); };
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case<LinearGradInputOp>([&](LinearGradInputOp o) {
+        const EvalTensor &dy = get(env, o.getGrad()), &w = get(env, o.getWeight());
+        int64_t out = w.shape[0], in = w.shape[1], rows = dy.numElements() / out;
+        EvalTensor dx{shapeOf(o.getResult()), std::vector<double>(rows * in, 0.0)};
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < out; ++j)
+            for (int64_t i = 0; i < in; ++i)
+              dx.data[r * in + i] += dy.data[r * out + j] * w.data[j * in + i];
+        set(o.getResult(), std::move(dx));
+        return true;
+      })
+      .Case<LinearGradWeightOp>([&](LinearGradWeightOp o) {
+        const EvalTensor &dy = get(env, o.getGrad()), &x = get(env, o.getInput());
+        int64_t out = dy.shape.back(), in = x.shape.back(),
+                rows = dy.numElements() / out;
+        EvalTensor dw{shapeOf(o.getResult()), std::vector<double>(out * in, 0.0)};
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < out; ++j)
+            for (int64_t i = 0; i < in; ++i)
+              dw.data[j * in + i] += dy.data[r * out + j] * x.data[r * in + i];
+        set(o.getResult(), std::move(dw));
+        return true;
+      })
+      .Case<LayerNormGradOp>([&](LayerNormGradOp o) {
+        const EvalTensor &dy = get(env, o.getGrad()), &x = get(env, o.getInput());
+        const EvalTensor *w = o.getWeight() ? &get(env, o.getWeight()) : nullptr;
+        int64_t n = product(x.shape, o.getAxis()), rows = x.numElements() / n;
+        double eps = o.getEpsilon().convertToDouble();
+        EvalTensor dx = x;
+        std::vector<double> xhat(n), dxhat(n);
+        for (int64_t r = 0; r < rows; ++r) {
+          const double *v = &x.data[r * n], *g = &dy.data[r * n];
+          double mean = 0, var = 0;
+          for (int64_t k = 0; k < n; ++k)
+            mean += v[k];
+          mean /= n;
+          for (int64_t k = 0; k < n; ++k)
+            var += (v[k] - mean) * (v[k] - mean);
+          double rstd = 1.0 / std::sqrt(var / n + eps), m1 = 0, m2 = 0;
+          for (int64_t k = 0; k < n; ++k) {
+            xhat[k] = (v[k] - mean) * rstd;
+            dxhat[k] = g[k] * (w ? w->data[k] : 1.0);
+            m1 += dxhat[k];
+            m2 += dxhat[k] * xhat[k];
+          }
+          m1 /= n;
+          m2 /= n;
+          for (int64_t k = 0; k < n; ++k)
+            dx.data[r * n + k] = rstd * (dxhat[k] - m1 - xhat[k] * m2);
+        }
+        set(o.getResult(), std::move(dx));
+        return true;
+      })
+      .Case<ModulateGradOp>([&](ModulateGradOp o) {
+        const EvalTensor &dy = get(env, o.getGrad()), &x = get(env, o.getInput()),
+                         &sc = get(env, o.getScale());
+        int64_t B = x.shape[0], N = x.shape[1], D = x.shape[2];
+        EvalTensor dx = x, dsh = zerosLike(o.getShiftGrad()),
+                   dsc = zerosLike(o.getScaleGrad());
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t d = 0; d < D; ++d) {
+              int64_t i = (b * N + n) * D + d;
+              dx.data[i] = dy.data[i] * (1.0 + sc.data[b * D + d]);
+              dsh.data[b * D + d] += dy.data[i];
+              dsc.data[b * D + d] += dy.data[i] * x.data[i];
+            }
+        set(o.getInputGrad(), std::move(dx));
+        set(o.getShiftGrad(), std::move(dsh));
+        set(o.getScaleGrad(), std::move(dsc));
+        return true;
+      })
+      .Case<SiluGradOp>([&](SiluGradOp o) {
+        set(o.getResult(),
+            elementwise({&get(env, o.getGrad()), &get(env, o.getInput())},
+                        shapeOf(o.getResult()), [](const double *v) {
+                          double s = 1.0 / (1.0 + std::exp(-v[1]));
+                          return v[0] * s * (1.0 + v[1] * (1.0 - s));
+                        }));
+        return true;
+      })
+      .Case<GeluGradOp>([&](GeluGradOp o) {
+        bool tanhApprox = o.getApproximate() == "tanh";
+        set(o.getResult(),
+            elementwise({&get(env, o.getGrad()), &get(env, o.getInput())},
+                        shapeOf(o.getResult()), [&](const double *v) {
+                          return v[0] * geluDerivative(v[1], tanhApprox);
+                        }));
+        return true;
+      })
+      .Case<SoftmaxGradOp>([&](SoftmaxGradOp o) {
+        const EvalTensor &dy = get(env, o.getGrad()), &y = get(env, o.getOutput());
+        int64_t axis = o.getAxis(), outer = product(y.shape, 0, axis),
+                n = y.shape[axis], inner = product(y.shape, axis + 1);
+        EvalTensor dx = y;
+        for (int64_t a = 0; a < outer; ++a)
+          for (int64_t c = 0; c < inner; ++c) {
+            double dot = 0;
+            for (int64_t k = 0; k < n; ++k) {
+              int64_t i = (a * n + k) * inner + c;
+              dot += dy.data[i] * y.data[i];
+            }
+            for (int64_t k = 0; k < n; ++k) {
+              int64_t i = (a * n + k) * inner + c;
+              dx.data[i] = y.data[i] * (dy.data[i] - dot);
+            }
+          }
+        set(o.getResult(), std::move(dx));
+        return true;
+      })
+      .Case<AttentionGradOp>([&](AttentionGradOp o) {
+        set(o.getResult(), attentionGrad(get(env, o.getGrad()), get(env, o.getQkv()),
+                                         o.getNumHeads(),
+                                         o.getScale().convertToDouble()));
+        return true;
+      })
+      .Case<MseLossGradOp>([&](MseLossGradOp o) {
+        const EvalTensor &p = get(env, o.getPrediction());
+        double k = 2.0 * get(env, o.getGrad()).data.at(0) /
+                   static_cast<double>(p.data.size());
+        set(o.getResult(),
+            elementwise({&p, &get(env, o.getTarget())}, p.shape,
+                        [&](const double *v) { return k * (v[0] - v[1]); }));
+        return true;
+      })
+      .Case<ScatterAddOp>([&](ScatterAddOp o) {
+        const EvalTensor &dy = get(env, o.getGrad()), &idx = get(env, o.getIndices());
+        EvalTensor r = zerosLike(o.getResult());
+        int64_t axis = o.getAxis(), dim = r.shape[axis],
+                outer = product(r.shape, 0, axis), inner = product(r.shape, axis + 1);
+        int64_t src = 0;
+        for (int64_t i = 0; i < outer; ++i)
+          for (double v : idx.data) {
+            int64_t k = static_cast<int64_t>(v);
+            if (k < -dim || k >= dim)
+              fail("scatter index out of range");
+            if (k < 0)
+              k += dim;
+            for (int64_t j = 0; j < inner; ++j)
+              r.data[(i * dim + k) * inner + j] += dy.data[src++];
+          }
+        set(o.getResult(), std::move(r));
+        return true;
+      })
+      .Case<SliceGradOp>([&](SliceGradOp o) {
+        const EvalTensor &dy = get(env, o.getGrad());
+        EvalTensor r = zerosLike(o.getResult());
+        Shape in = stridesOf(r.shape), st(r.shape.size());
+        int64_t base = 0;
+        for (size_t d = 0; d < r.shape.size(); ++d) {
+          st[d] = in[d] * o.getSteps()[d];
+          base += o.getStarts()[d] * in[d];
+        }
+        forEachBroadcast(dy.shape, {st}, [&](int64_t flat, const int64_t *off) {
+          r.data[base + off[0]] = dy.data[flat];
+        });
+        set(o.getResult(), std::move(r));
+        return true;
+      })
+      .Case<AdamWOp>([&](AdamWOp o) {
+        unsigned n = o.getNumParams();
+        double lr = o.getLr().convertToDouble(), b1 = o.getBeta1().convertToDouble(),
+               b2 = o.getBeta2().convertToDouble(), eps = o.getEps().convertToDouble(),
+               wd = o.getWeightDecay().convertToDouble();
+        double t = get(env, o.getStep()).data.at(0) + 1;
+        double bc1 = 1 - std::pow(b1, t), bc2 = 1 - std::pow(b2, t);
+        for (unsigned i = 0; i < n; ++i) {
+          EvalTensor p = get(env, o.getTensors()[i]), m = get(env, o.getTensors()[2 * n + i]),
+                     v = get(env, o.getTensors()[3 * n + i]);
+          const EvalTensor &g = get(env, o.getTensors()[n + i]);
+          for (size_t k = 0; k < p.data.size(); ++k) {
+            p.data[k] *= 1 - lr * wd;
+            m.data[k] = b1 * m.data[k] + (1 - b1) * g.data[k];
+            v.data[k] = b2 * v.data[k] + (1 - b2) * g.data[k] * g.data[k];
+            double denom = std::sqrt(v.data[k]) / std::sqrt(bc2) + eps;
+            p.data[k] -= lr / bc1 * m.data[k] / denom;
+          }
+          set(o.getUpdated()[i], std::move(p));
+          set(o.getUpdated()[n + i], std::move(m));
+          set(o.getUpdated()[2 * n + i], std::move(v));
+        }
+        return true;
+      })
+      .Case<SgdOp>([&](SgdOp o) {
+        unsigned n = o.getTensors().size() / 2;
+        double lr = o.getLr().convertToDouble(),
+               wd = o.getWeightDecay().convertToDouble();
+        for (unsigned i = 0; i < n; ++i) {
+          EvalTensor p = get(env, o.getTensors()[i]);
+          const EvalTensor &g = get(env, o.getTensors()[n + i]);
+          for (size_t k = 0; k < p.data.size(); ++k)
+            p.data[k] -= lr * (g.data[k] + wd * p.data[k]);
+          set(o.getUpdated()[i], std::move(p));
+        }
+        return true;
+      })
+      .Default([](Operation *) { return false; });
+}
+
+} // namespace hc::eval

@@ -1,0 +1,104 @@
+// Internal to the reference evaluator: tensor helpers shared by the forward
+// and backward op implementations.
+#ifndef HC_COMPILER_EVAL_EVALSUPPORT_H
+#define HC_COMPILER_EVAL_EVALSUPPORT_H
+
+#include "hc/Compiler/Evaluator.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hc::eval {
+
+using mlir::Value;
+using mlir::RankedTensorType;
+
+using Shape = std::vector<int64_t>;
+
+struct EvalError {
+  std::string message;
+};
+
+[[noreturn]] inline void fail(const std::string &m) { throw EvalError{m}; }
+
+inline Shape stridesOf(const Shape &s) {
+  Shape st(s.size(), 1);
+  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d)
+    st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+inline Shape shapeOf(Value v) {
+  auto t = mlir::cast<RankedTensorType>(v.getType());
+  return Shape(t.getShape().begin(), t.getShape().end());
+}
+
+inline int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t n = 1;
+  for (size_t i = from; i < std::min(to, s.size()); ++i)
+    n *= s[i];
+  return n;
+}
+
+// Strides of `in` read as if broadcast to `out` (0 on broadcast dims).
+inline Shape broadcastStrides(const Shape &in, const Shape &out) {
+  Shape st(out.size(), 0), own = stridesOf(in);
+  for (size_t i = 0; i < in.size(); ++i) {
+    size_t o = out.size() - in.size() + i;
+    st[o] = in[i] == 1 ? 0 : own[i];
+  }
+  return st;
+}
+
+// Calls fn(flat output index, input offsets) over a broadcast iteration.
+inline void forEachBroadcast(const Shape &out, const std::vector<Shape> &strides,
+                      const std::function<void(int64_t, const int64_t *)> &fn) {
+  int64_t n = product(out);
+  Shape idx(out.size(), 0);
+  std::vector<int64_t> off(strides.size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    fn(flat, off.data());
+    for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
+      for (size_t k = 0; k < strides.size(); ++k)
+        off[k] += strides[k][d];
+      if (++idx[d] < out[d])
+        break;
+      for (size_t k = 0; k < strides.size(); ++k)
+        off[k] -= strides[k][d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+inline EvalTensor elementwise(const std::vector<const EvalTensor *> &in,
+                       const Shape &out,
+                       const std::function<double(const double *)> &fn) {
+  EvalTensor r{out, std::vector<double>(product(out))};
+  std::vector<Shape> strides;
+  for (const EvalTensor *t : in)
+    strides.push_back(broadcastStrides(t->shape, out));
+  std::vector<double> args(in.size());
+  forEachBroadcast(out, strides, [&](int64_t flat, const int64_t *off) {
+    for (size_t k = 0; k < in.size(); ++k)
+      args[k] = in[k]->data[off[k]];
+    r.data[flat] = fn(args.data());
+  });
+  return r;
+}
+
+
+using Env = llvm::DenseMap<Value, EvalTensor>;
+
+// Evaluates a backward or optimizer op into `env`; false if `op` is not one.
+bool evalBackwardOp(mlir::Operation *op, Env &env);
+
+} // namespace hc::eval
+
+#endif // HC_COMPILER_EVAL_EVALSUPPORT_H

@@ -1,0 +1,166 @@
+#ifndef HC_GRAPH_BACKWARD_OPS
+#define HC_GRAPH_BACKWARD_OPS
+
+// Fused backward ops the gradient rules of fused forward ops build, and the
+// optimizer updates. Each is one kernel at the schedule level.
+
+def HC_LinearGradInputOp : HC_Op<"linear_grad_input", [Pure]> {
+  let summary = "dX = dY·W for Y = X·Wᵀ + b: [..., out] x [out, in] -> [..., in]";
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$weight);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HC_LinearGradWeightOp : HC_Op<"linear_grad_weight", [Pure]> {
+  let summary = "dW = dYᵀ·X summed over leading dims: -> [out, in]";
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$input);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HC_LayerNormGradOp : HC_Op<"layer_norm_grad", [Pure]> {
+  let summary = "dX of layer norm, statistics recomputed from x";
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$input,
+                       Optional<HC_FloatTensor>:$weight, F64Attr:$epsilon,
+                       I64Attr:$axis);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input (`scale` $weight^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HC_ModulateGradOp : HC_Op<"modulate_grad", [Pure]> {
+  let summary = "adjoints of x·(1 + scale) + shift: (dx, dshift, dscale)";
+  let description = [{
+    dx = dy·(1 + scale), dshift = Σ_N dy, dscale = Σ_N dy·x, with `grad` and
+    `input` `[B, N, D]` and `scale` `[B, D]`.
+  }];
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$input,
+                       HC_FloatTensor:$scale);
+  let results = (outs HC_FloatTensor:$input_grad, HC_FloatTensor:$shift_grad,
+                      HC_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class HC_PointwiseGradOp<string mnemonic, string doc>
+    : HC_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = doc;
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$input);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` type($result)";
+}
+
+def HC_SiluGradOp : HC_PointwiseGradOp<"silu_grad", "dy·σ(x)·(1 + x·(1 - σ(x)))">;
+
+def HC_GeluGradOp : HC_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "dy·gelu'(x), tanh-approximated or exact";
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "tanh">:$approximate);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` type($result)";
+}
+
+def HC_SoftmaxGradOp : HC_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "y·(dy - Σ dy·y) along `axis`, from the softmax output y";
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$output,
+                       I64Attr:$axis);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $output attr-dict `:` type($result)";
+}
+
+def HC_AttentionGradOp : HC_Op<"attention_grad", [Pure]> {
+  let summary = "d(qkv) of hc.attention, probabilities recomputed per row";
+  let description = [{
+    Flash-attention style backward: the N×N probability matrix is never
+    stored; each query row's probabilities are recomputed from q and k.
+  }];
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$qkv,
+                       I64Attr:$num_heads, F64Attr:$scale);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $qkv attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HC_MseLossGradOp : HC_Op<"mse_loss_grad", [Pure]> {
+  let summary = "d prediction of mean((p - t)^2): dl·2·(p - t)/numel";
+  let arguments = (ins 0DTensorOf<[F32, F64]>:$grad, HC_FloatTensor:$prediction,
+                       HC_FloatTensor:$target);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $prediction `,` $target attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HC_ScatterAddOp : HC_Op<"scatter_add", [Pure]> {
+  let summary = "adjoint of gather: zeros of the result type, dy rows added at indices";
+  let arguments = (ins HC_FloatTensor:$grad, HC_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `[` $indices `]` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HC_SliceGradOp : HC_Op<"slice_grad", [Pure]> {
+  let summary = "adjoint of slice: zeros of the result type, dy at the slice";
+  let arguments = (ins HC_FloatTensor:$grad, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers: one fused update over every trainable parameter.
+//===----------------------------------------------------------------------===//
+
+def HC_AdamWOp : HC_Op<"adamw", [Pure]> {
+  let summary = "torch.optim.AdamW over N parameters in one op";
+  let description = [{
+    Operands: the step counter (completed steps, 0-d i64), then N params,
+    N grads, N first moments, N second moments. Results: N updated params,
+    N first moments, N second moments. With t = step + 1, exactly as
+    torch.optim.AdamW: p ← p·(1 − lr·wd); m ← β1·m + (1−β1)·g;
+    v ← β2·v + (1−β2)·g²; p ← p − lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + ε).
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$step, Variadic<HC_FloatTensor>:$tensors,
+                       F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
+                       F64Attr:$eps, F64Attr:$weight_decay);
+  let results = (outs Variadic<HC_FloatTensor>:$updated);
+  let assemblyFormat = [{
+    $step `,` $tensors attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    unsigned getNumParams() { return getTensors().size() / 4; }
+  }];
+}
+
+def HC_SgdOp : HC_Op<"sgd", [Pure]> {
+  let summary = "torch.optim.SGD without momentum over N parameters";
+  let description = [{
+    Operands: N params then N grads; results: N updated params,
+    p ← p − lr·(g + wd·p).
+  }];
+  let arguments = (ins Variadic<HC_FloatTensor>:$tensors, F64Attr:$lr,
+                       F64Attr:$weight_decay);
+  let results = (outs Variadic<HC_FloatTensor>:$updated);
+  let assemblyFormat = "$tensors attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+#endif // HC_GRAPH_BACKWARD_OPS

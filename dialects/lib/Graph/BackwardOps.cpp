@@ -1,0 +1,138 @@
+// Verifiers of the backward and optimizer ops (GraphBackwardOps.td).
+#include "hc/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace hc::graph;
+
+namespace {
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+} // namespace
+
+LogicalResult LinearGradInputOp::verify() {
+  auto dy = getGrad().getType(), w = getWeight().getType(),
+       dx = getResult().getType();
+  if (w.getRank() != 2 || dy.getRank() < 1 || dx.getRank() != dy.getRank() ||
+      dy.getShape().back() != w.getDimSize(0) ||
+      dx.getShape().back() != w.getDimSize(1) ||
+      dx.getShape().drop_back() != dy.getShape().drop_back())
+    return emitOpError("needs dY [..., out], W [out, in] -> dX [..., in], got ")
+           << dy << ", " << w << " -> " << dx;
+  return success();
+}
+
+LogicalResult LinearGradWeightOp::verify() {
+  auto dy = getGrad().getType(), x = getInput().getType(),
+       dw = getResult().getType();
+  if (dy.getRank() != x.getRank() || dy.getRank() < 1 ||
+      dy.getShape().drop_back() != x.getShape().drop_back() ||
+      dw.getShape() != ArrayRef<int64_t>{dy.getShape().back(),
+                                         x.getShape().back()})
+    return emitOpError("needs dY [..., out], X [..., in] -> dW [out, in], got ")
+           << dy << ", " << x << " -> " << dw;
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  auto x = getInput().getType();
+  if (getGrad().getType() != x || getResult().getType() != x)
+    return emitOpError("grad, input and result must have one type");
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= x.getRank())
+    return emitOpError("axis out of range");
+  if (Value w = getWeight())
+    if (tensorType(w).getShape() != x.getShape().drop_front(getAxis()))
+      return emitOpError("scale must have the normalized shape");
+  return success();
+}
+
+LogicalResult ModulateGradOp::verify() {
+  auto x = getInput().getType();
+  auto s = getScale().getType();
+  if (x.getRank() != 3 || getGrad().getType() != x ||
+      getInputGrad().getType() != x || s.getRank() != 2 ||
+      s.getShape() != ArrayRef<int64_t>{x.getDimSize(0), x.getDimSize(2)} ||
+      getShiftGrad().getType() != s || getScaleGrad().getType() != s)
+    return emitOpError("needs dy, x [B, N, D] and scale [B, D]");
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  auto qkv = getQkv().getType(), dy = getGrad().getType();
+  if (getResult().getType() != qkv || qkv.getRank() != 3 || dy.getRank() != 3 ||
+      dy.getDimSize(2) * 3 != qkv.getDimSize(2) ||
+      qkv.getDimSize(2) % (3 * getNumHeads()))
+    return emitOpError("needs dOut [B, N, D] and qkv [B, N, 3D] -> [B, N, 3D]");
+  return success();
+}
+
+LogicalResult MseLossGradOp::verify() {
+  if (getPrediction().getType() != getTarget().getType() ||
+      getResult().getType() != getPrediction().getType())
+    return emitOpError("prediction, target and result must have one type");
+  return success();
+}
+
+LogicalResult ScatterAddOp::verify() {
+  auto table = getResult().getType(), dy = getGrad().getType(),
+       idx = getIndices().getType();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= table.getRank())
+    return emitOpError("axis out of range");
+  SmallVector<int64_t> expected(table.getShape().take_front(axis));
+  expected.append(idx.getShape().begin(), idx.getShape().end());
+  expected.append(table.getShape().begin() + axis + 1, table.getShape().end());
+  if (dy.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("grad shape does not match a gather of the result");
+  return success();
+}
+
+LogicalResult SliceGradOp::verify() {
+  auto in = getResult().getType(), dy = getGrad().getType();
+  if (in.getRank() != dy.getRank() ||
+      static_cast<int64_t>(getStarts().size()) != in.getRank() ||
+      static_cast<int64_t>(getSteps().size()) != in.getRank())
+    return emitOpError("needs one start and step per dim");
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    if (getSteps()[d] <= 0 || getStarts()[d] < 0 ||
+        (dy.getDimSize(d) > 0 &&
+         getStarts()[d] + (dy.getDimSize(d) - 1) * getSteps()[d] >=
+             in.getDimSize(d)))
+      return emitOpError("slice of dim ") << d << " runs past the input";
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  unsigned n = getTensors().size();
+  if (n % 4 || getUpdated().size() != 3 * (n / 4))
+    return emitOpError("needs 4N tensor operands (params, grads, m, v) and 3N "
+                       "results, got ")
+           << n << " and " << getUpdated().size();
+  unsigned p = n / 4;
+  for (unsigned i = 0; i < p; ++i) {
+    Type t = getTensors()[i].getType();
+    for (unsigned k = 1; k < 4; ++k)
+      if (getTensors()[k * p + i].getType() != t)
+        return emitOpError("parameter ") << i << "'s grad/moments differ in type";
+    for (unsigned k = 0; k < 3; ++k)
+      if (getUpdated()[k * p + i].getType() != t)
+        return emitOpError("parameter ") << i << "'s results differ in type";
+  }
+  double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
+  if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1 &&
+        getEps().convertToDouble() >= 0 && getLr().convertToDouble() >= 0))
+    return emitOpError("needs 0 <= betas < 1, eps >= 0, lr >= 0");
+  return success();
+}
+
+LogicalResult SgdOp::verify() {
+  unsigned n = getTensors().size();
+  if (n % 2 || getUpdated().size() != n / 2)
+    return emitOpError("needs 2N operands (params, grads) and N results");
+  for (unsigned i = 0; i < n / 2; ++i)
+    if (getTensors()[n / 2 + i].getType() != getTensors()[i].getType() ||
+        getUpdated()[i].getType() != getTensors()[i].getType())
+      return emitOpError("parameter ") << i << "'s grad/result differ in type";
+  return success();
+}

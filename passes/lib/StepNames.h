@@ -1,0 +1,53 @@
+// How a training step names its arguments and results (attributes on the
+// function): shared by autodiff, optimizer and the tools that bind values.
+#ifndef HC_PASSES_STEPNAMES_H
+#define HC_PASSES_STEPNAMES_H
+
+#include "hc/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+
+namespace hc {
+
+inline constexpr const char *kFrozenAttr = "hc.frozen";
+inline constexpr const char *kStateAttr = "hc.state";
+
+inline std::string gradResultName(llvm::StringRef param) {
+  return "grad:" + param.str();
+}
+
+// The function's result names (hc.result_names) as strings.
+inline llvm::SmallVector<std::string> resultNames(mlir::func::FuncOp f) {
+  llvm::SmallVector<std::string> names;
+  if (auto a = f->getAttrOfType<mlir::ArrayAttr>(graph::kResultNamesAttr))
+    for (mlir::Attribute n : a)
+      names.push_back(mlir::cast<mlir::StringAttr>(n).str());
+  return names;
+}
+
+// Appends results (with names) to `f`'s return and signature.
+inline void appendResults(mlir::func::FuncOp f, llvm::ArrayRef<mlir::Value> values,
+                          llvm::ArrayRef<std::string> names) {
+  auto ret = mlir::cast<mlir::func::ReturnOp>(f.getBody().front().getTerminator());
+  llvm::SmallVector<mlir::Value> operands(ret.getOperands());
+  operands.append(values.begin(), values.end());
+  ret->setOperands(operands);
+  llvm::SmallVector<mlir::Type> types;
+  for (mlir::Value v : operands)
+    types.push_back(v.getType());
+  f.setFunctionType(mlir::FunctionType::get(f.getContext(), f.getArgumentTypes(),
+                                            types));
+  mlir::Builder b(f.getContext());
+  llvm::SmallVector<mlir::Attribute> all;
+  for (const std::string &n : resultNames(f))
+    all.push_back(b.getStringAttr(n));
+  for (const std::string &n : names)
+    all.push_back(b.getStringAttr(n));
+  f->setAttr(graph::kResultNamesAttr, b.getArrayAttr(all));
+}
+
+} // namespace hc
+
+#endif // HC_PASSES_STEPNAMES_H
