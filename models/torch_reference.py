@@ -20,10 +20,34 @@ upcast). It writes into DIR:
     x_t.npy t.npy y.npy noise.npy      the inputs (float32 / int64)
     loss.npy prediction.npy            float32 run (loss has shape [])
     loss_f64.npy prediction_f64.npy    float64 run
+
+Training-step mode (the oracle for a compiled training step):
+
+usage: /usr/bin/python3 models/torch_reference.py MODEL.onnx --batch N
+           [--seed S] --out DIR --train-steps K --optimizer adamw|sgd
+           [--lr 1e-4] [--beta1 0.9] [--beta2 0.999] [--eps 1e-8]
+           [--weight-decay 0] [--freeze NAME,NAME] [--dtype float32|float64]
+
+writes everything above (same seed -> same inputs), then runs K optimizer
+steps of DiTLoss on those same inputs every step, in --dtype (default
+float64: module.double(), inputs cast), with torch.optim.AdamW(lr, (beta1,
+beta2), eps, weight_decay) or torch.optim.SGD(lr, momentum=0, weight_decay)
+over every parameter except the frozen ones (hc.frozen metadata, i.e.
+pos_embed, plus --freeze; requires_grad=False on all of them), and writes:
+
+    train_loss.npy               float64 [K], each step's loss before its update
+    grads/<name>.npy             float64, first step's gradient, trainable only
+    params_before/<name>.npy     float64, every parameter before step 1
+    params_after/<name>.npy      float64, every parameter after step K
+    train_meta.json              optimizer, lr, betas, eps, weight_decay, steps,
+                                 trainable, frozen (+ dtype, batch, seed)
+
+<name> is the state_dict name (e.g. blocks.0.attn.qkv.weight.npy).
 """
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -107,17 +131,176 @@ def run(module, inputs, dtype):
     return loss.numpy(), pred.numpy()
 
 
-def main(argv=None):
-    ap = _Parser(description="PyTorch reference outputs for an exported DiT loss graph.")
+TRAIN_OPTIONS = ("optimizer", "lr", "beta1", "beta2", "eps", "weight_decay", "freeze", "dtype")
+
+
+def parse_args(argv):
+    ap = _Parser(description="PyTorch reference outputs for an exported DiT loss graph "
+                             "(and, with --train-steps, reference optimizer steps).")
     ap.add_argument("model", help="MODEL.onnx written by models/export_dit.py")
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True, help="output folder (created if missing)")
-    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    tr = ap.add_argument_group("training-step mode")
+    tr.add_argument("--train-steps", type=int, default=None, metavar="K",
+                    help="run K optimizer steps on the same inputs")
+    tr.add_argument("--optimizer", choices=("adamw", "sgd"), default=None)
+    tr.add_argument("--lr", type=float, default=None, help="default 1e-4")
+    tr.add_argument("--beta1", type=float, default=None, help="adamw, default 0.9")
+    tr.add_argument("--beta2", type=float, default=None, help="adamw, default 0.999")
+    tr.add_argument("--eps", type=float, default=None, help="adamw, default 1e-8")
+    tr.add_argument("--weight-decay", type=float, default=None, help="default 0")
+    tr.add_argument("--freeze", default=None, metavar="NAME,NAME",
+                    help="parameters to freeze besides hc.frozen (state_dict names)")
+    tr.add_argument("--dtype", choices=("float32", "float64"), default=None,
+                    help="precision of the training run, default float64")
+    a = ap.parse_args(argv)
     if a.batch <= 0:
         fail("--batch must be positive, got %d" % a.batch)
     if a.seed < 0:
         fail("--seed must be non-negative, got %d" % a.seed)
+    if a.train_steps is None:
+        given = ["--" + o.replace("_", "-") for o in TRAIN_OPTIONS if getattr(a, o) is not None]
+        if given:
+            fail("%s only apply with --train-steps" % ", ".join(given))
+        return a
+    if a.train_steps <= 0:
+        fail("--train-steps must be positive, got %d" % a.train_steps)
+    if a.optimizer is None:
+        fail("--train-steps needs --optimizer adamw|sgd")
+    if a.optimizer == "sgd":
+        given = ["--" + o for o in ("beta1", "beta2", "eps") if getattr(a, o) is not None]
+        if given:
+            fail("%s only apply to --optimizer adamw" % ", ".join(given))
+    defaults = dict(lr=1e-4, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
+                    dtype="float64")
+    for k, v in defaults.items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
+    for k in ("lr", "beta1", "beta2", "eps", "weight_decay"):
+        if not math.isfinite(getattr(a, k)):
+            fail("--%s must be finite, got %r" % (k.replace("_", "-"), getattr(a, k)))
+    if a.lr < 0:
+        fail("--lr must be non-negative, got %g" % a.lr)
+    if a.weight_decay < 0:
+        fail("--weight-decay must be non-negative, got %g" % a.weight_decay)
+    if a.optimizer == "adamw":
+        for k in ("beta1", "beta2"):
+            if not 0.0 <= getattr(a, k) < 1.0:
+                fail("--%s must be in [0, 1), got %g" % (k, getattr(a, k)))
+        if a.eps < 0:
+            fail("--eps must be non-negative, got %g" % a.eps)
+    a.freeze = [n for n in (a.freeze or "").split(",") if n.strip()]
+    a.freeze = [n.strip() for n in a.freeze]
+    return a
+
+
+def frozen_from_metadata(m):
+    meta = {p.key: p.value for p in m.metadata_props}
+    return [n for n in meta.get("hc.frozen", "").split(",") if n]
+
+
+def train(module, inputs, a, meta_frozen):
+    """K optimizer steps of DiTLoss on the same inputs. Returns a dict of
+    float64 numpy results plus the trainable/frozen name lists."""
+    import numpy as np
+    import torch
+
+    dtype = torch.float64 if a.dtype == "float64" else torch.float32
+    module = module.to(dtype)
+    module.train()  # no Dropout/BatchNorm in DiT and label dropout is never on:
+    #                 identical to eval(), stated for the reader
+    params = dict(module.dit.named_parameters())
+    bad = [n for n in a.freeze if n not in params]
+    if bad:
+        fail("--freeze: unknown parameter%s %s (state_dict names, e.g. %s)"
+             % ("s" if len(bad) > 1 else "", ", ".join(bad), "blocks.0.attn.qkv.weight"))
+    bad = [n for n in meta_frozen if n not in params]
+    if bad:
+        fail("hc.frozen metadata names unknown parameters: %s" % ", ".join(bad))
+    frozen_set = set(meta_frozen) | set(a.freeze)
+    for name, p in params.items():
+        p.requires_grad_(name not in frozen_set)
+    trainable = [n for n in params if n not in frozen_set]
+    frozen = [n for n in params if n in frozen_set]
+    if not trainable:
+        fail("every parameter is frozen: nothing to train")
+    tparams = [params[n] for n in trainable]
+    if a.optimizer == "adamw":
+        opt = torch.optim.AdamW(tparams, lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps,
+                                weight_decay=a.weight_decay)
+    else:
+        opt = torch.optim.SGD(tparams, lr=a.lr, momentum=0, dampening=0,
+                              weight_decay=a.weight_decay, nesterov=False)
+
+    x_t = torch.from_numpy(inputs["x_t"]).to(dtype)
+    t = torch.from_numpy(inputs["t"])
+    y = torch.from_numpy(inputs["y"])
+    noise = torch.from_numpy(inputs["noise"]).to(dtype)
+
+    def snapshot():
+        return {n: p.detach().to(torch.float64).numpy().copy() for n, p in params.items()}
+
+    before = snapshot()
+    losses, grads = [], None
+    for step in range(a.train_steps):
+        opt.zero_grad(set_to_none=True)
+        loss, _ = module(x_t, t, y, noise)
+        loss.backward()
+        losses.append(float(loss.detach().to(torch.float64)))
+        if step == 0:
+            grads = {}
+            for n in trainable:
+                g = params[n].grad
+                grads[n] = (np.zeros(params[n].shape) if g is None
+                            else g.detach().to(torch.float64).numpy().copy())
+        opt.step()
+    after = snapshot()
+    return dict(losses=np.asarray(losses, dtype=np.float64), grads=grads, before=before,
+                after=after, trainable=trainable, frozen=frozen)
+
+
+def _fresh_dir(path):
+    """Create path; drop stale .npy files from an earlier run (another
+    --freeze set would otherwise leave grads of now-frozen parameters)."""
+    os.makedirs(path, exist_ok=True)
+    for f in os.listdir(path):
+        if f.endswith(".npy"):
+            os.remove(os.path.join(path, f))
+
+
+def write_train(out, res, a):
+    import numpy as np
+    np.save(os.path.join(out, "train_loss.npy"), res["losses"])
+    for sub, key in (("grads", "grads"), ("params_before", "before"),
+                     ("params_after", "after")):
+        d = os.path.join(out, sub)
+        _fresh_dir(d)
+        for n, v in res[key].items():
+            np.save(os.path.join(d, n + ".npy"), np.asarray(v, dtype=np.float64))
+    adam = a.optimizer == "adamw"
+    meta = {
+        "optimizer": a.optimizer,
+        "lr": a.lr,
+        "betas": [a.beta1, a.beta2] if adam else None,
+        "eps": a.eps if adam else None,
+        "weight_decay": a.weight_decay,
+        "momentum": None if adam else 0.0,
+        "steps": a.train_steps,
+        "trainable": res["trainable"],
+        "frozen": res["frozen"],
+        "dtype": a.dtype,
+        "batch": a.batch,
+        "seed": a.seed,
+        "loss": "mean((prediction[:, :in_channels] - noise)^2), same inputs every step",
+    }
+    with open(os.path.join(out, "train_meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
     if not os.path.isfile(a.model):
         fail("%s: no such file" % a.model)
 
@@ -150,6 +333,19 @@ def main(argv=None):
     print("%s: batch %d seed %d: loss f32 %.9g, f64 %.17g (rel diff %.2e), "
           "prediction max |f32-f64| %.2e -> %s"
           % (os.path.basename(a.model), a.batch, a.seed, l32, l64, rel, pdiff, a.out))
+    if a.train_steps is None:
+        return 0
+
+    # A fresh module: the runs above converted the first one in place.
+    res = train(build_module(m, cfg), inputs, a, frozen_from_metadata(m))
+    write_train(a.out, res, a)
+    gnorm = math.sqrt(sum(float(np.sum(g * g)) for g in res["grads"].values()))
+    print("%s: %d %s step%s (%s, lr %g, wd %g), %d trainable / %d frozen; "
+          "loss %.17g -> %.17g, first-step grad norm %.6g"
+          % (os.path.basename(a.model), a.train_steps, a.optimizer,
+             "" if a.train_steps == 1 else "s", a.dtype, a.lr, a.weight_decay,
+             len(res["trainable"]), len(res["frozen"]), res["losses"][0], res["losses"][-1],
+             gnorm))
     return 0
 
 
