@@ -1,0 +1,71 @@
+// The C ABI of a compiled training step (dit_step.so), shared by hc-compile's
+// generated code and its hosts (hc-run, tests). Versioned: a host refuses a
+// library whose abi_version differs from its own HC_STEP_ABI_VERSION.
+//
+// One step() call does everything: forward, loss, backward, the gradient
+// all-reduce across ranks (through the host's env callbacks) and the
+// optimizer update. Contexts hold all mutable state (parameters, optimizer
+// state, activations, last gradients); two contexts in one process are
+// independent.
+#ifndef HC_RUNTIME_STEP_ABI_H
+#define HC_RUNTIME_STEP_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HC_STEP_ABI_VERSION 1
+
+// What the host gives a step: its place in the job and the collective.
+typedef struct hc_step_env {
+  int32_t rank;        // 0-based
+  int32_t world_size;  // ranks in the job; 1: no communication at all
+  // In-place sum of n floats over all ranks (e.g. MPI_Allreduce). Returns 0
+  // on success. May be NULL when world_size == 1.
+  int (*allreduce_sum_f32)(void *comm, float *data, size_t n);
+  void *comm;
+} hc_step_env;
+
+typedef struct hc_step hc_step;  // opaque context
+
+typedef struct hc_step_api {
+  uint32_t abi_version;  // HC_STEP_ABI_VERSION the library was built with
+  // JSON description of the compiled model:
+  // { "abi_version", "batch_per_rank",
+  //   "inputs": [{"name","dtype","shape"}],      (per-rank shapes, step order)
+  //   "parameters": [{"name","shape","trainable"}], "frozen": [names],
+  //   "state": [{"name","dtype","shape"}],        (optimizer state)
+  //   "gradients": [names], "optimizer": {"name", hyper-parameters...},
+  //   "flops_per_step", "memory_plan": {...}, "buckets": [...],
+  //   "init_file": "<file next to the library>", "dit_config": {...} }
+  const char *description_json;
+  // Creates a context: parameters zero until set_tensor; optimizer state
+  // zero (step 0). NULL with a one-line message in `error` on failure.
+  hc_step *(*create)(const hc_step_env *env, char *error, size_t error_size);
+  void (*destroy)(hc_step *step);
+  // Tensors by name: a parameter "NAME", state "adamw.m:NAME", "adamw.v:NAME",
+  // "adamw.step" (int64), or (get only) "grad:NAME", the last step's averaged
+  // gradient. `bytes` must equal the tensor's size. Returns 0, or -1 for an
+  // unknown name or a size mismatch.
+  int (*set_tensor)(hc_step *step, const char *name, const void *data,
+                    size_t bytes);
+  int (*get_tensor)(const hc_step *step, const char *name, void *data,
+                    size_t bytes);
+  // One training step. inputs[i] is the i-th input of the description
+  // (this rank's rows, contiguous, its dtype). *loss = the loss averaged over
+  // ranks. Returns 0, or -1 when the collective failed.
+  int (*step)(hc_step *step, const void *const *inputs, double *loss);
+} hc_step_api;
+
+// The one symbol a step library exports.
+const hc_step_api *hc_step_get_api(void);
+typedef const hc_step_api *(*hc_step_get_api_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // HC_RUNTIME_STEP_ABI_H
