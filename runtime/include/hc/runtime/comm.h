@@ -1,0 +1,66 @@
+// The collective hosts and steps use, without MPI in the interface: a job of
+// `size()` ranks; one rank (SelfComm) does no communication at all; the MPI
+// implementation (comm_mpi.cpp) wraps MPI_COMM_WORLD.
+//
+// Failure policy: a rank that cannot go on calls fail(), which prints its
+// message and ends the WHOLE job with a non-zero code (MPI_Abort), so the
+// other ranks never hang in a collective waiting for it. Errors every rank
+// may or may not see (a file missing on one node) are settled with
+// firstFailingRank() so exactly one rank reports and all exit alike.
+#ifndef HC_RUNTIME_COMM_H
+#define HC_RUNTIME_COMM_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace hc::rt {
+
+class Comm {
+public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // In-place sums / maxima over all ranks; false on a communication error.
+  virtual bool allreduceSumF32(float *data, std::size_t n) = 0;
+  virtual bool allreduceSumF64(double *data, std::size_t n) = 0;
+  virtual bool allreduceMaxF64(double *data, std::size_t n) = 0;
+  // Copies `bytes` bytes from rank `root` into `data` on every rank.
+  virtual bool broadcast(void *data, std::size_t bytes, int root) = 0;
+  virtual bool barrier() = 0;
+  // Prints "PREFIX: rank R: MESSAGE" (or "PREFIX: MESSAGE" with one rank) to
+  // stderr, flushes stdout and stderr, and ends the whole job with `code`.
+  [[noreturn]] virtual void fail(int code, const std::string &message) = 0;
+  // Collective: the lowest rank with `failed` set, or -1 when none failed.
+  int firstFailingRank(bool failed);
+  // Ends the communication layer (MPI_Finalize); idempotent.
+  virtual void finalize() {}
+
+  std::string prefix = "hc";
+};
+
+// One rank, no communication.
+std::unique_ptr<Comm> makeSelfComm();
+
+// True when this process was started by a launcher (mpirun/mpiexec: Open
+// MPI's OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, or PMI_SIZE).
+bool launchedByMpi();
+
+// MPI_Init_thread(MPI_THREAD_MULTIPLE) (the level granted is checked) on
+// MPI_COMM_WORLD, errors returned rather than fatal. nullptr + `error` when
+// MPI cannot be started or does not grant MPI_THREAD_MULTIPLE.
+std::unique_ptr<Comm> makeMpiComm(int *argc, char ***argv, std::string &error);
+
+// MPI when launchedByMpi(), otherwise one rank.
+std::unique_ptr<Comm> makeWorldComm(int *argc, char ***argv,
+                                    std::string &error);
+
+// C callback with the signature of hc_step_env::allreduce_sum_f32; `comm` is
+// a Comm*. Returns 0 on success.
+extern "C" int hc_comm_allreduce_sum_f32(void *comm, float *data,
+                                         std::size_t n);
+
+} // namespace hc::rt
+
+#endif // HC_RUNTIME_COMM_H

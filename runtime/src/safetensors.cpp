@@ -1,0 +1,327 @@
+#include "hc/runtime/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <cstdio>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hc::rt {
+
+std::size_t safetensorsItemSize(const std::string &dtype) {
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32")
+    return 4;
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64")
+    return 8;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16")
+    return 2;
+  if (dtype == "U8" || dtype == "I8" || dtype == "BOOL")
+    return 1;
+  return 0;
+}
+
+std::size_t SafetensorsEntry::numElements() const {
+  std::size_t n = 1;
+  for (int64_t d : shape)
+    n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_)
+    munmap(map_, mapSize_);
+}
+
+const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second];
+}
+
+namespace {
+constexpr uint64_t kMaxHeader = 100u << 20; // as the reference implementation
+
+// A file written under a temporary name in the destination's folder and
+// renamed over the destination only by commit() (after fsync of the file;
+// the folder is fsynced after the rename). Destroyed uncommitted, it removes
+// the temporary file and leaves the destination untouched.
+class AtomicFile {
+public:
+  ~AtomicFile() {
+    if (fd_ >= 0)
+      ::close(fd_);
+    if (!tmp_.empty())
+      ::unlink(tmp_.c_str());
+  }
+  bool open(const std::string &path, std::string &error) {
+    path_ = path;
+    std::string dir = folderOf(path);
+    std::string base = path.substr(path.find_last_of('/') + 1);
+    if (base.empty()) {
+      error = path + ": not a file name";
+      return false;
+    }
+    std::string templ = dir + "/." + base + ".tmp.XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    fd_ = mkostemp(buf.data(), O_CLOEXEC);
+    if (fd_ < 0) {
+      error = path + ": cannot create a temporary file in " + dir + ": " +
+              std::strerror(errno);
+      return false;
+    }
+    tmp_ = buf.data();
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd_, 0666 & ~mask); // mkstemp makes 0600; give the usual mode
+    return true;
+  }
+  bool write(const void *data, std::size_t n) {
+    const char *p = static_cast<const char *>(data);
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, std::min<std::size_t>(n, 1u << 30));
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w <= 0) {
+        error_ = path_ + ": write failed: " + std::strerror(errno);
+        return false;
+      }
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+  const std::string &error() const { return error_; }
+  bool commit(std::string &error) {
+    if (fsync(fd_) != 0) {
+      error = path_ + ": fsync failed: " + std::strerror(errno);
+      return false;
+    }
+    int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) {
+      error = path_ + ": close failed: " + std::strerror(errno);
+      return false;
+    }
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      error = path_ + ": cannot rename the temporary file over it: " +
+              std::strerror(errno);
+      return false;
+    }
+    tmp_.clear();
+    int dfd = ::open(folderOf(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      fsync(dfd); // best effort: some file systems refuse fsync on folders
+      ::close(dfd);
+    }
+    return true;
+  }
+
+private:
+  static std::string folderOf(const std::string &path) {
+    std::size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos)
+      return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+  }
+  std::string path_, tmp_, error_;
+  int fd_ = -1;
+};
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+} // namespace
+
+bool SafetensorsFile::open(const std::string &path, std::string &error) {
+  path_ = path;
+  auto fail = [&](const std::string &why) {
+    error = path + ": " + why;
+    return false;
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  std::size_t size = static_cast<std::size_t>(st.st_size);
+  if (size < 8) {
+    ::close(fd);
+    return fail("not a safetensors file (" + std::to_string(size) +
+                " bytes, shorter than the 8-byte header length)");
+  }
+  void *m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED)
+    return fail(std::string("cannot map: ") + std::strerror(errno));
+  map_ = m;
+  mapSize_ = size;
+  const unsigned char *b = static_cast<const unsigned char *>(m);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | b[i];
+  if (n > kMaxHeader || n > size - 8)
+    return fail("not a safetensors file (header length " + std::to_string(n) +
+                " does not fit in " + std::to_string(size) + " bytes)");
+  data_ = reinterpret_cast<const char *>(b) + 8 + n;
+  std::size_t dataSize = size - 8 - n;
+
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(reinterpret_cast<const char *>(b) + 8,
+                                   reinterpret_cast<const char *>(b) + 8 + n);
+  } catch (const nlohmann::json::exception &e) {
+    return fail(std::string("malformed JSON header: ") + e.what());
+  }
+  if (!header.is_object())
+    return fail("malformed header: not a JSON object");
+  entries_.clear();
+  index_.clear();
+  metadata_.clear();
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string &name = it.key();
+    const nlohmann::json &v = it.value();
+    if (name == "__metadata__") {
+      if (!v.is_object())
+        return fail("__metadata__ is not an object");
+      for (auto m2 = v.begin(); m2 != v.end(); ++m2) {
+        if (!m2.value().is_string())
+          return fail("__metadata__ value of '" + m2.key() +
+                      "' is not a string");
+        metadata_[m2.key()] = m2.value().get<std::string>();
+      }
+      continue;
+    }
+    auto bad = [&](const std::string &why) {
+      return fail("tensor '" + name + "': " + why);
+    };
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
+        !v.contains("data_offsets"))
+      return bad("entry needs dtype, shape and data_offsets");
+    SafetensorsEntry e;
+    e.name = name;
+    if (!v["dtype"].is_string())
+      return bad("dtype is not a string");
+    e.dtype = v["dtype"].get<std::string>();
+    std::size_t item = safetensorsItemSize(e.dtype);
+    if (item == 0)
+      return bad("unsupported dtype '" + e.dtype + "'");
+    if (!v["shape"].is_array())
+      return bad("shape is not an array");
+    long double elems = 1;
+    for (const auto &d : v["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        return bad("shape has a dimension that is not a non-negative integer");
+      e.shape.push_back(d.get<int64_t>());
+      elems *= static_cast<long double>(e.shape.back());
+    }
+    const auto &off = v["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned())
+      return bad("data_offsets must be two non-negative integers");
+    uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+    if (begin > end || end > dataSize)
+      return bad("data_offsets [" + std::to_string(begin) + ", " +
+                 std::to_string(end) + "] outside the " +
+                 std::to_string(dataSize) + "-byte data section");
+    if (elems * item != static_cast<long double>(end - begin))
+      return bad(e.dtype + " " + shapeString(e.shape) + " needs " +
+                 std::to_string(static_cast<unsigned long long>(elems * item)) +
+                 " bytes, data_offsets give " + std::to_string(end - begin));
+    e.offset = begin;
+    e.bytes = end - begin;
+    entries_.push_back(std::move(e));
+  }
+  std::sort(entries_.begin(), entries_.end(),
+            [](const SafetensorsEntry &a, const SafetensorsEntry &b2) {
+              return a.offset < b2.offset ||
+                     (a.offset == b2.offset && a.bytes < b2.bytes);
+            });
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    if (i > 0 && entries_[i].bytes > 0 &&
+        entries_[i].offset < entries_[i - 1].offset + entries_[i - 1].bytes)
+      return fail("tensor '" + entries_[i].name + "' overlaps tensor '" +
+                  entries_[i - 1].name + "'");
+    index_[entries_[i].name] = i;
+  }
+  return true;
+}
+
+bool writeSafetensors(const std::string &path,
+                      const std::vector<SafetensorsTensorRef> &tensors,
+                      const std::map<std::string, std::string> &metadata,
+                      std::string &error) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) {
+    nlohmann::ordered_json md = nlohmann::ordered_json::object();
+    for (const auto &kv : metadata)
+      md[kv.first] = kv.second;
+    header["__metadata__"] = md;
+  }
+  std::vector<std::size_t> sizes;
+  std::size_t offset = 0;
+  for (const auto &t : tensors) {
+    auto bad = [&](const std::string &why) {
+      error = path + ": tensor '" + t.name + "': " + why;
+      return false;
+    };
+    if (t.name.empty() || t.name == "__metadata__")
+      return bad("invalid tensor name");
+    if (header.contains(t.name))
+      return bad("duplicate tensor name");
+    std::size_t item = safetensorsItemSize(t.dtype);
+    if (item == 0)
+      return bad("unsupported dtype '" + t.dtype + "'");
+    std::size_t n = item;
+    for (int64_t d : t.shape) {
+      if (d < 0)
+        return bad("negative dimension");
+      n *= static_cast<std::size_t>(d);
+    }
+    if (n > 0 && !t.data)
+      return bad("no data");
+    nlohmann::ordered_json e;
+    e["dtype"] = t.dtype;
+    e["shape"] = t.shape;
+    e["data_offsets"] = {offset, offset + n};
+    header[t.name] = e;
+    sizes.push_back(n);
+    offset += n;
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception &e) {
+    error = path + ": cannot encode header: " + e.what();
+    return false;
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');
+  unsigned char len[8];
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<unsigned char>(n >> (8 * i));
+
+  AtomicFile f;
+  if (!f.open(path, error))
+    return false;
+  bool ok = f.write(len, 8) && f.write(text.data(), text.size());
+  for (std::size_t i = 0; ok && i < tensors.size(); ++i)
+    ok = f.write(tensors[i].data, sizes[i]);
+  if (!ok) {
+    error = f.error();
+    return false;
+  }
+  return f.commit(error);
+}
+
+} // namespace hc::rt
