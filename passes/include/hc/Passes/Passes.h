@@ -2,6 +2,9 @@
 #define HC_PASSES_PASSES_H
 
 #include "hc/Graph/GraphDialect.h"
+#include "hc/Schedule/ScheduleOps.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

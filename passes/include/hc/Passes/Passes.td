@@ -120,4 +120,48 @@ def Optimizer : Pass<"hc-optimizer", "mlir::ModuleOp"> {
   let dependentDialects = ["hc::graph::HCDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Schedule level
+//===----------------------------------------------------------------------===//
+
+def LowerToSchedule : Pass<"hc-lower-to-schedule", "mlir::ModuleOp"> {
+  let summary = "the training step as buffers, views and kernel calls (hcs)";
+  let description = [{
+    Replaces the graph-level training function by `func.func @step()` of
+    the schedule dialect, in the graph's op order. Parameters, gradients and
+    AdamW moments live in flat persistent arenas laid out in the order
+    backward produces the gradients (trainable first, frozen after), so the
+    optimizer is one call over the arena and a gradient bucket is a slice.
+    Reshape, transpose, slice, split and broadcast become views; everything
+    else a runtime kernel call writing fresh "act" buffers (planned later),
+    or in place for the optimizer. Each bucket's all-reduce starts right
+    after its last gradient is written and is waited for right before the
+    optimizer.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "4194304",
+           "gradient bucket size in bytes">
+  ];
+  let dependentDialects = ["hc::schedule::HCSDialect", "mlir::memref::MemRefDialect"];
+}
+
+def PlanBuffers : Pass<"hc-plan-buffers", "mlir::ModuleOp"> {
+  let summary = "static offsets for activation buffers by liveness, peak per arena";
+  let description = [{
+    Every "act" buffer is live from the first to the last op that touches it
+    (directly or through a view); first-fit assigns 64-byte aligned offsets,
+    reusing space freed by dead buffers. The arena sizes (the peak per tier)
+    are recorded in `hcs.arena_bytes` on the function.
+  }];
+}
+
+def VerifyPlan : Pass<"hc-verify-plan", "mlir::ModuleOp"> {
+  let summary = "proves no two simultaneously live buffers overlap";
+  let description = [{
+    Recomputes liveness and fails, naming both buffers, if two buffers of an
+    arena that are live at the same op share a byte, or if a buffer lies
+    outside its arena or has no offset.
+  }];
+}
+
 #endif // HC_PASSES

@@ -1,0 +1,27 @@
+#ifndef HC_SCHEDULE_SCHEDULEOPS_H
+#define HC_SCHEDULE_SCHEDULEOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "hc/Schedule/ScheduleDialect.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "hc/Schedule/ScheduleTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "hc/Schedule/ScheduleOps.h.inc"
+
+namespace hc::schedule {
+// Strides (elements) and offset of a memref's layout.
+bool stridesOf(mlir::MemRefType type, llvm::SmallVectorImpl<int64_t> &strides,
+               int64_t &offset);
+bool isContiguous(mlir::MemRefType type);
+// Bytes a buffer of `type` occupies.
+int64_t byteSize(mlir::MemRefType type);
+} // namespace hc::schedule
+
+#endif // HC_SCHEDULE_SCHEDULEOPS_H

@@ -1,0 +1,110 @@
+#ifndef HC_SCHEDULE_OPS
+#define HC_SCHEDULE_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
+
+def HCS_Dialect : Dialect {
+  let name = "hcs";
+  let summary = "hc schedule level: buffers in arenas, views, kernel calls, async collectives";
+  let description = [{
+    The schedule level names memory: every value is a memref that is either
+    a planned buffer (an offset in one of the step's arenas), a host input,
+    a constant, or a strided view of one of those (reshape, transpose,
+    slice and broadcast never copy). Work is a sequence of kernel calls in
+    execution order; collectives are asynchronous (start returns a token,
+    wait consumes it). Later passes (CFTP, AutoMem) rewrite this level.
+  }];
+  let cppNamespace = "::hc::schedule";
+  let useDefaultTypePrinterParser = 1;
+}
+
+class HCS_Op<string mnemonic, list<Trait> traits = []>
+    : Op<HCS_Dialect, mnemonic, traits>;
+
+def HCS_TokenType : TypeDef<HCS_Dialect, "Token"> {
+  let mnemonic = "token";
+  let summary = "an asynchronous request in flight";
+}
+
+def HCS_BufferOp : HCS_Op<"buffer", [Pure]> {
+  let summary = "a contiguous buffer in an arena, at a planned offset";
+  let description = [{
+    `arena` is one of "act" (activations and temporaries, one per memory
+    tier, planned by liveness), "param", "grad", "m", "v" (persistent, flat,
+    trainable parameters in the order backward produces their gradients),
+    "state" (scalars such as the optimizer step). `offset` is in bytes;
+    absent until the buffer plan runs.
+  }];
+  let arguments = (ins StrAttr:$arena, OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<StrAttr>:$name);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$arena attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def HCS_InputOp : HCS_Op<"input", [Pure]> {
+  let summary = "the host's buffer for input `index` of the step";
+  let arguments = (ins I64Attr:$index, StrAttr:$name);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def HCS_ConstantOp : HCS_Op<"constant", [Pure]> {
+  let summary = "read-only data baked into the step";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+def HCS_ViewOp : HCS_Op<"view", [Pure]> {
+  let summary = "a strided view (reshape/transpose/slice/broadcast), no copy";
+  let description = [{
+    The result's layout (strides and offset, in elements relative to the
+    source's start) says everything; the source must be contiguous.
+  }];
+  let arguments = (ins AnyStaticShapeMemRef:$source);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def HCS_CallOp : HCS_Op<"call", [AttrSizedOperandSegments]> {
+  let summary = "a runtime kernel: hcrt_op_<kernel>(ins, outs, attrs)";
+  let description = [{
+    `kernel` names an entry point of runtime/include/hc/runtime/graph_ops.h
+    (the graph op's mnemonic); `attrs` are the graph op's attributes.
+    Inputs may be strided views; outputs are contiguous buffers (they may
+    alias inputs only for in-place optimizer kernels).
+  }];
+  let arguments = (ins StrAttr:$kernel, Variadic<AnyStaticShapeMemRef>:$ins,
+                       Variadic<AnyStaticShapeMemRef>:$outs,
+                       DictionaryAttr:$attrs);
+  let assemblyFormat = [{
+    $kernel `(` $ins `)` `->` `(` $outs `)` $attrs attr-dict `:`
+      functional-type($ins, $outs)
+  }];
+}
+
+def HCS_AllReduceStartOp : HCS_Op<"allreduce_start"> {
+  let summary = "start averaging a gradient bucket over ranks (in place)";
+  let arguments = (ins AnyStaticShapeMemRef:$bucket, I64Attr:$bucket_id);
+  let results = (outs HCS_TokenType:$token);
+  let assemblyFormat = "$bucket attr-dict `:` type($bucket)";
+}
+
+def HCS_WaitOp : HCS_Op<"wait"> {
+  let summary = "block until an asynchronous request completes";
+  let arguments = (ins HCS_TokenType:$token);
+  let assemblyFormat = "$token attr-dict";
+}
+
+def HCS_LossOp : HCS_Op<"loss"> {
+  let summary = "marks the buffer holding this step's loss (0-d)";
+  let arguments = (ins AnyStaticShapeMemRef:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+#endif // HC_SCHEDULE_OPS

@@ -1,0 +1,86 @@
+#include "hc/Schedule/ScheduleOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace hc::schedule;
+
+#include "hc/Schedule/ScheduleDialect.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "hc/Schedule/ScheduleTypes.cpp.inc"
+
+void HCSDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "hc/Schedule/ScheduleOps.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "hc/Schedule/ScheduleTypes.cpp.inc"
+      >();
+}
+
+bool hc::schedule::stridesOf(MemRefType type, SmallVectorImpl<int64_t> &strides,
+                             int64_t &offset) {
+  return succeeded(getStridesAndOffset(type, strides, offset)) &&
+         !ShapedType::isDynamic(offset) &&
+         llvm::none_of(strides, ShapedType::isDynamic);
+}
+
+bool hc::schedule::isContiguous(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!stridesOf(type, strides, offset) || offset != 0)
+    return false;
+  int64_t expected = 1;
+  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+    if (type.getDimSize(d) != 1 && strides[d] != expected)
+      return false;
+    expected *= type.getDimSize(d);
+  }
+  return true;
+}
+
+int64_t hc::schedule::byteSize(MemRefType type) {
+  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+  return type.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+LogicalResult BufferOp::verify() {
+  static const char *arenas[] = {"act", "param", "grad", "m", "v", "state"};
+  if (!llvm::is_contained(arenas, getArena()))
+    return emitOpError("unknown arena '") << getArena() << "'";
+  if (!isContiguous(getType()))
+    return emitOpError("a buffer is contiguous; use hcs.view for strides");
+  if (getOffset() && *getOffset() < 0)
+    return emitOpError("negative offset");
+  return success();
+}
+
+LogicalResult ViewOp::verify() {
+  if (!isContiguous(getSource().getType()))
+    return emitOpError("the source of a view must be contiguous");
+  auto src = getSource().getType(), dst = getType();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError("a view cannot change the element type");
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!stridesOf(dst, strides, offset))
+    return emitOpError("the view's layout must be static strides and offset");
+  int64_t last = offset;  // furthest element the view touches
+  for (int64_t d = 0; d < dst.getRank(); ++d) {
+    if (strides[d] < 0)
+      return emitOpError("negative strides are not supported");
+    last += (dst.getDimSize(d) - 1) * strides[d];
+  }
+  if (offset < 0 || (dst.getNumElements() > 0 && last >= src.getNumElements()))
+    return emitOpError("the view reaches past its source");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "hc/Schedule/ScheduleOps.cpp.inc"
