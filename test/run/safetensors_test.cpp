@@ -1,0 +1,181 @@
+// libhcrt's safetensors reader and atomic writer.
+#include "hc/runtime/safetensors.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace hc::rt;
+
+namespace {
+std::string tempDir() {
+  char templ[] = "/tmp/hc-st-XXXXXX";
+  const char *d = mkdtemp(templ);
+  return d ? d : "/tmp";
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+void spit(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A file with the given JSON header and `dataBytes` zero bytes of data.
+std::string rawFile(const std::string &header, std::size_t dataBytes) {
+  std::string s(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i)
+    s[i] = static_cast<char>(n >> (8 * i));
+  return s + header + std::string(dataBytes, '\0');
+}
+
+int filesIn(const std::string &dir) {
+  int n = 0;
+  DIR *d = opendir(dir.c_str());
+  while (dirent *e = readdir(d))
+    n += e->d_name[0] != '.' || std::strlen(e->d_name) > 2;
+  closedir(d);
+  return n;
+}
+} // namespace
+
+TEST(Safetensors, RoundTripF32AndI64) {
+  std::string dir = tempDir(), path = dir + "/a.safetensors";
+  std::vector<float> w = {1.5f, -2.f, 3.25f, 0.f, 7.f, -0.125f};
+  int64_t step = 42;
+  std::vector<int64_t> ids = {-1, 0, 1LL << 40};
+  std::string err;
+  ASSERT_TRUE(writeSafetensors(path,
+                               {{"blocks.0.w", "F32", {2, 3}, w.data()},
+                                {"adamw.step", "I64", {}, &step},
+                                {"ids", "I64", {3}, ids.data()},
+                                {"empty", "F32", {0, 4}, nullptr}},
+                               {{"format", "pt"}}, err))
+      << err;
+  std::string bytes = slurp(path);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+  EXPECT_EQ((8 + n) % 8, 0u) << "header padded to 8 bytes";
+  EXPECT_EQ(bytes.size(), 8 + n + 6 * 4 + 8 + 3 * 8);
+
+  SafetensorsFile f;
+  ASSERT_TRUE(f.open(path, err)) << err;
+  ASSERT_EQ(f.entries().size(), 4u);
+  EXPECT_EQ(f.metadata().at("format"), "pt");
+  const SafetensorsEntry *e = f.find("blocks.0.w");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->dtype, "F32");
+  EXPECT_EQ(e->shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(std::memcmp(f.data(*e), w.data(), 24), 0);
+  e = f.find("adamw.step");
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->shape.empty());
+  EXPECT_EQ(*static_cast<const int64_t *>(f.data(*e)), 42);
+  e = f.find("ids");
+  EXPECT_EQ(std::memcmp(f.data(*e), ids.data(), 24), 0);
+  EXPECT_EQ(f.find("empty")->bytes, 0u);
+  EXPECT_EQ(f.find("nope"), nullptr);
+}
+
+TEST(Safetensors, OverwriteIsAtomicAndLeavesNoTemporaries) {
+  std::string dir = tempDir(), path = dir + "/p.safetensors";
+  float a = 1, b = 2;
+  std::string err;
+  ASSERT_TRUE(writeSafetensors(path, {{"x", "F32", {1}, &a}}, {}, err));
+  ASSERT_TRUE(writeSafetensors(path, {{"x", "F32", {1}, &b}}, {}, err));
+  SafetensorsFile f;
+  ASSERT_TRUE(f.open(path, err)) << err;
+  EXPECT_EQ(*static_cast<const float *>(f.data(*f.find("x"))), 2.f);
+  EXPECT_EQ(filesIn(dir), 1);
+  // A failing write (duplicate name) leaves the old file and no temporary.
+  std::string before = slurp(path);
+  EXPECT_FALSE(writeSafetensors(path, {{"x", "F32", {1}, &a}, {"x", "F32", {1}, &a}},
+                                {}, err));
+  EXPECT_NE(err.find("duplicate"), std::string::npos) << err;
+  EXPECT_NE(err.find(path), std::string::npos) << err;
+  EXPECT_EQ(slurp(path), before);
+  EXPECT_EQ(filesIn(dir), 1);
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_NE(st.st_mode & 0044, 0u) << "not left at mkstemp's 0600";
+}
+
+TEST(Safetensors, WriteErrorsNameFileAndTensor) {
+  std::string err;
+  float a = 0;
+  EXPECT_FALSE(writeSafetensors("/nonexistent-dir/x.safetensors",
+                                {{"x", "F32", {1}, &a}}, {}, err));
+  EXPECT_NE(err.find("/nonexistent-dir/x.safetensors"), std::string::npos) << err;
+  std::string dir = tempDir();
+  EXPECT_FALSE(writeSafetensors(dir + "/y", {{"bad", "Q7", {1}, &a}}, {}, err));
+  EXPECT_NE(err.find("'bad'"), std::string::npos) << err;
+  EXPECT_NE(err.find("Q7"), std::string::npos) << err;
+  EXPECT_EQ(filesIn(dir), 0);
+}
+
+TEST(Safetensors, RejectsMalformedFiles) {
+  std::string dir = tempDir();
+  struct Case {
+    const char *what;
+    std::string bytes;
+    const char *expect; // substring of the error
+  } cases[] = {
+      {"short", std::string("abc"), "shorter"},
+      {"huge header", rawFile("{}", 0).replace(0, 8, std::string("\xff\xff\xff\xff\0\0\0\0", 8)), "header length"},
+      {"bad json", rawFile("{\"a\": ", 0), "malformed JSON"},
+      {"not object", rawFile("[1,2]", 0), "not a JSON object"},
+      {"missing keys", rawFile(R"({"w": {"dtype": "F32"}})", 0), "'w'"},
+      {"bad dtype", rawFile(R"({"w": {"dtype": "X9", "shape": [1], "data_offsets": [0, 4]}})", 4), "unsupported dtype"},
+      {"size mismatch", rawFile(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})", 4), "needs 8 bytes"},
+      {"out of bounds", rawFile(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 4), "outside"},
+      {"negative dim", rawFile(R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", 4), "dimension"},
+      {"overlap", rawFile(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8), "overlaps"},
+      {"metadata", rawFile(R"({"__metadata__": {"k": 1}})", 0), "__metadata__"},
+  };
+  for (const Case &c : cases) {
+    std::string path = dir + "/bad.safetensors";
+    spit(path, c.bytes);
+    SafetensorsFile f;
+    std::string err;
+    EXPECT_FALSE(f.open(path, err)) << c.what;
+    EXPECT_NE(err.find(path), std::string::npos) << c.what << ": " << err;
+    EXPECT_NE(err.find(c.expect), std::string::npos) << c.what << ": " << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << c.what;
+  }
+  SafetensorsFile f;
+  std::string err;
+  EXPECT_FALSE(f.open(dir + "/missing.safetensors", err));
+  EXPECT_NE(err.find("missing.safetensors"), std::string::npos);
+}
+
+TEST(Safetensors, ReadsOtherWritersLayout) {
+  // Keys in any order, offsets not in key order, no padding, metadata first.
+  std::string dir = tempDir(), path = dir + "/o.safetensors";
+  std::string hdr = R"({"__metadata__":{"format":"pt"},"z":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[1,1],"data_offsets":[8,12]}})";
+  std::string bytes = rawFile(hdr, 0);
+  int64_t z = -5;
+  float a = 0.5f;
+  bytes.append(reinterpret_cast<const char *>(&z), 8);
+  bytes.append(reinterpret_cast<const char *>(&a), 4);
+  spit(path, bytes);
+  SafetensorsFile f;
+  std::string err;
+  ASSERT_TRUE(f.open(path, err)) << err;
+  EXPECT_EQ(f.entries()[0].name, "z");
+  EXPECT_EQ(*static_cast<const int64_t *>(f.data(*f.find("z"))), -5);
+  EXPECT_EQ(*static_cast<const float *>(f.data(*f.find("a"))), 0.5f);
+}

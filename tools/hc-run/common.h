@@ -1,0 +1,133 @@
+// hc-run's shared pieces: errors with exit codes, options, the loaded step
+// library and its parsed description.
+#ifndef HC_RUN_COMMON_H
+#define HC_RUN_COMMON_H
+
+#include "hc/runtime/comm.h"
+#include "hc/runtime/step_abi.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hcrun {
+
+// Exit codes: 2 = bad command line, library, description or data (nothing was
+// trained or written); 1 = failure while running (a step failed, a
+// non-finite loss, an output could not be written).
+struct Error : std::runtime_error {
+  int code;
+  Error(int code, const std::string &message)
+      : std::runtime_error(message), code(code) {}
+};
+[[noreturn]] inline void usageError(const std::string &m) { throw Error(2, m); }
+
+struct Options {
+  std::string step;           // STEP.so
+  std::string inputs;         // test mode: folder of NAME.npy
+  std::string data, labels;   // train mode
+  int64_t steps = -1;
+  std::string init, saveParams, saveGrads, saveState;
+  uint64_t seed = 0;
+  int64_t logEvery = 100;
+  std::string metrics;
+  int progress = -1;          // -1: when stdout is a terminal
+  bool help = false;
+  bool trainMode() const { return !data.empty(); }
+};
+// Throws Error(2) on bad flags.
+Options parseOptions(int argc, char **argv);
+const char *usageText();
+
+// Canonical dtype names are safetensors': "F32", "I64", "F64", "I32", "U8",
+// "BOOL". Accepts "float32"/"f32"/"F32", "int64"/"i64"/"I64", ... and NPY
+// codes ("f4", "i8", ...). Empty when unknown.
+std::string canonicalDtype(const std::string &name);
+std::size_t dtypeSize(const std::string &canonical);
+
+struct TensorSpec {
+  std::string name;
+  std::string dtype;            // canonical
+  std::vector<int64_t> shape;
+  bool trainable = true;
+  std::size_t numElements() const;
+  std::size_t bytes() const { return numElements() * dtypeSize(dtype); }
+};
+std::string shapeString(const std::vector<int64_t> &shape);
+
+struct Description {
+  nlohmann::json raw;
+  int64_t batchPerRank = 0;
+  std::vector<TensorSpec> inputs, parameters, state;
+  std::vector<std::string> gradients;
+  double flopsPerStep = 0;
+  std::string initFile;         // as written; resolved against the .so folder
+  nlohmann::json ditConfig;     // object or null
+  bool graphDropsLabels = false; // the graph has its own random ops
+  const TensorSpec *input(const std::string &name) const;
+  const TensorSpec *parameter(const std::string &name) const;
+};
+
+// dlopen + hc_step_get_api + ABI check + description. Throws Error(2).
+struct StepLibrary {
+  std::string path, folder;
+  const hc_step_api *api = nullptr;
+  Description desc;
+  void load(const std::string &path);
+};
+
+// One context of the step, bound to the job's communicator.
+class StepContext {
+public:
+  StepContext(const StepLibrary &lib, hc::rt::Comm &comm); // throws Error(1)
+  ~StepContext();
+  StepContext(const StepContext &) = delete;
+  StepContext &operator=(const StepContext &) = delete;
+  hc_step *handle() { return step_; }
+  // Sets every parameter (and any optimizer state present) from a
+  // safetensors file; checks names, dtypes and shapes. Throws Error(2).
+  void loadTensors(const std::string &path);
+  // Writes parameters / last gradients (as NAME) / optimizer state to a
+  // safetensors file atomically. Throws Error(1).
+  enum class What { Params, Grads, State };
+  void save(What what, const std::string &path,
+            const std::map<std::string, std::string> &metadata) const;
+  // FNV-1a of every parameter's bytes (ranks compare it).
+  uint64_t parameterHash() const;
+  // One step; throws Error(1) when the library reports failure.
+  double step(const void *const *inputs, int64_t stepIndex);
+
+private:
+  const StepLibrary &lib_;
+  hc_step_env env_{};
+  hc_step *step_ = nullptr;
+};
+
+// "{rank}" in a save path: every rank writes its own file; otherwise rank 0.
+bool pathIsPerRank(const std::string &path);
+std::string pathForRank(const std::string &path, int rank);
+// Throws Error(2) when the folder of `path` does not exist or is not writable.
+void checkOutputPath(const std::string &flag, const std::string &path);
+
+// Saves what --save-params/--save-grads/--save-state ask for, then compares
+// parameters across ranks (they must be bit-identical).
+void finishRun(const Options &opt, StepContext &ctx, hc::rt::Comm &comm,
+               int64_t stepsDone);
+
+// The two modes. They return the process exit code.
+int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm);
+int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm);
+
+// Settles a setup phase collectively: when some rank caught an error, the
+// lowest such rank prints it, and every rank finalizes and exits with its
+// code. Returns normally only when no rank failed.
+void agreeOrExit(hc::rt::Comm &comm, const Error *local);
+
+} // namespace hcrun
+
+#endif // HC_RUN_COMMON_H

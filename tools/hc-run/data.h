@@ -1,0 +1,84 @@
+// Train-mode data: memory-mapped NPY files, the epoch permutation and DiT's
+// diffusion sampling, all from counter-based draws keyed by the seed, so
+// every rank computes the same global batch without talking to the others.
+#ifndef HC_RUN_DATA_H
+#define HC_RUN_DATA_H
+
+#include "hc/runtime/npy.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hcrun {
+
+// A read-only mapping of an NPY file (only the pages a rank touches are read).
+class MappedNpy {
+public:
+  MappedNpy() = default;
+  ~MappedNpy();
+  MappedNpy(const MappedNpy &) = delete;
+  MappedNpy &operator=(const MappedNpy &) = delete;
+  void open(const std::string &path); // throws Error(2)
+  const hc::rt::NpyHeader &header() const { return header_; }
+  const char *data() const { return base_ + header_.dataOffset; }
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+  hc::rt::NpyHeader header_;
+  const char *base_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// Draw kinds (the op id of random.h); distinct per kind.
+enum DrawKind : uint64_t {
+  kDrawPermutation = 0x70,
+  kDrawTimestep = 0x71,
+  kDrawNoise = 0x72,
+  kDrawLabelDrop = 0x73,
+};
+
+// Which data row the global sample g (0 <= g < globalBatch) of step s reads:
+// position p = s*G + g within a stream of epochs of floor(N/G)*G samples (an
+// incomplete last batch is dropped, as DiT's DataLoader(drop_last=True));
+// epoch e = p / (stepsPerEpoch*G) is a Fisher-Yates permutation of [0, N)
+// from Philox keyed by (seed, e).
+class EpochSampler {
+public:
+  EpochSampler(uint64_t seed, int64_t n, int64_t globalBatch);
+  int64_t row(int64_t step, int64_t g);
+  int64_t stepsPerEpoch() const { return n_ / g_; }
+
+private:
+  uint64_t seed_;
+  int64_t n_, g_, epoch_ = -1;
+  std::vector<int64_t> perm_;
+};
+
+// Fisher-Yates permutation of [0, n) for (seed, epoch); identical everywhere.
+std::vector<int64_t> epochPermutation(uint64_t seed, int64_t epoch, int64_t n);
+
+// DiT's training diffusion (1000 steps, linear betas 1e-4..0.02 in float64,
+// as models/diffusion.py): sqrt(ab_t) and sqrt(1-ab_t).
+struct DiffusionSchedule {
+  static constexpr int kSteps = 1000;
+  double sqrtAb[kSteps], sqrtOneMinusAb[kSteps];
+  DiffusionSchedule();
+};
+
+// One training sample from clean x0 [D]: t ~ U{0..999}, eps ~ N(0,1) (Box-
+// Muller over uniform pairs), x_t = sqrt(ab_t) x0 + sqrt(1-ab_t) eps with the
+// coefficients rounded to float first; y = label, or `nullClass` with
+// probability dropProb. Keyed by (seed, step, global sample g).
+struct Sample {
+  int64_t t, y;
+};
+Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
+                  uint64_t g, const float *x0, std::size_t d, int64_t label,
+                  double dropProb, int64_t nullClass, float *xt, float *eps);
+
+} // namespace hcrun
+
+#endif // HC_RUN_DATA_H

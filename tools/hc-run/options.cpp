@@ -1,0 +1,153 @@
+// hc-run's command line.
+#include "common.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace hcrun {
+
+const char *usageText() {
+  return R"(usage:
+  test mode:  [mpirun -np R] hc-run STEP.so --inputs DIR --steps N
+                  [--init P.safetensors] [--save-params OUT.safetensors]
+                  [--save-grads G.safetensors] [--save-state S.safetensors]
+  train mode: [mpirun --bind-to none -np R] hc-run STEP.so --data X.npy
+                  [--labels Y.npy] --steps K [--seed S] [--log-every N]
+                  [--metrics FILE.jsonl] [--progress|--no-progress]
+                  [--init P] [--save-params F] [--save-grads G] [--save-state S]
+
+STEP.so is a step library made by hc-compile (its description names the
+inputs, the per-rank batch B and the initial parameters, OUT.init.safetensors
+next to it). R ranks train data-parallel on a global batch of R*B.
+
+  --inputs DIR      one NPY per graph input, named after it (x_t.npy t.npy
+                    y.npy noise.npy), holding the GLOBAL batch R*B; rank r
+                    uses rows [r*B, (r+1)*B). The same inputs every step;
+                    each step prints "loss <value>" (averaged over ranks).
+  --data X.npy      float32 [N,C,H,W] images (memory-mapped); each epoch is
+                    a fresh global permutation from --seed; per sample hc-run
+                    draws t in [0,1000), eps ~ N(0,1) and label dropout from a
+                    counter-based RNG keyed by (seed, step, global sample), so
+                    a global batch trains identically at any rank count.
+  --labels Y.npy    integer [N] class ids in [0, num_classes) (default: every
+                    sample unlabelled, i.e. the null class)
+  --steps N         steps to run (required)
+  --seed S          train-mode seed (default 0)
+  --log-every N     log line every N steps (default 100)
+  --metrics FILE    JSON lines {step, loss, steps_per_sec, img_per_sec,
+                    gflops, peak_rss_mb, wall_s} at each log line
+  --progress, --no-progress
+                    progress bar (default: when stdout is a terminal)
+  --init P          initial parameters (default: the description's
+                    init_file); optimizer state in P is loaded too
+  --save-params F   parameters after the last step, under their names
+  --save-grads F    the last step's averaged gradients, under parameter names
+  --save-state F    optimizer state (e.g. adamw.m:NAME, adamw.step)
+                    Written by rank 0, atomically; a "{rank}" in F makes every
+                    rank write its own file.
+
+Exit codes: 0 done; 1 a step failed, a non-finite loss or an output could
+not be written; 2 bad flags, library, description or data (nothing written).
+)";
+}
+
+namespace {
+int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo) {
+  errno = 0;
+  char *end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0)
+    usageError(flag + " needs an integer, got '" + v + "'");
+  if (x < lo)
+    usageError(flag + " must be at least " + std::to_string(lo) + ", got " + v);
+  return x;
+}
+} // namespace
+
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  bool stepsSeen = false;
+  std::vector<std::string> trainOnly;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], value;
+    bool hasInline = false;
+    if (a.rfind("--", 0) == 0) {
+      std::size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+        hasInline = true;
+      }
+    }
+    auto next = [&]() -> std::string {
+      if (hasInline)
+        return value;
+      if (i + 1 >= argc)
+        usageError(a + " needs a value");
+      return argv[++i];
+    };
+    auto noValue = [&]() {
+      if (hasInline)
+        usageError(a + " takes no value");
+    };
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "--inputs") {
+      o.inputs = next();
+    } else if (a == "--data") {
+      o.data = next();
+    } else if (a == "--labels") {
+      o.labels = next();
+      trainOnly.push_back(a);
+    } else if (a == "--steps") {
+      o.steps = parseInt(a, next(), 0);
+      stepsSeen = true;
+    } else if (a == "--init") {
+      o.init = next();
+    } else if (a == "--save-params") {
+      o.saveParams = next();
+    } else if (a == "--save-grads") {
+      o.saveGrads = next();
+    } else if (a == "--save-state") {
+      o.saveState = next();
+    } else if (a == "--seed") {
+      o.seed = static_cast<uint64_t>(parseInt(a, next(), 0));
+      trainOnly.push_back(a);
+    } else if (a == "--log-every") {
+      o.logEvery = parseInt(a, next(), 1);
+      trainOnly.push_back(a);
+    } else if (a == "--metrics") {
+      o.metrics = next();
+      trainOnly.push_back(a);
+    } else if (a == "--progress" || a == "--no-progress") {
+      noValue();
+      o.progress = a == "--progress";
+      trainOnly.push_back(a);
+    } else if (a.size() > 1 && a[0] == '-') {
+      usageError("unknown flag " + a + " (see hc-run --help)");
+    } else if (o.step.empty()) {
+      o.step = a;
+    } else {
+      usageError("unexpected argument '" + a + "' (one STEP.so only)");
+    }
+  }
+  if (o.help)
+    return o;
+  if (o.step.empty())
+    usageError("no STEP.so given (see hc-run --help)");
+  if (!o.inputs.empty() && !o.data.empty())
+    usageError("--inputs (test mode) and --data (train mode) exclude each other");
+  if (o.inputs.empty() && o.data.empty())
+    usageError("give --inputs DIR (test mode) or --data X.npy (train mode)");
+  if (!stepsSeen)
+    usageError("--steps is required");
+  if (o.trainMode() && o.steps < 1)
+    usageError("--steps must be at least 1 in train mode");
+  if (!o.trainMode() && !trainOnly.empty())
+    usageError(trainOnly.front() + " is a train-mode flag (with --data), "
+               "not for --inputs");
+  return o;
+}
+
+} // namespace hcrun

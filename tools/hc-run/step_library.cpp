@@ -1,0 +1,399 @@
+// Loading a step library: dlopen, ABI check, description, parameters in and
+// out (safetensors), and the collective settling of errors.
+#include "common.h"
+
+#include "hc/runtime/safetensors.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+namespace hcrun {
+
+std::string canonicalDtype(const std::string &n) {
+  static const std::map<std::string, std::string> names = {
+      {"float32", "F32"}, {"f32", "F32"}, {"F32", "F32"}, {"f4", "F32"},
+      {"float", "F32"},   {"float64", "F64"}, {"f64", "F64"}, {"F64", "F64"},
+      {"f8", "F64"},      {"double", "F64"}, {"int64", "I64"}, {"i64", "I64"},
+      {"I64", "I64"},     {"i8", "I64"},  {"int32", "I32"}, {"i32", "I32"},
+      {"I32", "I32"},     {"i4", "I32"},  {"uint8", "U8"},  {"u1", "U8"},
+      {"U8", "U8"},       {"bool", "BOOL"}, {"b1", "BOOL"}, {"BOOL", "BOOL"}};
+  auto it = names.find(n);
+  return it == names.end() ? std::string() : it->second;
+}
+
+std::size_t dtypeSize(const std::string &c) {
+  return hc::rt::safetensorsItemSize(c);
+}
+
+std::size_t TensorSpec::numElements() const {
+  std::size_t n = 1;
+  for (int64_t d : shape)
+    n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+const TensorSpec *Description::input(const std::string &name) const {
+  for (const auto &t : inputs)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+const TensorSpec *Description::parameter(const std::string &name) const {
+  for (const auto &t : parameters)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+namespace {
+using json = nlohmann::json;
+
+std::vector<TensorSpec> parseSpecs(const std::string &where, const json &d,
+                                   const char *key, bool needDtype,
+                                   const char *defaultDtype) {
+  std::vector<TensorSpec> out;
+  if (!d.contains(key))
+    return out;
+  const json &list = d[key];
+  if (!list.is_array())
+    usageError(where + ": description '" + key + "' is not a list");
+  for (const json &e : list) {
+    TensorSpec t;
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() ||
+        !e.contains("shape") || !e["shape"].is_array())
+      usageError(where + ": description '" + key +
+                 "' entry without a name and a shape: " + e.dump());
+    t.name = e["name"].get<std::string>();
+    std::string dt = defaultDtype;
+    if (e.contains("dtype") && e["dtype"].is_string())
+      dt = e["dtype"].get<std::string>();
+    else if (needDtype)
+      usageError(where + ": description '" + key + "' entry '" + t.name +
+                 "' has no dtype");
+    t.dtype = canonicalDtype(dt);
+    if (t.dtype.empty())
+      usageError(where + ": '" + t.name + "' has unsupported dtype '" + dt + "'");
+    for (const json &x : e["shape"]) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0)
+        usageError(where + ": '" + t.name + "' has a bad shape " +
+                   e["shape"].dump());
+      t.shape.push_back(x.get<int64_t>());
+    }
+    if (e.contains("trainable") && e["trainable"].is_boolean())
+      t.trainable = e["trainable"].get<bool>();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Description parseDescription(const std::string &where, const char *text) {
+  Description d;
+  if (!text)
+    usageError(where + ": the library has no description");
+  try {
+    d.raw = json::parse(text);
+  } catch (const json::exception &e) {
+    usageError(where + ": malformed description JSON: " + e.what());
+  }
+  const json &r = d.raw;
+  if (!r.is_object())
+    usageError(where + ": description is not a JSON object");
+  if (!r.contains("batch_per_rank") || !r["batch_per_rank"].is_number_integer() ||
+      r["batch_per_rank"].get<int64_t>() < 1)
+    usageError(where + ": description has no positive integer batch_per_rank");
+  d.batchPerRank = r["batch_per_rank"].get<int64_t>();
+  if (!r.contains("inputs") || !r.contains("parameters"))
+    usageError(where + ": description lacks 'inputs' or 'parameters'");
+  d.inputs = parseSpecs(where, r, "inputs", true, "");
+  d.parameters = parseSpecs(where, r, "parameters", false, "F32");
+  d.state = parseSpecs(where, r, "state", false, "F32");
+  if (d.inputs.empty())
+    usageError(where + ": description lists no inputs");
+  for (const auto &in : d.inputs)
+    if (in.shape.empty() || in.shape[0] != d.batchPerRank)
+      usageError(where + ": input '" + in.name + "' has shape " +
+                 shapeString(in.shape) + ", whose first dimension is not "
+                 "batch_per_rank " + std::to_string(d.batchPerRank));
+  if (r.contains("gradients")) {
+    if (!r["gradients"].is_array())
+      usageError(where + ": description 'gradients' is not a list");
+    for (const json &g : r["gradients"]) {
+      if (!g.is_string() || !d.parameter(g.get<std::string>()))
+        usageError(where + ": gradient " + g.dump() + " is not a parameter");
+      d.gradients.push_back(g.get<std::string>());
+    }
+  }
+  if (r.contains("frozen") && r["frozen"].is_array())
+    for (const json &f : r["frozen"])
+      for (auto &p : d.parameters)
+        if (f.is_string() && p.name == f.get<std::string>())
+          p.trainable = false;
+  if (r.contains("flops_per_step") && r["flops_per_step"].is_number())
+    d.flopsPerStep = r["flops_per_step"].get<double>();
+  if (r.contains("init_file") && r["init_file"].is_string())
+    d.initFile = r["init_file"].get<std::string>();
+  if (r.contains("dit_config") && r["dit_config"].is_object())
+    d.ditConfig = r["dit_config"];
+  // The graph carries its own random ops (e.g. class dropout): hc-run must
+  // not drop labels a second time.
+  if (r.contains("random_ops")) {
+    const json &ro = r["random_ops"];
+    d.graphDropsLabels = (ro.is_array() && !ro.empty()) ||
+                         (ro.is_number() && ro.get<double>() > 0) ||
+                         (ro.is_boolean() && ro.get<bool>());
+  }
+  return d;
+}
+} // namespace
+
+void StepLibrary::load(const std::string &p) {
+  path = p;
+  char resolved[PATH_MAX];
+  if (!realpath(p.c_str(), resolved))
+    usageError(p + ": cannot open: " + std::strerror(errno));
+  std::string full = resolved;
+  folder = full.substr(0, full.find_last_of('/'));
+  if (folder.empty())
+    folder = "/";
+  void *h = dlopen(full.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    usageError(p + ": cannot load step library: " + (e ? e : "dlopen failed"));
+  }
+  auto get = reinterpret_cast<hc_step_get_api_fn>(dlsym(h, "hc_step_get_api"));
+  if (!get)
+    usageError(p + ": not a step library (no hc_step_get_api symbol)");
+  api = get();
+  if (!api)
+    usageError(p + ": hc_step_get_api returned nothing");
+  if (api->abi_version != HC_STEP_ABI_VERSION)
+    usageError(p + ": step ABI version " + std::to_string(api->abi_version) +
+               ", this hc-run speaks version " +
+               std::to_string(HC_STEP_ABI_VERSION) +
+               "; recompile it with a matching hc-compile");
+  if (!api->create || !api->destroy || !api->set_tensor || !api->get_tensor ||
+      !api->step)
+    usageError(p + ": step library API has a null entry");
+  desc = parseDescription(p, api->description_json);
+  if (desc.raw.contains("abi_version") && desc.raw["abi_version"].is_number() &&
+      desc.raw["abi_version"].get<int64_t>() != HC_STEP_ABI_VERSION)
+    usageError(p + ": description says ABI version " +
+               desc.raw["abi_version"].dump() + ", this hc-run speaks " +
+               std::to_string(HC_STEP_ABI_VERSION));
+}
+
+StepContext::StepContext(const StepLibrary &lib, hc::rt::Comm &comm)
+    : lib_(lib) {
+  env_.rank = comm.rank();
+  env_.world_size = comm.size();
+  env_.allreduce_sum_f32 = hc::rt::hc_comm_allreduce_sum_f32;
+  env_.comm = &comm;
+  char err[512] = {0};
+  step_ = lib.api->create(&env_, err, sizeof err);
+  if (!step_)
+    throw Error(1, lib.path + ": cannot create a step context: " +
+                       (err[0] ? err : "no reason given"));
+}
+
+StepContext::~StepContext() {
+  if (step_)
+    lib_.api->destroy(step_);
+}
+
+void StepContext::loadTensors(const std::string &path) {
+  hc::rt::SafetensorsFile f;
+  std::string err;
+  if (!f.open(path, err))
+    usageError(err);
+  const Description &d = lib_.desc;
+  auto check = [&](const TensorSpec &spec, const hc::rt::SafetensorsEntry &e,
+                   const std::string &setName) {
+    if (canonicalDtype(e.dtype) != spec.dtype)
+      usageError(path + ": tensor '" + e.name + "' is " + e.dtype + ", " +
+                 lib_.path + " expects " + spec.dtype);
+    if (e.shape != spec.shape)
+      usageError(path + ": tensor '" + e.name + "' has shape " +
+                 shapeString(e.shape) + ", " + lib_.path + " expects " +
+                 shapeString(spec.shape));
+    if (lib_.api->set_tensor(step_, setName.c_str(), f.data(e), e.bytes) != 0)
+      usageError(path + ": " + lib_.path + " refused tensor '" + e.name + "'");
+  };
+  for (const auto &p : d.parameters) {
+    const auto *e = f.find(p.name);
+    if (!e)
+      usageError(path + ": parameter '" + p.name + "' is missing (" +
+                 std::to_string(d.parameters.size()) + " expected)");
+    check(p, *e, p.name);
+  }
+  for (const auto &e : f.entries()) {
+    if (d.parameter(e.name))
+      continue;
+    const TensorSpec *s = nullptr;
+    for (const auto &st : d.state)
+      if (st.name == e.name)
+        s = &st;
+    if (!s)
+      usageError(path + ": tensor '" + e.name + "' is neither a parameter nor "
+                 "optimizer state of " + lib_.path);
+    check(*s, e, s->name);
+  }
+}
+
+void StepContext::save(What what, const std::string &path,
+                       const std::map<std::string, std::string> &metadata) const {
+  const Description &d = lib_.desc;
+  std::vector<TensorSpec> specs;
+  std::vector<std::string> getNames;
+  if (what == What::Params) {
+    specs = d.parameters;
+    for (const auto &p : specs)
+      getNames.push_back(p.name);
+  } else if (what == What::Grads) {
+    for (const auto &g : d.gradients) {
+      specs.push_back(*d.parameter(g));
+      getNames.push_back("grad:" + g);
+    }
+  } else {
+    specs = d.state;
+    for (const auto &s : specs)
+      getNames.push_back(s.name);
+  }
+  std::vector<std::vector<char>> buffers(specs.size());
+  std::vector<hc::rt::SafetensorsTensorRef> refs;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    buffers[i].resize(specs[i].bytes());
+    if (lib_.api->get_tensor(step_, getNames[i].c_str(), buffers[i].data(),
+                             buffers[i].size()) != 0)
+      throw Error(1, lib_.path + ": cannot read tensor '" + getNames[i] +
+                         "' from the step (" + std::to_string(buffers[i].size()) +
+                         " bytes)");
+    refs.push_back({specs[i].name, specs[i].dtype, specs[i].shape,
+                    buffers[i].data()});
+  }
+  std::string err;
+  if (!hc::rt::writeSafetensors(path, refs, metadata, err))
+    throw Error(1, err);
+}
+
+uint64_t StepContext::parameterHash() const {
+  uint64_t h = 1469598103934665603ull;
+  std::vector<unsigned char> buf;
+  for (const auto &p : lib_.desc.parameters) {
+    buf.resize(p.bytes());
+    if (lib_.api->get_tensor(step_, p.name.c_str(), buf.data(), buf.size()) != 0)
+      throw Error(1, lib_.path + ": cannot read parameter '" + p.name + "'");
+    for (unsigned char c : buf)
+      h = (h ^ c) * 1099511628211ull;
+  }
+  return h;
+}
+
+double StepContext::step(const void *const *inputs, int64_t stepIndex) {
+  double loss = 0;
+  if (lib_.api->step(step_, inputs, &loss) != 0)
+    throw Error(1, "step " + std::to_string(stepIndex) + " failed in " +
+                       lib_.path + " (its collective or computation reported "
+                       "an error)");
+  return loss;
+}
+
+bool pathIsPerRank(const std::string &path) {
+  return path.find("{rank}") != std::string::npos;
+}
+
+std::string pathForRank(const std::string &path, int rank) {
+  std::string out = path;
+  for (std::size_t p; (p = out.find("{rank}")) != std::string::npos;)
+    out.replace(p, 6, std::to_string(rank));
+  return out;
+}
+
+void checkOutputPath(const std::string &flag, const std::string &path) {
+  if (path.empty())
+    return;
+  std::string p = pathForRank(path, 0);
+  std::size_t slash = p.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : p.substr(0, slash));
+  if (slash != std::string::npos && slash + 1 == p.size())
+    usageError(flag + " " + path + " is a folder, not a file name");
+  if (access(dir.c_str(), W_OK) != 0)
+    usageError(flag + " " + path + ": folder " + dir + " " +
+               (access(dir.c_str(), F_OK) != 0 ? "does not exist"
+                                                 : "is not writable"));
+}
+
+void agreeOrExit(hc::rt::Comm &comm, const Error *local) {
+  int bad = comm.firstFailingRank(local != nullptr);
+  if (bad < 0)
+    return;
+  double code = local ? local->code : 0;
+  if (comm.size() > 1 && !comm.broadcast(&code, sizeof code, bad))
+    comm.fail(1, "collective failed while reporting an error");
+  if (comm.rank() == bad) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "hc-run: %s\n", local->what());
+    std::fflush(stderr);
+  }
+  comm.finalize();
+  std::exit(static_cast<int>(code));
+}
+
+void finishRun(const Options &opt, StepContext &ctx, hc::rt::Comm &comm,
+               int64_t stepsDone) {
+  std::map<std::string, std::string> md = {
+      {"format", "pt"},
+      {"producer", "hc-run"},
+      {"step", std::to_string(stepsDone)},
+      {"ranks", std::to_string(comm.size())}};
+  struct Out {
+    const std::string &path;
+    StepContext::What what;
+  } outs[] = {{opt.saveParams, StepContext::What::Params},
+              {opt.saveGrads, StepContext::What::Grads},
+              {opt.saveState, StepContext::What::State}};
+  Error failure(0, "");
+  bool failed = false;
+  try {
+    for (const Out &o : outs) {
+      if (o.path.empty())
+        continue;
+      if (pathIsPerRank(o.path))
+        ctx.save(o.what, pathForRank(o.path, comm.rank()), md);
+      else if (comm.rank() == 0)
+        ctx.save(o.what, o.path, md);
+    }
+  } catch (const Error &e) {
+    failure = e;
+    failed = true;
+  }
+  agreeOrExit(comm, failed ? &failure : nullptr);
+
+  // Data parallelism must keep every rank's parameters bit-identical.
+  if (comm.size() > 1) {
+    uint64_t h = ctx.parameterHash();
+    uint64_t h0 = h;
+    if (!comm.broadcast(&h0, sizeof h0, 0))
+      comm.fail(1, "collective failed while comparing parameters");
+    Error differ(1, "parameters differ between rank 0 and rank " +
+                        std::to_string(comm.rank()) + " after " +
+                        std::to_string(stepsDone) +
+                        " steps: the step library is not deterministic "
+                        "across ranks");
+    agreeOrExit(comm, h != h0 ? &differ : nullptr);
+  }
+}
+
+} // namespace hcrun

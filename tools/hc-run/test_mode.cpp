@@ -1,0 +1,80 @@
+// Test mode: the same global inputs every step, read from one NPY per input;
+// each rank feeds its rows; prints "loss <value>" per step.
+#include "common.h"
+
+#include "hc/runtime/npy.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace hcrun {
+
+int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) {
+  const Description &d = lib.desc;
+  const int R = comm.size(), r = comm.rank();
+  const int64_t B = d.batchPerRank;
+  std::vector<hc::rt::NpyArray> arrays(d.inputs.size());
+  std::vector<const void *> ptrs(d.inputs.size());
+  std::unique_ptr<StepContext> ctx;
+  Error failure(0, "");
+  bool failed = false;
+  try {
+    checkOutputPath("--save-params", opt.saveParams);
+    checkOutputPath("--save-grads", opt.saveGrads);
+    checkOutputPath("--save-state", opt.saveState);
+    for (std::size_t i = 0; i < d.inputs.size(); ++i) {
+      const TensorSpec &in = d.inputs[i];
+      std::string path = opt.inputs + "/" + in.name + ".npy";
+      std::string err;
+      if (!hc::rt::readNpy(path, arrays[i], err))
+        usageError("input '" + in.name + "': " + err);
+      const auto &h = arrays[i].header;
+      std::string dt = canonicalDtype(h.dtype);
+      if (dt != in.dtype)
+        usageError(path + ": dtype " + h.dtype + ", input '" + in.name +
+                   "' of " + lib.path + " is " + in.dtype);
+      std::vector<int64_t> want = in.shape;
+      want[0] = R * B;
+      if (h.shape.size() != want.size() ||
+          !std::equal(want.begin() + 1, want.end(), h.shape.begin() + 1))
+        usageError(path + ": shape " + shapeString(h.shape) + ", input '" +
+                   in.name + "' needs " + shapeString(want) + " (global batch " +
+                   std::to_string(R) + " ranks x " + std::to_string(B) + ")");
+      if (h.shape[0] != R * B)
+        usageError(path + ": global batch " + std::to_string(h.shape[0]) +
+                   " is not " + std::to_string(R) + " ranks x batch_per_rank " +
+                   std::to_string(B) + " = " + std::to_string(R * B));
+      ptrs[i] = arrays[i].data.data() + static_cast<std::size_t>(r) * in.bytes();
+    }
+    ctx = std::make_unique<StepContext>(lib, comm);
+    std::string init = opt.init;
+    if (init.empty()) {
+      if (d.initFile.empty())
+        usageError(lib.path + ": its description names no init_file; give "
+                   "--init P.safetensors");
+      init = d.initFile[0] == '/' ? d.initFile : lib.folder + "/" + d.initFile;
+    }
+    ctx->loadTensors(init);
+  } catch (const Error &e) {
+    failure = e;
+    failed = true;
+  }
+  agreeOrExit(comm, failed ? &failure : nullptr);
+
+  for (int64_t s = 0; s < opt.steps; ++s) {
+    double loss = 0;
+    try {
+      loss = ctx->step(ptrs.data(), s + 1);
+    } catch (const Error &e) {
+      comm.fail(e.code, e.what());
+    }
+    if (r == 0) {
+      std::printf("loss %.17g\n", loss);
+      std::fflush(stdout);
+    }
+  }
+  finishRun(opt, *ctx, comm, opt.steps);
+  return 0;
+}
+
+} // namespace hcrun

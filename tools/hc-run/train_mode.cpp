@@ -1,0 +1,317 @@
+// Train mode: DiT training from an NPY dataset, data-parallel over the ranks.
+#include "common.h"
+#include "data.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace hcrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double peakRssMb() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0; // KiB on Linux
+}
+
+int64_t jsonInt(const nlohmann::json &cfg, const char *key, int64_t dflt) {
+  if (cfg.is_object() && cfg.contains(key) && cfg[key].is_number_integer())
+    return cfg[key].get<int64_t>();
+  return dflt;
+}
+
+double jsonNum(const nlohmann::json &cfg, const char *key, double dflt) {
+  if (cfg.is_object() && cfg.contains(key) && cfg[key].is_number())
+    return cfg[key].get<double>();
+  return dflt;
+}
+
+int64_t labelAt(const MappedNpy &l, int64_t i) {
+  const std::string &dt = l.header().dtype;
+  if (dt == "i8")
+    return reinterpret_cast<const int64_t *>(l.data())[i];
+  if (dt == "i4")
+    return reinterpret_cast<const int32_t *>(l.data())[i];
+  return reinterpret_cast<const uint8_t *>(l.data())[i];
+}
+
+struct Plan {
+  int xt = -1, t = -1, y = -1, noise = -1; // input positions
+  std::vector<int64_t> chw;
+  std::size_t sampleElems = 0;
+  int64_t numClasses = 0;
+  int64_t nullClass = 0;
+  double dropProb = 0;
+  int64_t n = 0;
+};
+
+Plan checkData(const Options &opt, const StepLibrary &lib, int R,
+               MappedNpy &images, MappedNpy &labels) {
+  const Description &d = lib.desc;
+  Plan p;
+  for (std::size_t i = 0; i < d.inputs.size(); ++i) {
+    const std::string &nm = d.inputs[i].name;
+    int *slot = nm == "x_t" ? &p.xt : nm == "t" ? &p.t : nm == "y" ? &p.y
+              : nm == "noise" ? &p.noise : nullptr;
+    if (!slot)
+      usageError(lib.path + ": input '" + nm + "' is not one of x_t, t, y, "
+                 "noise: train mode needs a DiT training graph (use --inputs "
+                 "to feed other graphs)");
+    *slot = static_cast<int>(i);
+  }
+  if (p.xt < 0 || p.t < 0 || p.noise < 0)
+    usageError(lib.path + ": train mode needs inputs x_t, t and noise");
+  const TensorSpec &xs = d.inputs[p.xt];
+  if (xs.dtype != "F32" || xs.shape.size() != 4)
+    usageError(lib.path + ": input x_t is " + xs.dtype + " " +
+               shapeString(xs.shape) + ", expected F32 [B,C,H,W]");
+  if (d.inputs[p.noise].dtype != "F32" || d.inputs[p.noise].shape != xs.shape)
+    usageError(lib.path + ": input noise must be F32 " + shapeString(xs.shape));
+  for (int k : {p.t, p.y}) {
+    if (k < 0)
+      continue;
+    const TensorSpec &s = d.inputs[k];
+    if ((s.dtype != "I64" && s.dtype != "I32") || s.shape.size() != 1)
+      usageError(lib.path + ": input " + s.name + " is " + s.dtype + " " +
+                 shapeString(s.shape) + ", expected I64 [B]");
+  }
+  p.chw.assign(xs.shape.begin() + 1, xs.shape.end());
+  p.sampleElems = xs.numElements() / xs.shape[0];
+
+  images.open(opt.data);
+  const auto &h = images.header();
+  if (h.dtype != "f4" || h.shape.size() != 4 ||
+      !std::equal(p.chw.begin(), p.chw.end(), h.shape.begin() + 1))
+    usageError(opt.data + ": " + h.dtype + " " + shapeString(h.shape) +
+               ", the model trains on float32 [N," +
+               shapeString(p.chw).substr(1));
+  p.n = h.shape[0];
+  const int64_t G = R * d.batchPerRank;
+  if (p.n < G)
+    usageError(opt.data + ": " + std::to_string(p.n) + " samples are fewer "
+               "than one global batch of " + std::to_string(G) + " (" +
+               std::to_string(R) + " ranks x " +
+               std::to_string(d.batchPerRank) + ")");
+
+  const nlohmann::json &cfg = d.ditConfig;
+  p.numClasses = jsonInt(cfg, "num_classes", -1);
+  double cdp = jsonNum(cfg, "class_dropout_prob", 0.0);
+  if (p.y >= 0 && p.numClasses < 1)
+    usageError(lib.path + ": description has no dit_config.num_classes, "
+               "needed for the labels input y");
+  // The label table has a null row (index num_classes) only with dropout.
+  p.nullClass = cdp > 0 ? p.numClasses : 0;
+  p.dropProb = (cdp > 0 && !d.graphDropsLabels) ? cdp : 0.0;
+  if (!opt.labels.empty()) {
+    if (p.y < 0)
+      usageError("--labels given, but " + lib.path + " has no label input y");
+    labels.open(opt.labels);
+    const auto &lh = labels.header();
+    if ((lh.dtype != "i8" && lh.dtype != "i4" && lh.dtype != "u1") ||
+        lh.shape.size() != 1 || lh.shape[0] != p.n)
+      usageError(opt.labels + ": " + lh.dtype + " " + shapeString(lh.shape) +
+                 ", expected integer [" + std::to_string(p.n) + "]");
+    for (int64_t i = 0; i < p.n; ++i) {
+      int64_t v = labelAt(labels, i);
+      if (v < 0 || v >= p.numClasses)
+        usageError(opt.labels + ": label " + std::to_string(v) + " at row " +
+                   std::to_string(i) + " is outside 0.." +
+                   std::to_string(p.numClasses - 1) + " (num_classes " +
+                   std::to_string(p.numClasses) + ")");
+    }
+  }
+  return p;
+}
+
+void progressBar(int64_t done, int64_t total, double loss, double sps) {
+  const int width = 30;
+  int filled = static_cast<int>(width * done / total);
+  std::printf("\r%7lld/%lld [", static_cast<long long>(done),
+              static_cast<long long>(total));
+  for (int i = 0; i < width; ++i)
+    std::putchar(i < filled ? '=' : (i == filled ? '>' : ' '));
+  std::printf("] loss %.4f  %.2f steps/s\033[K", loss, sps);
+  std::fflush(stdout);
+}
+
+} // namespace
+
+int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) {
+  const Description &d = lib.desc;
+  const int R = comm.size(), r = comm.rank();
+  const int64_t B = d.batchPerRank, G = R * B;
+  MappedNpy images, labels;
+  Plan plan;
+  std::unique_ptr<StepContext> ctx;
+  std::FILE *metrics = nullptr;
+  Error failure(0, "");
+  bool failed = false;
+  try {
+    checkOutputPath("--save-params", opt.saveParams);
+    checkOutputPath("--save-grads", opt.saveGrads);
+    checkOutputPath("--save-state", opt.saveState);
+    checkOutputPath("--metrics", opt.metrics);
+    plan = checkData(opt, lib, R, images, labels);
+    ctx = std::make_unique<StepContext>(lib, comm);
+    std::string init = opt.init;
+    if (init.empty()) {
+      if (d.initFile.empty())
+        usageError(lib.path + ": its description names no init_file; give "
+                   "--init P.safetensors");
+      init = d.initFile[0] == '/' ? d.initFile : lib.folder + "/" + d.initFile;
+    }
+    ctx->loadTensors(init);
+    if (r == 0 && !opt.metrics.empty()) {
+      metrics = std::fopen(opt.metrics.c_str(), "w");
+      if (!metrics)
+        usageError("--metrics " + opt.metrics + ": cannot write: " +
+                   std::strerror(errno));
+    }
+  } catch (const Error &e) {
+    failure = e;
+    failed = true;
+  }
+  agreeOrExit(comm, failed ? &failure : nullptr);
+
+  // Per-rank input buffers, in the description's order.
+  const std::size_t D = plan.sampleElems;
+  std::vector<float> xt(B * D), noise(B * D);
+  std::vector<int64_t> t64(B), y64(B);
+  std::vector<int32_t> t32(B), y32(B);
+  std::vector<const void *> ptrs(d.inputs.size());
+  ptrs[plan.xt] = xt.data();
+  ptrs[plan.noise] = noise.data();
+  bool t32In = d.inputs[plan.t].dtype == "I32";
+  ptrs[plan.t] = t32In ? static_cast<const void *>(t32.data()) : t64.data();
+  bool y32In = plan.y >= 0 && d.inputs[plan.y].dtype == "I32";
+  if (plan.y >= 0)
+    ptrs[plan.y] = y32In ? static_cast<const void *>(y32.data()) : y64.data();
+
+  EpochSampler sampler(opt.seed, plan.n, G);
+  DiffusionSchedule sched;
+  const bool bar = r == 0 && (opt.progress == 1 ||
+                              (opt.progress == -1 && isatty(STDOUT_FILENO)));
+  if (r == 0) {
+    cpu_set_t set;
+    if (R > 1 && sched_getaffinity(0, sizeof set, &set) == 0 &&
+        CPU_COUNT(&set) == 1 && sysconf(_SC_NPROCESSORS_ONLN) > R)
+      std::printf("hc-run: note: rank 0 is bound to one core; launch with "
+                  "mpirun --bind-to none so the step's threads can spread\n");
+    std::printf("hc-run: %s, %lld ranks x batch %lld = global batch %lld; "
+                "data %s: %lld samples %s (%lld steps/epoch)%s; %lld steps, "
+                "seed %llu, label dropout %g\n",
+                lib.path.c_str(), (long long)R, (long long)B, (long long)G,
+                opt.data.c_str(), (long long)plan.n,
+                shapeString(plan.chw).c_str(),
+                (long long)sampler.stepsPerEpoch(),
+                opt.labels.empty() ? ", no labels (null class)" : "",
+                (long long)opt.steps, (unsigned long long)opt.seed,
+                plan.dropProb);
+    std::fflush(stdout);
+  }
+
+  const auto start = Clock::now();
+  auto windowStart = start;
+  double windowLoss = 0;
+  int64_t window = 0;
+  for (int64_t s = 0; s < opt.steps; ++s) {
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t g = r * B + b;
+      const int64_t row = sampler.row(s, g);
+      const float *x0 = reinterpret_cast<const float *>(images.data()) +
+                        static_cast<std::size_t>(row) * D;
+      int64_t label = opt.labels.empty() ? plan.nullClass : labelAt(labels, row);
+      Sample smp = makeSample(sched, opt.seed, static_cast<uint64_t>(s),
+                              static_cast<uint64_t>(g), x0, D, label,
+                              opt.labels.empty() ? 0.0 : plan.dropProb,
+                              plan.nullClass, &xt[b * D], &noise[b * D]);
+      t64[b] = smp.t;
+      t32[b] = static_cast<int32_t>(smp.t);
+      y64[b] = smp.y;
+      y32[b] = static_cast<int32_t>(smp.y);
+    }
+    double loss = 0;
+    try {
+      loss = ctx->step(ptrs.data(), s + 1);
+    } catch (const Error &e) {
+      comm.fail(e.code, e.what());
+    }
+    if (!std::isfinite(loss)) {
+      // The loss is averaged over ranks: every rank sees it and stops alike.
+      if (r == 0) {
+        if (bar)
+          std::printf("\n");
+        std::fflush(stdout);
+        std::fprintf(stderr, "hc-run: non-finite loss (%g) at step %lld; "
+                     "stopping\n", loss, static_cast<long long>(s + 1));
+      }
+      if (metrics)
+        std::fclose(metrics);
+      comm.finalize();
+      return 1;
+    }
+    windowLoss += loss;
+    ++window;
+    const int64_t done = s + 1;
+    const bool log = done % opt.logEvery == 0 || done == opt.steps;
+    if (bar && !log) {
+      double el = std::chrono::duration<double>(Clock::now() - windowStart).count();
+      progressBar(done, opt.steps, loss, el > 0 ? window / el : 0);
+    }
+    if (!log)
+      continue;
+    const auto now = Clock::now();
+    double el = std::chrono::duration<double>(now - windowStart).count();
+    double sps = el > 0 ? window / el : 0;
+    double rss = peakRssMb();
+    if (R > 1 && !comm.allreduceMaxF64(&rss, 1))
+      comm.fail(1, "collective failed while gathering memory use");
+    if (r == 0) {
+      double avg = windowLoss / window;
+      double gflops = d.flopsPerStep * R * sps / 1e9;
+      double wall = std::chrono::duration<double>(now - start).count();
+      if (bar)
+        std::printf("\r\033[K");
+      std::printf("(step=%07lld) Train Loss: %.4f, Train Steps/Sec: %.2f, "
+                  "Img/Sec: %.1f, GFLOP/s: %.1f, Peak RSS: %.0f MB\n",
+                  static_cast<long long>(done), avg, sps, sps * G, gflops, rss);
+      if (bar && done < opt.steps)
+        progressBar(done, opt.steps, loss, sps);
+      std::fflush(stdout);
+      if (metrics) {
+        nlohmann::json m = {{"step", done},        {"loss", avg},
+                            {"steps_per_sec", sps}, {"img_per_sec", sps * G},
+                            {"gflops", gflops},     {"peak_rss_mb", rss},
+                            {"wall_s", wall}};
+        std::string line = m.dump() + "\n";
+        if (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0)
+          comm.fail(1, "--metrics " + opt.metrics + ": write failed");
+      }
+    }
+    windowLoss = 0;
+    window = 0;
+    windowStart = Clock::now();
+  }
+  if (metrics && std::fclose(metrics) != 0)
+    comm.fail(1, "--metrics " + opt.metrics + ": write failed");
+  finishRun(opt, *ctx, comm, opt.steps);
+  if (r == 0) {
+    double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    std::printf("hc-run: done: %lld steps in %.1f s%s%s\n",
+                static_cast<long long>(opt.steps), wall,
+                opt.metrics.empty() ? "" : ", metrics in ",
+                opt.metrics.c_str());
+  }
+  return 0;
+}
+
+} // namespace hcrun
