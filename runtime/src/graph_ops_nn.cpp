@@ -1,0 +1,790 @@
+// Graph-op entry points (graph_ops.h), part 2: the ops that sit on the
+// HCOps kernels of kernels.h (GEMM, flash attention, layer norm, GELU, SiLU,
+// softmax, MSE, AdamW, SGD) plus adaLN modulate. A strided input the kernel
+// cannot address is packed into a contiguous temporary (or copied into the
+// output when the kernel may run in place); shapes the kernels do not cover
+// (softmax over a non-last axis, exact-erf GELU) run generic double loops.
+#include "graph_ops_util.h"
+
+#include <vector>
+
+namespace hc::rt::gop {
+namespace {
+
+constexpr double kSqrt2OverPiD = 0.79788456080286535588;
+constexpr double kGeluCD = 0.044715;
+
+double geluTanhD(double x) {
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPiD * (x + kGeluCD * x * x * x)));
+}
+double geluErfD(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double geluGradD(double x, bool tanhApprox) {
+  if (tanhApprox) {
+    double t = std::tanh(kSqrt2OverPiD * (x + kGeluCD * x * x * x));
+    return 0.5 * (1 + t) +
+           0.5 * x * (1 - t * t) * kSqrt2OverPiD * (1 + 3 * kGeluCD * x * x);
+  }
+  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+         x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+}
+double siluD(double x) { return x / (1.0 + std::exp(-x)); }
+double siluGradD(double dy, double x) {
+  double s = 1.0 / (1.0 + std::exp(-x));
+  return dy * s * (1.0 + x * (1.0 - s));
+}
+
+// y[i] = f(x[i]) (or f(a[i], b[i])) over same-shape strided inputs into a
+// contiguous output, computed in double: the fallback of the kernel ops.
+template <class F>
+void mapD(const hcrt_tensor *const *in, int nin, hcrt_tensor &out, double cost,
+          hc_threads th, F &&f) {
+  const int R = out.rank;
+  int64_t st[3][HCRT_MAX_RANK];
+  const int64_t *sts[3];
+  contiguousStrides(R, out.shape, st[0]);
+  sts[0] = st[0];
+  for (int k = 0; k < nin; ++k) {
+    bcastStrides(*in[k], R, out.shape, st[k + 1]);
+    sts[k + 1] = st[k + 1];
+  }
+  Loop L = makeLoop(R, out.shape, nin + 1, sts);
+  const int r = L.rank - 1;
+  parFor(th, L.total, 64, cost, [&](int64_t b, int64_t e) {
+    loopRange(L, b, e, [&](const int64_t *off, int64_t n) {
+      double v[2] = {0, 0};
+      for (int64_t i = 0; i < n; ++i) {
+        for (int k = 0; k < nin; ++k)
+          v[k] = loadD(in[k]->data, in[k]->dtype, off[k + 1] + i * L.st[k + 1][r]);
+        storeD(out.data, out.dtype, off[0] + i, f(v));
+      }
+    });
+  });
+}
+
+// float32 input `x` as a contiguous array of the output's size: x itself,
+// or copied into the output buffer (for kernels that may run in place).
+const float *inPlaceSource(const hcrt_tensor &x, hcrt_tensor &out,
+                           hc_threads th) {
+  if (isContiguous(x))
+    return static_cast<const float *>(x.data);
+  copyToContiguous(x, out.data, th);
+  return static_cast<const float *>(out.data);
+}
+
+// ---------------------------------------------------------------- GEMM ----
+// A logical rows x cols matrix at p with strides (rs, cs), as a GEMM
+// operand: row-major (trans 0) or column-major (trans 1) with a leading
+// dimension; false when neither fits.
+struct GemmOperand {
+  const float *p = nullptr;
+  int64_t ld = 1;
+  int32_t trans = 0;
+};
+
+bool gemmOperand(const float *p, int64_t rows, int64_t cols, int64_t rs,
+                 int64_t cs, GemmOperand &o) {
+  o.p = p;
+  if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= std::max<int64_t>(cols, 1))) {
+    o.trans = 0;
+    o.ld = rows <= 1 ? std::max<int64_t>(cols, 1) : rs;
+    return true;
+  }
+  if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= std::max<int64_t>(rows, 1))) {
+    o.trans = 1;
+    o.ld = cols <= 1 ? std::max<int64_t>(rows, 1) : cs;
+    return true;
+  }
+  return false;
+}
+
+// The operand, or a contiguous packed copy of it in `buf`.
+GemmOperand gemmOperandOrPack(const float *p, int64_t rows, int64_t cols,
+                              int64_t rs, int64_t cs, Buf<float> &buf,
+                              hc_threads th) {
+  GemmOperand o;
+  if (gemmOperand(p, rows, cols, rs, cs, o))
+    return o;
+  float *d = buf.alloc(rows * cols);
+  const int64_t shape[2] = {rows, cols}, dst[2] = {cols, 1}, src[2] = {rs, cs};
+  copyStrided(2, shape, d, dst, p, src, 4, th);
+  o.p = d;
+  o.trans = 0;
+  o.ld = std::max<int64_t>(cols, 1);
+  return o;
+}
+
+// `t` as a matrix with rows = dims [0, split); a packed copy when its dims
+// do not fold.
+Mat matOrPack(const hcrt_tensor &t, int split, Buf<float> &buf, hc_threads th,
+              const float *&p) {
+  Mat m;
+  p = static_cast<const float *>(t.data);
+  if (matView(t, split, m))
+    return m;
+  p = contiguousF32(t, buf, th);
+  m.rows = prod(t.shape, 0, split);
+  m.cols = prod(t.shape, split, t.rank);
+  m.rs = m.cols;
+  m.cs = 1;
+  return m;
+}
+
+void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
+          const GemmOperand &b, float *c, const hc_epilogue *epi,
+          hc_threads th) {
+  if (M <= 0 || N <= 0)
+    return;
+  hc_sgemm_args g{};
+  g.M = M, g.N = N, g.K = K, g.batch = 1;
+  g.trans_a = a.trans, g.trans_b = b.trans;
+  g.alpha = 1.0f, g.beta = 0.0f;
+  g.A = a.p, g.lda = a.ld;
+  g.B = b.p, g.ldb = b.ld;
+  g.C = c, g.ldc = N;
+  g.epi = epi;
+  hc_sgemm(&g, th);
+}
+
+// ------------------------------------------------------------ softmax ----
+// Generic softmax / softmax backward along `axis` of strided views, double.
+void softmaxGeneric(const hcrt_tensor &x, int axis, hcrt_tensor &out,
+                    hc_threads th) {
+  const int R = x.rank;
+  int64_t shape[HCRT_MAX_RANK], so[HCRT_MAX_RANK], sx[HCRT_MAX_RANK];
+  int64_t ost[HCRT_MAX_RANK];
+  contiguousStrides(R, x.shape, ost);
+  int r = 0;
+  for (int d = 0; d < R; ++d)
+    if (d != axis) {
+      shape[r] = x.shape[d], so[r] = ost[d], sx[r] = x.strides[d];
+      ++r;
+    }
+  const int64_t *sts[2] = {so, sx};
+  Loop L = makeLoop(r, shape, 2, sts);
+  const int64_t n = x.shape[axis], ax = x.strides[axis], ao = ost[axis];
+  const float *px = static_cast<const float *>(x.data);
+  float *po = static_cast<float *>(out.data);
+  parFor(th, L.total, 1, static_cast<double>(n) * 8, [&](int64_t b, int64_t e) {
+    loopRange(L, b, e, [&](const int64_t *off, int64_t cnt) {
+      for (int64_t i = 0; i < cnt; ++i) {
+        const float *xi = px + off[1] + i * L.st[1][L.rank - 1];
+        float *oi = po + off[0] + i * L.st[0][L.rank - 1];
+        double m = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < n; ++k)
+          m = std::max(m, static_cast<double>(xi[k * ax]));
+        for (int64_t k = 0; k < n; ++k)
+          sum += std::exp(xi[k * ax] - m);
+        for (int64_t k = 0; k < n; ++k)
+          oi[k * ao] = static_cast<float>(std::exp(xi[k * ax] - m) / sum);
+      }
+    });
+  });
+}
+
+void softmaxGradGeneric(const hcrt_tensor &dy, const hcrt_tensor &y, int axis,
+                        hcrt_tensor &out, hc_threads th) {
+  const int R = y.rank;
+  int64_t shape[HCRT_MAX_RANK], so[HCRT_MAX_RANK], sy[HCRT_MAX_RANK],
+      sg[HCRT_MAX_RANK], ost[HCRT_MAX_RANK];
+  contiguousStrides(R, y.shape, ost);
+  int r = 0;
+  for (int d = 0; d < R; ++d)
+    if (d != axis) {
+      shape[r] = y.shape[d], so[r] = ost[d], sy[r] = y.strides[d],
+      sg[r] = dy.strides[d];
+      ++r;
+    }
+  const int64_t *sts[3] = {so, sy, sg};
+  Loop L = makeLoop(r, shape, 3, sts);
+  const int64_t n = y.shape[axis], ay = y.strides[axis], ag = dy.strides[axis],
+                ao = ost[axis];
+  const float *py = static_cast<const float *>(y.data);
+  const float *pg = static_cast<const float *>(dy.data);
+  float *po = static_cast<float *>(out.data);
+  const int q = L.rank - 1;
+  parFor(th, L.total, 1, static_cast<double>(n) * 2, [&](int64_t b, int64_t e) {
+    loopRange(L, b, e, [&](const int64_t *off, int64_t cnt) {
+      for (int64_t i = 0; i < cnt; ++i) {
+        const float *yi = py + off[1] + i * L.st[1][q];
+        const float *gi = pg + off[2] + i * L.st[2][q];
+        float *oi = po + off[0] + i * L.st[0][q];
+        double dot = 0;
+        for (int64_t k = 0; k < n; ++k)
+          dot += static_cast<double>(gi[k * ag]) * yi[k * ay];
+        for (int64_t k = 0; k < n; ++k)
+          oi[k * ao] = static_cast<float>(yi[k * ay] * (gi[k * ag] - dot));
+      }
+    });
+  });
+}
+
+int normAxis(int64_t axis, int rank) {
+  if (axis < 0)
+    axis += rank;
+  return static_cast<int>(std::min<int64_t>(std::max<int64_t>(axis, 0), rank));
+}
+
+} // namespace
+} // namespace hc::rt::gop
+
+using namespace hc::rt;
+using namespace hc::rt::gop;
+
+#define HCRT_OP_DEF(name)                                                      \
+  void hcrt_op_##name(const hcrt_tensor *ins, int32_t nin, hcrt_tensor *outs,  \
+                      int32_t nout, const hcrt_attrs *attrs, hc_threads threads)
+
+extern "C" {
+
+// ----------------------------------------------------------- activations ----
+HCRT_OP_DEF(silu) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &x = ins[0];
+  hcrt_tensor &y = outs[0];
+  if (x.dtype == HCRT_F32 && y.dtype == HCRT_F32) {
+    const float *px = inPlaceSource(x, y, threads);
+    hc_silu_fwd(numel(y), px, static_cast<float *>(y.data), threads);
+    return;
+  }
+  const hcrt_tensor *in[1] = {&x};
+  mapD(in, 1, y, 8, threads, [](const double *v) { return siluD(v[0]); });
+}
+
+// ints[0]: 1 tanh approximation (HCOps kernel), 0 exact erf (double loop).
+HCRT_OP_DEF(gelu) {
+  (void)nin, (void)nout;
+  const hcrt_tensor &x = ins[0];
+  hcrt_tensor &y = outs[0];
+  const bool tanhApprox = attrInt(attrs, 0, 1) != 0;
+  if (tanhApprox && x.dtype == HCRT_F32 && y.dtype == HCRT_F32) {
+    const float *px = inPlaceSource(x, y, threads);
+    hc_gelu_tanh_fwd(numel(y), px, static_cast<float *>(y.data), threads);
+    return;
+  }
+  const hcrt_tensor *in[1] = {&x};
+  if (tanhApprox)
+    mapD(in, 1, y, 8, threads, [](const double *v) { return geluTanhD(v[0]); });
+  else
+    mapD(in, 1, y, 8, threads, [](const double *v) { return geluErfD(v[0]); });
+}
+
+HCRT_OP_DEF(silu_grad) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &dy = ins[0], &x = ins[1];
+  hcrt_tensor &dx = outs[0];
+  if (dy.dtype == HCRT_F32 && x.dtype == HCRT_F32 && dx.dtype == HCRT_F32) {
+    Buf<float> bx;
+    const float *px = contiguousF32(x, bx, threads);
+    const float *pg = inPlaceSource(dy, dx, threads);  // dx may alias dy
+    hc_silu_bwd(numel(dx), px, pg, static_cast<float *>(dx.data), threads);
+    return;
+  }
+  const hcrt_tensor *in[2] = {&dy, &x};
+  mapD(in, 2, dx, 8, threads, [](const double *v) { return siluGradD(v[0], v[1]); });
+}
+
+HCRT_OP_DEF(gelu_grad) {
+  (void)nin, (void)nout;
+  const hcrt_tensor &dy = ins[0], &x = ins[1];
+  hcrt_tensor &dx = outs[0];
+  const bool tanhApprox = attrInt(attrs, 0, 1) != 0;
+  if (tanhApprox && dy.dtype == HCRT_F32 && x.dtype == HCRT_F32 &&
+      dx.dtype == HCRT_F32) {
+    Buf<float> bx;
+    const float *px = contiguousF32(x, bx, threads);
+    const float *pg = inPlaceSource(dy, dx, threads);  // dx may alias dy
+    hc_gelu_tanh_bwd(numel(dx), px, pg, static_cast<float *>(dx.data), threads);
+    return;
+  }
+  const hcrt_tensor *in[2] = {&dy, &x};
+  mapD(in, 2, dx, 8, threads, [tanhApprox](const double *v) {
+    return v[0] * geluGradD(v[1], tanhApprox);
+  });
+}
+
+// --------------------------------------------------------------- softmax ----
+// Last axis: hc_softmax_fwd over rows (input copied into the output first
+// when its rows are not evenly strided); other axes: double loop.
+HCRT_OP_DEF(softmax) {
+  (void)nin, (void)nout;
+  const hcrt_tensor &x = ins[0];
+  hcrt_tensor &y = outs[0];
+  if (numel(y) <= 0)
+    return;
+  const int axis = normAxis(attrInt(attrs, 0, x.rank - 1), x.rank);
+  if (axis == x.rank - 1 && x.dtype == HCRT_F32) {
+    const int64_t cols = x.shape[axis], rows = numel(y) / cols;
+    Mat m;
+    const float *px;
+    int64_t ld = cols;
+    if (rowView(x, axis, m)) {
+      px = static_cast<const float *>(x.data);
+      ld = m.rs;
+    } else {
+      copyToContiguous(x, y.data, threads);
+      px = static_cast<const float *>(y.data);
+    }
+    hc_softmax_fwd(rows, cols, px, ld, static_cast<float *>(y.data), cols,
+                   threads);
+    return;
+  }
+  softmaxGeneric(x, axis, y, threads);
+}
+
+HCRT_OP_DEF(softmax_grad) {
+  (void)nin, (void)nout;
+  const hcrt_tensor &dy = ins[0], &y = ins[1];
+  hcrt_tensor &dx = outs[0];
+  if (numel(dx) <= 0)
+    return;
+  const int axis = normAxis(attrInt(attrs, 0, y.rank - 1), y.rank);
+  if (axis == y.rank - 1) {
+    const int64_t cols = y.shape[axis], rows = numel(dx) / cols;
+    Mat my, mg;
+    Buf<float> by;
+    const float *py = static_cast<const float *>(y.data);
+    int64_t ldy = cols, ldg = cols;
+    if (rowView(y, axis, my))
+      ldy = my.rs;
+    else
+      py = contiguousF32(y, by, threads);
+    const float *pg = static_cast<const float *>(dy.data);
+    if (rowView(dy, axis, mg)) {
+      ldg = mg.rs;
+    } else {
+      copyToContiguous(dy, dx.data, threads);  // dx may alias dy
+      pg = static_cast<const float *>(dx.data);
+    }
+    hc_softmax_bwd(rows, cols, py, ldy, pg, ldg, static_cast<float *>(dx.data),
+                   cols, threads);
+    return;
+  }
+  softmaxGradGeneric(dy, y, axis, dx, threads);
+}
+
+// ------------------------------------------------------------ layer norm ----
+HCRT_OP_DEF(layer_norm) {
+  (void)nout;
+  const hcrt_tensor &x = ins[0];
+  hcrt_tensor &y = outs[0];
+  const int axis = normAxis(attrInt(attrs, 0, x.rank - 1), x.rank);
+  const int64_t D = prod(x.shape, axis, x.rank), rows = prod(x.shape, 0, axis);
+  if (rows <= 0 || D <= 0)
+    return;
+  Mat m;
+  hc_layernorm_args a{};
+  a.rows = rows, a.D = D;
+  if (rowView(x, axis, m)) {
+    a.x = static_cast<const float *>(x.data), a.ldx = m.rs;
+  } else {
+    copyToContiguous(x, y.data, threads);  // y may alias x
+    a.x = static_cast<const float *>(y.data), a.ldx = D;
+  }
+  a.y = static_cast<float *>(y.data), a.ldy = D;
+  Buf<float> bw, bb;
+  if (nin > 1 && ins[1].data)
+    a.gamma = contiguousF32(ins[1], bw, threads);
+  if (nin > 2 && ins[2].data)
+    a.beta = contiguousF32(ins[2], bb, threads);
+  a.eps = static_cast<float>(attrFloat(attrs, 0, 1e-5));
+  hc_layernorm_fwd(&a, threads);
+}
+
+// dx of layer norm; mean and rstd are recomputed from x (in double).
+HCRT_OP_DEF(layer_norm_grad) {
+  (void)nout;
+  const hcrt_tensor &dy = ins[0], &x = ins[1];
+  hcrt_tensor &dx = outs[0];
+  const int axis = normAxis(attrInt(attrs, 0, x.rank - 1), x.rank);
+  const int64_t D = prod(x.shape, axis, x.rank), rows = prod(x.shape, 0, axis);
+  if (rows <= 0 || D <= 0)
+    return;
+  const double eps = attrFloat(attrs, 0, 1e-5);
+  hc_layernorm_bwd_args a{};
+  a.rows = rows, a.D = D;
+  Mat mx, mg;
+  Buf<float> bx, bw, stats;
+  if (rowView(x, axis, mx)) {
+    a.x = static_cast<const float *>(x.data), a.ldx = mx.rs;
+  } else {
+    a.x = contiguousF32(x, bx, threads), a.ldx = D;
+  }
+  if (rowView(dy, axis, mg)) {
+    a.dy = static_cast<const float *>(dy.data), a.lddy = mg.rs;
+  } else {
+    copyToContiguous(dy, dx.data, threads);  // dx may alias dy
+    a.dy = static_cast<const float *>(dx.data), a.lddy = D;
+  }
+  a.dx = static_cast<float *>(dx.data), a.lddx = D;
+  if (nin > 2 && ins[2].data)
+    a.gamma = contiguousF32(ins[2], bw, threads);
+  float *mean = stats.alloc(2 * rows), *rstd = mean + rows;
+  parFor(threads, rows, 1, static_cast<double>(D) * 2, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float *xr = a.x + r * a.ldx;
+      double s = 0, v = 0;
+      for (int64_t k = 0; k < D; ++k)
+        s += xr[k];
+      const double mu = s / static_cast<double>(D);
+      for (int64_t k = 0; k < D; ++k)
+        v += (xr[k] - mu) * (xr[k] - mu);
+      mean[r] = static_cast<float>(mu);
+      rstd[r] = static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(D) + eps));
+    }
+  });
+  a.mean = mean, a.rstd = rstd;
+  hc_layernorm_bwd(&a, threads);
+}
+
+// -------------------------------------------------------------- modulate ----
+// x [B, N, D] * (1 + scale[B, D]) + shift[B, D], in double.
+HCRT_OP_DEF(modulate) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &x = ins[0], &sh = ins[1], &sc = ins[2];
+  hcrt_tensor &y = outs[0];
+  const int64_t B = x.shape[0], N = x.shape[1], D = x.shape[2];
+  int64_t shape[3] = {B, N, D}, so[3] = {N * D, D, 1},
+          sx[3] = {x.strides[0], x.strides[1], x.strides[2]},
+          ssh[3] = {sh.strides[0], 0, sh.strides[1]},
+          ssc[3] = {sc.strides[0], 0, sc.strides[1]};
+  const int64_t *sts[4] = {so, sx, ssh, ssc};
+  Loop L = makeLoop(3, shape, 4, sts);
+  const float *px = static_cast<const float *>(x.data);
+  const float *psh = static_cast<const float *>(sh.data);
+  const float *psc = static_cast<const float *>(sc.data);
+  float *py = static_cast<float *>(y.data);
+  const int q = L.rank - 1;
+  const int64_t s1 = L.st[1][q], s2 = L.st[2][q], s3 = L.st[3][q];
+  parFor(threads, L.total, 64, 1.0, [&](int64_t b, int64_t e) {
+    loopRange(L, b, e, [&](const int64_t *off, int64_t n) {
+      float *o = py + off[0];
+      const float *xv = px + off[1], *hv = psh + off[2], *cv = psc + off[3];
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = static_cast<float>(static_cast<double>(xv[i * s1]) *
+                                      (1.0 + static_cast<double>(cv[i * s3])) +
+                                  static_cast<double>(hv[i * s2]));
+    });
+  });
+}
+
+// dx = dy (1 + scale); dshift = sum_N dy; dscale = sum_N dy x (double sums
+// in N order).
+HCRT_OP_DEF(modulate_grad) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &dy = ins[0], &x = ins[1], &sc = ins[2];
+  hcrt_tensor &dx = outs[0], &dsh = outs[1], &dsc = outs[2];
+  const int64_t B = x.shape[0], N = x.shape[1], D = x.shape[2];
+  const float *pg = static_cast<const float *>(dy.data);
+  const float *px = static_cast<const float *>(x.data);
+  const float *pc = static_cast<const float *>(sc.data);
+  float *odx = static_cast<float *>(dx.data);
+  float *osh = static_cast<float *>(dsh.data);
+  float *osc = static_cast<float *>(dsc.data);
+  constexpr int64_t CB = 256;
+  const int64_t nb = (D + CB - 1) / CB;
+  const int64_t g0 = dy.strides[0], g1 = dy.strides[1], g2 = dy.strides[2];
+  const int64_t x0 = x.strides[0], x1 = x.strides[1], x2 = x.strides[2];
+  const int64_t c0s = sc.strides[0], c1s = sc.strides[1];
+  parFor(threads, B * nb, 1, static_cast<double>(N * std::min(D, CB)) * 2,
+         [&](int64_t b, int64_t e) {
+           double as[CB], ac[CB], f[CB];
+           for (int64_t u = b; u < e; ++u) {
+             const int64_t bi = u / nb, d0 = (u % nb) * CB,
+                           w = std::min(D, d0 + CB) - d0;
+             for (int64_t d = 0; d < w; ++d) {
+               as[d] = ac[d] = 0;
+               f[d] = 1.0 + static_cast<double>(pc[bi * c0s + (d0 + d) * c1s]);
+             }
+             for (int64_t n = 0; n < N; ++n) {
+               const float *gr = pg + bi * g0 + n * g1 + d0 * g2;
+               const float *xr = px + bi * x0 + n * x1 + d0 * x2;
+               float *o = odx + (bi * N + n) * D + d0;
+               for (int64_t d = 0; d < w; ++d) {
+                 const double g = gr[d * g2], xv = xr[d * x2];
+                 o[d] = static_cast<float>(g * f[d]);
+                 as[d] += g;
+                 ac[d] += g * xv;
+               }
+             }
+             for (int64_t d = 0; d < w; ++d) {
+               osh[bi * D + d0 + d] = static_cast<float>(as[d]);
+               osc[bi * D + d0 + d] = static_cast<float>(ac[d]);
+             }
+           }
+         });
+}
+
+// ------------------------------------------------------------ contractions ----
+// y [..., out] = x [..., in] W^T (+ b), bias through the GEMM epilogue.
+HCRT_OP_DEF(linear) {
+  (void)nout, (void)attrs;
+  const hcrt_tensor &x = ins[0], &w = ins[1];
+  hcrt_tensor &y = outs[0];
+  Buf<float> bx, bx2, bw, bb;
+  const float *px;
+  Mat mx = matOrPack(x, x.rank - 1, bx, threads, px);
+  const int64_t M = mx.rows, K = mx.cols, N = w.shape[0];
+  GemmOperand A = gemmOperandOrPack(px, M, K, mx.rs, mx.cs, bx2, threads);
+  // B = W^T: logical K x N, element (k, n) = W[n, k].
+  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
+                                      w.strides[1], w.strides[0], bw, threads);
+  hc_epilogue epi{};
+  const bool bias = nin > 2 && ins[2].data;
+  if (bias) {
+    epi.flags = HC_EPI_BIAS;
+    epi.bias = contiguousF32(ins[2], bb, threads);
+  }
+  gemm(M, N, K, A, Bop, static_cast<float *>(y.data), bias ? &epi : nullptr,
+       threads);
+}
+
+// dx [..., in] = dy [..., out] W.
+HCRT_OP_DEF(linear_grad_input) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &dy = ins[0], &w = ins[1];
+  hcrt_tensor &dx = outs[0];
+  Buf<float> bg, bg2, bw;
+  const float *pg;
+  Mat mg = matOrPack(dy, dy.rank - 1, bg, threads, pg);
+  const int64_t M = mg.rows, K = mg.cols, N = w.shape[1];
+  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.rs, mg.cs, bg2, threads);
+  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
+                                      w.strides[0], w.strides[1], bw, threads);
+  gemm(M, N, K, A, Bop, static_cast<float *>(dx.data), nullptr, threads);
+}
+
+// dw [out, in] = dy^T x, summed over all leading dims.
+HCRT_OP_DEF(linear_grad_weight) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &dy = ins[0], &x = ins[1];
+  hcrt_tensor &dw = outs[0];
+  Buf<float> bg, bx, bg2, bx2;
+  const float *pg, *px;
+  Mat mg = matOrPack(dy, dy.rank - 1, bg, threads, pg);
+  Mat mx = matOrPack(x, x.rank - 1, bx, threads, px);
+  const int64_t M = mg.cols, N = mx.cols, K = mg.rows;
+  if (K <= 0) {  // no rows: dW = 0
+    float *o = static_cast<float *>(dw.data);
+    std::fill(o, o + M * N, 0.0f);
+    return;
+  }
+  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.cs, mg.rs, bg2, threads);
+  GemmOperand Bop = gemmOperandOrPack(px, K, N, mx.rs, mx.cs, bx2, threads);
+  gemm(M, N, K, A, Bop, static_cast<float *>(dw.data), nullptr, threads);
+}
+
+// NumPy matmul: 1-D operands promoted (and their dim dropped), batch dims
+// broadcast. One hc_sgemm call per run of evenly strided batch entries.
+HCRT_OP_DEF(matmul) {
+  (void)nin, (void)nout, (void)attrs;
+  hcrt_tensor a = ins[0], b = ins[1];
+  hcrt_tensor &y = outs[0];
+  const bool vecA = a.rank == 1, vecB = b.rank == 1;
+  Buf<float> ba, bb;
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t M = vecA ? 1 : a.shape[a.rank - 2], K = a.shape[a.rank - 1];
+    const int64_t N = vecB ? 1 : b.shape[b.rank - 1];
+    const int64_t rsA = vecA ? 0 : a.strides[a.rank - 2], csA = a.strides[a.rank - 1];
+    const int64_t rsB = b.strides[vecB ? 0 : b.rank - 2], csB = vecB ? 0 : b.strides[b.rank - 1];
+    GemmOperand A, Bop;
+    bool okA = gemmOperand(static_cast<const float *>(a.data), M, K, rsA, csA, A);
+    bool okB = gemmOperand(static_cast<const float *>(b.data), K, N, rsB, csB, Bop);
+    if (!okA || !okB) {
+      // Pack the offending operand whole, then retry (contiguous always fits).
+      if (!okA) {
+        float *p = ba.alloc(numel(a));
+        copyToContiguous(a, p, threads);
+        a = asContiguous(a, p);
+      }
+      if (!okB) {
+        float *p = bb.alloc(numel(b));
+        copyToContiguous(b, p, threads);
+        b = asContiguous(b, p);
+      }
+      continue;
+    }
+    // Batch dims of the output; operands' batch strides right-aligned.
+    const int nbd = y.rank - (vecA ? 0 : 1) - (vecB ? 0 : 1);
+    int64_t bshape[HCRT_MAX_RANK], sa[HCRT_MAX_RANK], sb[HCRT_MAX_RANK],
+        sc[HCRT_MAX_RANK];
+    int64_t cs = M * N;
+    for (int d = nbd - 1; d >= 0; --d) {
+      bshape[d] = y.shape[d];
+      sc[d] = cs;
+      cs *= y.shape[d];
+    }
+    auto batchStrides = [&](const hcrt_tensor &t, int mdims, int64_t *s) {
+      const int tb = t.rank - mdims;  // t's batch dims
+      for (int d = 0; d < nbd; ++d) {
+        int i = d - (nbd - tb);
+        s[d] = (i >= 0 && t.shape[i] != 1) ? t.strides[i] : 0;
+      }
+    };
+    batchStrides(a, vecA ? 1 : 2, sa);
+    batchStrides(b, vecB ? 1 : 2, sb);
+    const int64_t *sts[3] = {sc, sa, sb};
+    Loop L = makeLoop(nbd, bshape, 3, sts);
+    if (L.total <= 0 || M <= 0 || N <= 0)
+      return;
+    const int q = L.rank - 1;
+    float *pc = static_cast<float *>(y.data);
+    // Runs of the innermost batch dim become one batched GEMM call.
+    const int64_t outer = L.total / L.shape[q];
+    for (int64_t o = 0; o < outer; ++o) {
+      loopRange(L, o * L.shape[q], (o + 1) * L.shape[q],
+                [&](const int64_t *off, int64_t n) {
+                  hc_sgemm_args g{};
+                  g.M = M, g.N = N, g.K = K, g.batch = n;
+                  g.trans_a = A.trans, g.trans_b = Bop.trans;
+                  g.alpha = 1.0f, g.beta = 0.0f;
+                  g.A = A.p + off[1], g.lda = A.ld, g.stride_a = L.st[1][q];
+                  g.B = Bop.p + off[2], g.ldb = Bop.ld, g.stride_b = L.st[2][q];
+                  g.C = pc + off[0], g.ldc = N, g.stride_c = L.st[0][q];
+                  hc_sgemm(&g, threads);
+                });
+    }
+    return;
+  }
+}
+
+// ------------------------------------------------------------- attention ----
+// q/k/v read in place from qkv [B, N, 3D] laid out (3, heads, Dh) along the
+// last dim (packed first when that dim is not contiguous).
+static void attentionArgs(const hcrt_tensor &qkvIn, int64_t heads,
+                          double scale, Buf<float> &buf, hc_threads th,
+                          hc_attention_args &a) {
+  hcrt_tensor qkv = qkvIn;
+  if (qkv.strides[2] != 1 && qkv.shape[2] > 1) {
+    float *p = buf.alloc(numel(qkv));
+    copyToContiguous(qkv, p, th);
+    qkv = asContiguous(qkv, p);
+  }
+  const int64_t B = qkv.shape[0], N = qkv.shape[1], D = qkv.shape[2] / 3;
+  if (heads <= 0)
+    heads = 1;
+  const float *p = static_cast<const float *>(qkv.data);
+  a.batch = B, a.heads = heads, a.Tq = N, a.Tk = N, a.Dh = D / heads;
+  a.scale = static_cast<float>(scale);
+  a.q = p, a.k = p + D, a.v = p + 2 * D;
+  a.q_sb = a.k_sb = a.v_sb = qkv.strides[0];
+  a.q_st = a.k_st = a.v_st = qkv.strides[1];
+  a.q_sh = a.k_sh = a.v_sh = a.Dh;
+}
+
+HCRT_OP_DEF(attention) {
+  (void)nin, (void)nout;
+  const int64_t heads = attrInt(attrs, 0, 1);
+  const double scale = attrFloat(attrs, 0, 1.0);
+  hcrt_tensor &out = outs[0];
+  Buf<float> buf;
+  hc_attention_args a{};
+  attentionArgs(ins[0], heads, scale, buf, threads, a);
+  const int64_t N = a.Tq, D = a.heads * a.Dh;
+  a.o = static_cast<float *>(out.data);
+  a.o_sb = N * D, a.o_st = D, a.o_sh = a.Dh;
+  a.lse = nullptr;
+  hc_flash_attention_fwd(&a, threads);
+}
+
+// The forward is re-run (o and the row log-sum-exp the backward needs; the
+// graph carries neither), then the flash backward writes dq/dk/dv straight
+// into dqkv. Never an N x N matrix.
+HCRT_OP_DEF(attention_grad) {
+  (void)nin, (void)nout;
+  const int64_t heads = attrInt(attrs, 0, 1);
+  const double scale = attrFloat(attrs, 0, 1.0);
+  const hcrt_tensor &dout = ins[0];
+  hcrt_tensor &dqkv = outs[0];
+  Buf<float> bq, bo, bd;
+  hc_attention_args a{};
+  attentionArgs(ins[1], heads, scale, bq, threads, a);
+  const int64_t B = a.batch, N = a.Tq, D = a.heads * a.Dh;
+  if (B <= 0 || N <= 0)
+    return;
+  float *o = bo.alloc(B * N * D + B * a.heads * N);
+  a.o = o, a.o_sb = N * D, a.o_st = D, a.o_sh = a.Dh;
+  a.lse = o + B * N * D;
+  hc_flash_attention_fwd(&a, threads);
+  hcrt_tensor g = dout;
+  if (g.strides[2] != 1 && g.shape[2] > 1) {
+    float *p = bd.alloc(numel(g));
+    copyToContiguous(g, p, threads);
+    g = asContiguous(g, p);
+  }
+  a.dout = static_cast<const float *>(g.data);
+  a.do_sb = g.strides[0], a.do_st = g.strides[1], a.do_sh = a.Dh;
+  float *pd = static_cast<float *>(dqkv.data);
+  a.dq = pd, a.dk = pd + D, a.dv = pd + 2 * D;
+  a.dq_sb = a.dk_sb = a.dv_sb = N * 3 * D;
+  a.dq_st = a.dk_st = a.dv_st = 3 * D;
+  a.dq_sh = a.dk_sh = a.dv_sh = a.Dh;
+  hc_flash_attention_bwd(&a, threads);
+}
+
+// ------------------------------------------------------------------ loss ----
+HCRT_OP_DEF(mse_loss) {
+  (void)nin, (void)nout, (void)attrs;
+  Buf<float> bp, bt;
+  const float *p = contiguousF32(ins[0], bp, threads);
+  const float *t = contiguousF32(ins[1], bt, threads);
+  const int64_t n = numel(ins[0]);
+  float loss = n > 0 ? hc_mse_loss_fwd(n, p, t, threads) : NAN;
+  storeD(outs[0].data, outs[0].dtype, 0, loss);
+}
+
+HCRT_OP_DEF(mse_loss_grad) {
+  (void)nin, (void)nout, (void)attrs;
+  const double dloss = loadD(ins[0].data, ins[0].dtype, 0);
+  Buf<float> bp, bt;
+  const float *p = contiguousF32(ins[1], bp, threads);
+  const float *t = contiguousF32(ins[2], bt, threads);
+  hc_mse_loss_bwd(numel(ins[1]), p, t, static_cast<float>(dloss),
+                  static_cast<float *>(outs[0].data), threads);
+}
+
+// ------------------------------------------------------------ optimizers ----
+// The parameter (or moment) `in` into its output buffer, unless they alias.
+static float *inPlaceState(const hcrt_tensor &in, hcrt_tensor &out,
+                           hc_threads th) {
+  if (in.data != out.data)
+    copyToContiguous(in, out.data, th);
+  return static_cast<float *>(out.data);
+}
+
+HCRT_OP_DEF(adamw) {
+  const int32_t n = (nin - 1) / 4;
+  if (nout < 3 * n)
+    return;
+  const float lr = static_cast<float>(attrFloat(attrs, 0, 1e-3));
+  const float b1 = static_cast<float>(attrFloat(attrs, 1, 0.9));
+  const float b2 = static_cast<float>(attrFloat(attrs, 2, 0.999));
+  const float eps = static_cast<float>(attrFloat(attrs, 3, 1e-8));
+  const float wd = static_cast<float>(attrFloat(attrs, 4, 1e-2));
+  const int64_t step = loadI(ins[0].data, ins[0].dtype, 0) + 1;
+  for (int32_t i = 0; i < n; ++i) {
+    const hcrt_tensor &p = ins[1 + i], &g = ins[1 + n + i],
+                      &m = ins[1 + 2 * n + i], &v = ins[1 + 3 * n + i];
+    float *op = inPlaceState(p, outs[i], threads);
+    float *om = inPlaceState(m, outs[n + i], threads);
+    float *ov = inPlaceState(v, outs[2 * n + i], threads);
+    Buf<float> bg;
+    const float *pg = contiguousF32(g, bg, threads);
+    hc_adamw(numel(p), op, pg, om, ov, lr, b1, b2, eps, wd, step, threads);
+  }
+}
+
+HCRT_OP_DEF(sgd) {
+  const int32_t n = nin / 2;
+  if (nout < n)
+    return;
+  const float lr = static_cast<float>(attrFloat(attrs, 0, 1e-3));
+  const float wd = static_cast<float>(attrFloat(attrs, 1, 0.0));
+  for (int32_t i = 0; i < n; ++i) {
+    float *op = inPlaceState(ins[i], outs[i], threads);
+    Buf<float> bg;
+    const float *pg = contiguousF32(ins[n + i], bg, threads);
+    hc_sgd(numel(ins[i]), op, pg, nullptr, lr, 0.0f, 0.0f, wd, 0, 1, threads);
+  }
+}
+
+} // extern "C"
