@@ -13,6 +13,8 @@
 // step k (1-based) of rank r fail: HC_TOY_FAIL_MODE=error (default) returns
 // -1 before the collective, "exit" ends the process without MPI_Finalize.
 // HC_TOY_NAN_STEP=k makes step k's loss NaN on every rank.
+// HC_TOY_DUMP_DIR=DIR writes each step's inputs to DIR/r<rank>_s<step>.bin
+// (x_t, t, y, noise back to back) so tests can check what hc-run fed.
 #include "hc/runtime/step_abi.h"
 
 #include <cmath>
@@ -172,6 +174,17 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
   const int64_t *t = static_cast<const int64_t *>(inputs[1]);
   const int64_t *y = static_cast<const int64_t *>(inputs[2]);
   const float *noise = static_cast<const float *>(inputs[3]);
+  if (const char *dump = std::getenv("HC_TOY_DUMP_DIR")) {
+    std::string path = std::string(dump) + "/r" + std::to_string(c->env.rank) +
+                       "_s" + std::to_string(now) + ".bin";
+    if (std::FILE *f = std::fopen(path.c_str(), "wb")) {
+      std::fwrite(x, sizeof(float), B * D, f);
+      std::fwrite(t, sizeof(int64_t), B, f);
+      std::fwrite(y, sizeof(int64_t), B, f);
+      std::fwrite(noise, sizeof(float), B * D, f);
+      std::fclose(f);
+    }
+  }
   const float *Wl = c->params.data() + kOffLin;
   const float *E = c->params.data() + kOffEmb;
   const float *Tw = c->params.data() + kOffTime;

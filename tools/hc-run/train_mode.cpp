@@ -8,6 +8,7 @@
 #include <cstring>
 #include <cmath>
 #include <cstdio>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -132,6 +133,23 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   return p;
 }
 
+// Open MPI hands ranks a pseudo-terminal for stdout, so isatty(1) says
+// nothing under mpirun: there ask about the launcher's own stdout (the parent
+// process on the launch node); when that cannot be seen, no bar.
+bool stdoutIsTerminal() {
+  if (!isatty(STDOUT_FILENO))
+    return false;
+  if (!hc::rt::launchedByMpi())
+    return true;
+  std::string fd1 = "/proc/" + std::to_string(getppid()) + "/fd/1";
+  int fd = ::open(fd1.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  bool tty = isatty(fd);
+  ::close(fd);
+  return tty;
+}
+
 void progressBar(int64_t done, int64_t total, double loss, double sps) {
   const int width = 30;
   int filled = static_cast<int>(width * done / total);
@@ -199,14 +217,14 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   EpochSampler sampler(opt.seed, plan.n, G);
   DiffusionSchedule sched;
   const bool bar = r == 0 && (opt.progress == 1 ||
-                              (opt.progress == -1 && isatty(STDOUT_FILENO)));
+                              (opt.progress == -1 && stdoutIsTerminal()));
   if (r == 0) {
     cpu_set_t set;
     if (R > 1 && sched_getaffinity(0, sizeof set, &set) == 0 &&
         CPU_COUNT(&set) == 1 && sysconf(_SC_NPROCESSORS_ONLN) > R)
       std::printf("hc-run: note: rank 0 is bound to one core; launch with "
                   "mpirun --bind-to none so the step's threads can spread\n");
-    std::printf("hc-run: %s, %lld ranks x batch %lld = global batch %lld; "
+    std::printf("hc-run: %s, %lld rank(s) x batch %lld = global batch %lld; "
                 "data %s: %lld samples %s (%lld steps/epoch)%s; %lld steps, "
                 "seed %llu, label dropout %g\n",
                 lib.path.c_str(), (long long)R, (long long)B, (long long)G,
@@ -288,7 +306,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         progressBar(done, opt.steps, loss, sps);
       std::fflush(stdout);
       if (metrics) {
-        nlohmann::json m = {{"step", done},        {"loss", avg},
+        nlohmann::ordered_json m = {{"step", done},        {"loss", avg},
                             {"steps_per_sec", sps}, {"img_per_sec", sps * G},
                             {"gflops", gflops},     {"peak_rss_mb", rss},
                             {"wall_s", wall}};
