@@ -149,10 +149,15 @@ LogicalResult Lowering::layoutPersistent() {
     Operation *def = v.getDefiningOp();
     return def ? position[def] : 0u;
   };
-  std::stable_sort(trainable.begin(), trainable.end(),
-                   [&](const Slot &x, const Slot &y) {
-                     return pos(x.gradValue) < pos(y.gradValue);
-                   });
+  // Ties (gradients of one op) keep argument order: sort on (position, index).
+  std::vector<std::pair<unsigned, size_t>> keys;
+  for (size_t k = 0; k < trainable.size(); ++k)
+    keys.emplace_back(pos(trainable[k].gradValue), k);
+  std::sort(keys.begin(), keys.end());
+  std::vector<Slot> sorted;
+  for (auto &[p, k] : keys)
+    sorted.push_back(trainable[k]);
+  trainable = std::move(sorted);
   for (Slot &s : trainable) {
     s.offset = paramBytes;
     paramOffset[s.name] = paramBytes;

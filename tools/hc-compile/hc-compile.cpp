@@ -1,8 +1,11 @@
 // hc-compile: ONNX training graph -> hc IR -> (later stages) dit_step.so.
 // Exit codes: 0 ok, 2 bad input or flags (one line), 3 a stage that is not
 // implemented yet (said so; nothing is pretended or half-written).
+#include "hc/Compiler/EmitStep.h"
 #include "hc/Compiler/OnnxImport.h"
 #include "hc/Compiler/Pipeline.h"
+
+#include "hc/runtime/safetensors.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -16,19 +19,23 @@
 
 namespace {
 
-const char *kUsage = R"(usage: hc-compile MODEL.onnx [options]
+const char *kUsage = R"(usage: hc-compile MODEL.onnx -o dit_step.so --batch N [options]
 
 Compiles the training graph of a DiT exported to ONNX (loss = mse(DiT(x_t, t,
 y), noise)) into a shared library running one training step.
 
 options:
-  -o FILE          output file (default: stdout for --emit=hc)
+  -o FILE          output file: the step library, with its initial
+                   parameters written beside it as FILE.init.safetensors;
+                   for --emit=STAGE the text (default stdout)
   --batch N        per-rank batch; fixes a dynamic batch axis (required then)
   --emit=STAGE     hc: the verified hc graph IR after import and fusion
                    train: the whole training step as one function (inputs,
                    parameters and optimizer state in; loss, gradients
                    grad:NAME, updated parameters param:NAME and state out)
-                   (schedule, cpp and the .so come with later stages)
+                   schedule: buffers, views and kernel calls, planned
+                   cpp: the generated C++ of the step library
+  --target ARCH    -march for the generated code (default: native)
   -h, --help       this text
 )";
 
@@ -67,7 +74,7 @@ bool writeOutput(const std::string &path, const std::string &text) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string input, output, emit, error;
+  std::string input, output, emit, error, target = "native";
   hc::ImportOptions options;
   hc::PipelineOptions pipeline;
   for (int i = 1; i < argc; ++i) {
@@ -90,6 +97,10 @@ int main(int argc, char **argv) {
     } else if (int r = hc::parsePipelineFlag(argc, argv, i, pipeline, error)) {
       if (r < 0)
         usageError(error);
+    } else if (arg == "--target") {
+      target = value(arg);
+      if (target.empty() || target.find_first_of(" '\"$;&|`") != std::string::npos)
+        usageError("--target needs an -march name, got '" + target + "'");
     } else if (arg == "--emit") {
       emit = value(arg);
     } else if (arg.rfind("--emit=", 0) == 0) {
@@ -118,25 +129,66 @@ int main(int argc, char **argv) {
   for (const auto &w : model.warnings)
     std::fprintf(stderr, "hc-compile: warning: %s\n", w.c_str());
 
+  if (emit.empty() && output.empty())
+    usageError("the step library needs -o FILE");
   pipeline.train = emit != "hc";
+  pipeline.schedule = emit != "hc" && emit != "train";
   bool badInput = false;
   if (!hc::runGraphPipeline(*model.module, pipeline, error, &badInput)) {
     std::fprintf(stderr, "hc-compile: %s: %s\n", input.c_str(), error.c_str());
     return badInput ? 2 : 1;
   }
 
-  if (emit != "hc" && emit != "train") {
-    std::fprintf(stderr,
-                 "hc-compile: not implemented yet: --emit=%s (import, fusion "
-                 "and the training step work: use --emit=hc or --emit=train; "
-                 "the schedule level and code generation are later stages)\n",
-                 emit.empty() ? "so" : emit.c_str());
-    return 3;
-  }
   std::string text;
-  llvm::raw_string_ostream os(text);
-  model.module->print(os);
-  os.flush();
+  if (emit.empty() || emit == "cpp") {
+    hc::EmitInfo info;
+    info.model = input;
+    info.batchPerRank = options.batch;  // 0: the emitter reads it off x_t
+    auto it = model.metadata.find("hc.dit_config");
+    info.ditConfigJson = it == model.metadata.end() ? "{}" : it->second;
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "{\"name\": \"%s\", \"lr\": %.17g, \"beta1\": %.17g, "
+                  "\"beta2\": %.17g, \"eps\": %.17g, \"weight_decay\": %.17g}",
+                  pipeline.optimizer.c_str(), pipeline.lr, pipeline.beta1,
+                  pipeline.beta2, pipeline.eps, pipeline.weightDecay);
+    info.optimizerJson = buf;
+    std::string base = output.substr(output.rfind('/') + 1);
+    info.initFile = base + ".init.safetensors";
+    std::string description;
+    if (!hc::emitStepCpp(*model.module, info, text, description, error)) {
+      std::fprintf(stderr, "hc-compile: %s: internal error: %s\n", input.c_str(),
+                   error.c_str());
+      return 1;
+    }
+  }
+  if (emit.empty()) {
+    // Initial parameters beside the library, then the library itself.
+    std::vector<hc::rt::SafetensorsTensorRef> tensors;
+    for (const auto &[name, p] : model.params)
+      tensors.push_back({name, "F32", p.shape, p.data});
+    if (!hc::rt::writeSafetensors(output + ".init.safetensors", tensors,
+                                  {{"format", "pt"}, {"source", input}}, error)) {
+      std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
+      return 2;
+    }
+    std::string cppPath = output + ".cpp";
+    if (!writeOutput(cppPath, text) ||
+        !hc::compileStepLibrary(cppPath, output, target, error)) {
+      std::fprintf(stderr, "hc-compile: %s\n",
+                   error.empty() ? (cppPath + ": cannot write").c_str()
+                                 : error.c_str());
+      return 1;
+    }
+    std::remove(cppPath.c_str());
+    return 0;
+  }
+  if (emit != "cpp") {
+    llvm::raw_string_ostream os(text);
+    model.module->print(os);
+    os.flush();
+  }
+
   if (!writeOutput(output, text)) {
     std::fprintf(stderr, "hc-compile: %s: cannot write output\n",
                  output.c_str());

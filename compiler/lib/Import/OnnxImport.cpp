@@ -561,6 +561,8 @@ void Importer::run() {
   fixBatch();
   runOnnxChecks();  // after fixBatch: shape inference needs the batch
   for (const auto &p : model().metadata_props())
+    out.metadata[p.key()] = p.value();
+  for (const auto &p : model().metadata_props())
     if (p.key() == "hc.frozen") {
       std::string s = p.value(), item;
       for (size_t i = 0; i <= s.size(); ++i) {

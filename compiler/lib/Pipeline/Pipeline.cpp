@@ -23,6 +23,8 @@ const char *pipelineFlagsHelp() {
   --beta2 X        AdamW beta2 (default 0.999)
   --eps X          AdamW epsilon (default 1e-8)
   --weight-decay X decoupled weight decay for AdamW, L2 for SGD (default 0)
+  --bucket-mb X    gradient all-reduce bucket size in MiB (default 4; not yet
+                   tuned by measurement)
 )";
 }
 
@@ -40,7 +42,8 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
     return 1;
   }
   static const char *valued[] = {"--freeze", "--optimizer", "--lr", "--beta1",
-                                 "--beta2", "--eps", "--weight-decay"};
+                                 "--beta2", "--eps", "--weight-decay",
+                                 "--bucket-mb"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
   if (!inlineValue) {
@@ -80,6 +83,14 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
     error = arg + " needs a non-negative number, got '" + value + "'";
     return -1;
   }
+  if (arg == "--bucket-mb") {
+    if (x <= 0 || x > 4096) {
+      error = "--bucket-mb must be in (0, 4096], got '" + value + "'";
+      return -1;
+    }
+    o.bucketBytes = static_cast<int64_t>(x * (1 << 20)) / 64 * 64;
+    return 1;
+  }
   if ((arg == "--beta1" || arg == "--beta2") && x >= 1) {
     error = arg + " must be in [0, 1), got '" + value + "'";
     return -1;
@@ -111,6 +122,13 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &options,
     pm.addPass(createOptimizer(opt));
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
+  }
+  if (options.schedule) {
+    LowerToScheduleOptions lower;
+    lower.bucketBytes = options.bucketBytes;
+    pm.addPass(createLowerToSchedule(lower));
+    pm.addPass(createPlanBuffers());
+    pm.addPass(createVerifyPlan());
   }
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler capture(module.getContext(),

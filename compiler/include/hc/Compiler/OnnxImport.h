@@ -32,6 +32,7 @@ struct ImportedModel {
   mlir::OwningOpRef<mlir::ModuleOp> module;  // one func.func @forward
   std::map<std::string, ParamData> params;   // by initializer name
   std::vector<std::string> frozen;           // from metadata "hc.frozen"
+  std::map<std::string, std::string> metadata;  // ONNX metadata_props
   std::vector<std::string> warnings;
   std::shared_ptr<void> storage;             // keeps `params` data alive
 };

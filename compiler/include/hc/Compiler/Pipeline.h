@@ -14,6 +14,8 @@ namespace hc {
 struct PipelineOptions {
   bool fuse = true;   // the fusion passes (hc-fuse)
   bool train = false; // autodiff + optimizer: the whole training step
+  bool schedule = false;  // lower to the schedule level and plan buffers
+  int64_t bucketBytes = 4 << 20;
   std::vector<std::string> freeze;  // beyond the model's own frozen set
   std::string optimizer = "adamw";  // adamw | sgd
   double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.0;

@@ -1,0 +1,33 @@
+// Schedule level -> one C++ translation unit implementing the step ABI
+// (runtime/include/hc/runtime/step_abi.h), and its build into a .so.
+#ifndef HC_COMPILER_EMITSTEP_H
+#define HC_COMPILER_EMITSTEP_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace hc {
+
+struct EmitInfo {
+  std::string model;          // source file, for the description
+  int64_t batchPerRank = 0;
+  std::string ditConfigJson;  // ONNX metadata "hc.dit_config" (or "{}")
+  std::string optimizerJson;  // {"name": ..., hyper-parameters}
+  std::string initFile;       // file name of the initial parameters
+};
+
+// Generates the C++ source and the JSON description of a planned schedule.
+bool emitStepCpp(mlir::ModuleOp schedule, const EmitInfo &info,
+                 std::string &cpp, std::string &description, std::string &error);
+
+// Compiles `cppPath` into the shared library `soPath` with the system C++
+// compiler against libhcrt (-O3, -march=`target`). On failure the source is
+// kept and `error` names it and the compiler's first error line.
+bool compileStepLibrary(const std::string &cppPath, const std::string &soPath,
+                        const std::string &target, std::string &error);
+
+} // namespace hc
+
+#endif // HC_COMPILER_EMITSTEP_H

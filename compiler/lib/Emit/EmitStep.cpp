@@ -1,0 +1,587 @@
+// Planned schedule -> C++ source of a step library. The generated code is
+// data (tables of tensor views, kernel calls and their attributes) plus one
+// small interpreter loop, so the same op in every DiT block costs a table
+// row, not code, and compiling the .so stays fast for any depth.
+#include "hc/Compiler/EmitStep.h"
+
+#include "hc/Schedule/ScheduleOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+using namespace mlir;
+namespace hs = hc::schedule;
+
+namespace hc {
+namespace {
+
+// Arena codes shared with the generated code.
+enum Arena { kAct, kParam, kGrad, kM, kV, kState, kInput, kConst, kNumArenas };
+const char *kArenaNames[] = {"act", "param", "grad", "m", "v", "state"};
+
+int arenaCode(StringRef name) {
+  for (int i = 0; i < 6; ++i)
+    if (name == kArenaNames[i])
+      return i;
+  return -1;
+}
+
+struct Desc {
+  int arena = 0, base = 0, dtype = 0;
+  int64_t byteOffset = 0;
+  SmallVector<int64_t> shape, strides;
+};
+
+struct Call {
+  int kind;  // 0 kernel, 1 all-reduce (bucket), 2 wait
+  int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1;
+};
+
+std::pair<int, const char *> dtypeOf(Type t) {
+  if (t.isF32())
+    return {0, "float32"};
+  if (t.isF64())
+    return {1, "float64"};
+  if (t.isInteger(64))
+    return {2, "int64"};
+  if (t.isInteger(32))
+    return {3, "int32"};
+  return {4, "bool"};
+}
+
+int64_t elemBytes(Type t) {
+  return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
+}
+
+class Emitter {
+public:
+  Emitter(func::FuncOp f, const EmitInfo &info) : f(f), info(info) {}
+  bool run(std::string &cpp, std::string &description, std::string &error);
+
+private:
+  int descOf(Value v);
+  int attrsOf(hs::CallOp call);
+  void constantData(hs::ConstantOp c);
+  double flopsOf(hs::CallOp call);
+
+  func::FuncOp f;
+  const EmitInfo &info;
+  llvm::DenseMap<Value, Desc> bases;  // buffers, inputs, constants
+  llvm::DenseMap<Value, int> descIndex;
+  std::vector<Desc> descs;
+  std::vector<int> operands;
+  std::vector<Call> calls;
+  std::vector<std::string> kernels, attrRows;
+  std::map<std::string, int> kernelIndex;
+  std::string constants;
+  int numConstants = 0;
+  double flops = 0;
+};
+
+int Emitter::descOf(Value v) {
+  auto it = descIndex.find(v);
+  if (it != descIndex.end())
+    return it->second;
+  auto type = cast<MemRefType>(v.getType());
+  Value base = v;
+  if (auto view = v.getDefiningOp<hs::ViewOp>())
+    base = view.getSource();
+  Desc d = bases.lookup(base);
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+  hs::stridesOf(type, strides, offset);
+  d.byteOffset += offset * elemBytes(type.getElementType());
+  d.shape.assign(type.getShape().begin(), type.getShape().end());
+  d.strides = strides;
+  d.dtype = dtypeOf(type.getElementType()).first;
+  descs.push_back(d);
+  return descIndex[v] = static_cast<int>(descs.size()) - 1;
+}
+
+int Emitter::attrsOf(hs::CallOp call) {
+  DictionaryAttr a = call.getAttrs();
+  StringRef k = call.getKernel();
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  auto i64 = [&](const char *name) {
+    if (auto x = a.getAs<IntegerAttr>(name))
+      ints.push_back(x.getInt());
+  };
+  auto f64 = [&](const char *name) {
+    if (auto x = a.getAs<FloatAttr>(name))
+      floats.push_back(x.getValueAsDouble());
+  };
+  auto array = [&](const char *name) {
+    if (auto x = a.getAs<DenseI64ArrayAttr>(name))
+      ints.insert(ints.end(), x.asArrayRef().begin(), x.asArrayRef().end());
+  };
+  if (k == "gelu" || k == "gelu_grad") {
+    auto s = a.getAs<StringAttr>("approximate");
+    ints.push_back(!s || s.getValue() == "tanh" ? 1 : 0);
+  } else if (k == "reduce_sum" || k == "reduce_mean") {
+    array("axes");
+  } else if (k == "layer_norm" || k == "layer_norm_grad") {
+    i64("axis");
+    f64("epsilon");
+  } else if (k == "attention" || k == "attention_grad") {
+    i64("num_heads");
+    f64("scale");
+  } else if (k == "random_uniform") {
+    i64("op_id");
+    f64("low");
+    f64("high");
+  } else if (k == "slice_grad") {
+    array("starts");
+    array("steps");
+  } else if (k == "adamw") {
+    for (const char *n : {"lr", "beta1", "beta2", "eps", "weight_decay"})
+      f64(n);
+  } else if (k == "sgd") {
+    f64("lr");
+    f64("weight_decay");
+  } else {
+    i64("axis");  // softmax(_grad), concat, gather, scatter_add
+  }
+  std::string row = "{{";
+  for (int64_t x : ints)
+    row += std::to_string(x) + ", ";
+  row += "}, " + std::to_string(ints.size()) + ", {";
+  for (double x : floats)
+    row += llvm::formatv("{0:e17}, ", x).str();
+  row += "}, " + std::to_string(floats.size()) + "}";
+  attrRows.push_back(row);
+  return static_cast<int>(attrRows.size()) - 1;
+}
+
+void Emitter::constantData(hs::ConstantOp c) {
+  auto dense = cast<DenseElementsAttr>(c.getValue());
+  Type elem = dense.getElementType();
+  std::string name = "kConst" + std::to_string(numConstants);
+  std::string values;
+  int64_t n = cast<MemRefType>(c.getType()).getNumElements();
+  auto append = [&](const std::string &s) { values += s + ","; };
+  if (isa<FloatType>(elem)) {
+    auto all = llvm::to_vector(dense.getValues<APFloat>());
+    for (int64_t i = 0; i < n; ++i)
+      append(llvm::formatv("{0:e9}f", all[dense.isSplat() ? 0 : i].convertToDouble()).str());
+  } else if (elem.isInteger(1)) {
+    auto all = llvm::to_vector(dense.getValues<bool>());
+    for (int64_t i = 0; i < n; ++i)
+      append(all[dense.isSplat() ? 0 : i] ? "1" : "0");
+  } else {
+    auto all = llvm::to_vector(dense.getValues<APInt>());
+    for (int64_t i = 0; i < n; ++i)
+      append(std::to_string(all[dense.isSplat() ? 0 : i].getSExtValue()) + "LL");
+  }
+  const char *ctype = isa<FloatType>(elem) ? (elem.isF64() ? "double" : "float")
+                      : elem.isInteger(1)  ? "uint8_t"
+                      : elem.isInteger(32) ? "int32_t"
+                                           : "int64_t";
+  constants += llvm::formatv("alignas(64) const {0} {1}[] = {{{2}};\n", ctype,
+                             name, values)
+                   .str();
+  ++numConstants;
+}
+
+double Emitter::flopsOf(hs::CallOp call) {
+  auto shape = [&](Value v) { return cast<MemRefType>(v.getType()).getShape(); };
+  auto numel = [&](Value v) {
+    return static_cast<double>(cast<MemRefType>(v.getType()).getNumElements());
+  };
+  StringRef k = call.getKernel();
+  if (k == "linear" || k == "linear_grad_input")
+    return 2 * numel(call.getOuts()[0]) * shape(call.getIns()[1]).back() *
+           (k == "linear" ? 1 : 1);
+  if (k == "linear_grad_weight")
+    return 2 * numel(call.getIns()[0]) * shape(call.getIns()[1]).back();
+  if (k == "matmul")
+    return 2 * numel(call.getOuts()[0]) *
+           shape(call.getIns()[0]).back();
+  if (k == "attention" || k == "attention_grad") {
+    auto s = shape(call.getIns()[k == "attention" ? 0 : 1]);
+    double base = 4.0 * s[0] * s[1] * s[1] * (s[2] / 3);  // QKᵀ and PV
+    return k == "attention" ? base : 2.5 * base;
+  }
+  return 0;
+}
+
+bool Emitter::run(std::string &cpp, std::string &description,
+                  std::string &error) {
+  auto arenaBytes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes");
+  if (!arenaBytes) {
+    error = "the schedule has no buffer plan (hc-plan-buffers did not run)";
+    return false;
+  }
+  llvm::json::Array inputs, params, state, gradients, buckets;
+  std::map<int64_t, llvm::json::Object> inputByIndex;
+  std::string named;
+  int lossDesc = -1;
+  std::set<std::string> trainable;
+  for (Operation &op : f.getBody().front()) {
+    if (auto buf = dyn_cast<hs::BufferOp>(op)) {
+      Desc d;
+      d.arena = arenaCode(buf.getArena());
+      d.byteOffset = buf.getOffset() ? static_cast<int64_t>(*buf.getOffset()) : 0;
+      bases[buf] = d;
+      if (auto name = buf.getName()) {
+        auto t = buf.getType();
+        llvm::json::Array shape(t.getShape());
+        named += llvm::formatv("  {{\"{0}\", {1}, {2}, {3}},\n", *name, d.arena,
+                               d.byteOffset, hs::byteSize(t))
+                     .str();
+        StringRef n = *name;
+        if (buf.getArena() == "param")
+          params.push_back(llvm::json::Object{{"name", n}, {"shape", std::move(shape)}});
+        else if (buf.getArena() == "grad") {
+          gradients.push_back(n.drop_front(5));
+          trainable.insert(n.drop_front(5).str());
+        } else
+          state.push_back(llvm::json::Object{
+              {"name", n}, {"dtype", dtypeOf(t.getElementType()).second},
+              {"shape", std::move(shape)}});
+      }
+    } else if (auto in = dyn_cast<hs::InputOp>(op)) {
+      Desc d;
+      d.arena = kInput;
+      d.base = static_cast<int>(in.getIndex());
+      bases[in] = d;
+      auto t = in.getType();
+      inputByIndex[in.getIndex()] = llvm::json::Object{
+          {"name", in.getName()}, {"dtype", dtypeOf(t.getElementType()).second},
+          {"shape", llvm::json::Array(t.getShape())}};
+    } else if (auto c = dyn_cast<hs::ConstantOp>(op)) {
+      Desc d;
+      d.arena = kConst;
+      d.base = numConstants;
+      bases[c] = d;
+      constantData(c);
+    } else if (auto call = dyn_cast<hs::CallOp>(op)) {
+      std::string k = call.getKernel().str();
+      if (!kernelIndex.count(k)) {
+        kernelIndex[k] = static_cast<int>(kernels.size());
+        kernels.push_back(k);
+      }
+      Call c{0, kernelIndex[k], static_cast<int>(operands.size())};
+      // Optional operands keep their slot (NULL data) where segments say so.
+      auto segments = call.getAttrs().getAs<DenseI32ArrayAttr>("operandSegmentSizes");
+      unsigned next = 0;
+      if (segments) {
+        for (int32_t present : segments.asArrayRef()) {
+          operands.push_back(present ? descOf(call.getIns()[next++]) : -1);
+          ++c.nin;
+        }
+      } else {
+        for (Value v : call.getIns()) {
+          operands.push_back(descOf(v));
+          ++c.nin;
+        }
+      }
+      for (Value v : call.getOuts()) {
+        operands.push_back(descOf(v));
+        ++c.nout;
+      }
+      c.attrs = attrsOf(call);
+      calls.push_back(c);
+      flops += flopsOf(call);
+    } else if (auto ar = dyn_cast<hs::AllReduceStartOp>(op)) {
+      Call c{1, -1, static_cast<int>(operands.size()), 1, 0, -1};
+      operands.push_back(descOf(ar.getBucket()));
+      calls.push_back(c);
+      auto t = ar.getBucket().getType();
+      buckets.push_back(llvm::json::Object{
+          {"offset", descs[operands.back()].byteOffset},
+          {"bytes", hs::byteSize(t)}});
+    } else if (isa<hs::WaitOp>(op)) {
+      calls.push_back(Call{2});
+    } else if (auto loss = dyn_cast<hs::LossOp>(op)) {
+      lossDesc = descOf(loss.getValue());
+    }
+  }
+  if (lossDesc < 0) {
+    error = "the schedule marks no loss";
+    return false;
+  }
+  int64_t batch = info.batchPerRank;
+  for (auto &[i, obj] : inputByIndex) {
+    auto *shape = obj.getArray("shape");
+    if (batch == 0 && shape && !shape->empty())
+      batch = *(*shape)[0].getAsInteger();
+    inputs.push_back(std::move(obj));
+  }
+  llvm::json::Array frozen;
+  for (llvm::json::Value &p : params) {
+    auto *o = p.getAsObject();
+    bool t = trainable.count(o->getString("name")->str()) > 0;
+    o->insert({"trainable", t});
+    if (!t)
+      frozen.push_back(*o->getString("name"));
+  }
+  llvm::json::Object arenas;
+  for (NamedAttribute a : arenaBytes)
+    arenas[a.getName().str()] = cast<IntegerAttr>(a.getValue()).getInt();
+  auto parse = [](const std::string &s) {
+    auto v = llvm::json::parse(s.empty() ? "{}" : s);
+    if (!v) {
+      llvm::consumeError(v.takeError());
+      return llvm::json::Value(llvm::json::Object{});
+    }
+    return *v;
+  };
+  llvm::json::Object desc{
+      {"abi_version", 1},
+      {"model", info.model},
+      {"batch_per_rank", batch},
+      {"inputs", std::move(inputs)},
+      {"parameters", std::move(params)},
+      {"frozen", std::move(frozen)},
+      {"state", std::move(state)},
+      {"gradients", std::move(gradients)},
+      {"optimizer", parse(info.optimizerJson)},
+      {"flops_per_step", flops},
+      {"memory_plan",
+       llvm::json::Object{{"tiers", llvm::json::Array{llvm::json::Object{
+                                        {"name", "dram"},
+                                        {"arena_bytes", std::move(arenas)}}}}}},
+      {"buckets", std::move(buckets)},
+      {"init_file", info.initFile},
+      {"dit_config", parse(info.ditConfigJson)}};
+  description = llvm::formatv("{0:2}", llvm::json::Value(std::move(desc))).str();
+
+  // ---- the C++ translation unit ----
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "// Generated by hc-compile from " << info.model
+     << ". Do not edit: regenerate.\n"
+     << "#include \"hc/runtime/graph_ops.h\"\n#include \"hc/runtime/step_abi.h\"\n"
+     << "#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <new>\n"
+     << "#include <vector>\n\nnamespace {\n\n"
+     << "const char kDescription[] = R\"hcjson(" << description << ")hcjson\";\n\n"
+     << "struct Desc { int32_t arena, base, dtype, rank; int64_t byte_offset; "
+        "int64_t shape[HCRT_MAX_RANK], strides[HCRT_MAX_RANK]; };\n"
+     << "struct Call { int32_t kind, kernel, first, nin, nout, attrs; };\n"
+     << "struct Named { const char *name; int32_t arena; int64_t byte_offset, bytes; };\n"
+     << "typedef void (*Kernel)(const hcrt_tensor *, int32_t, hcrt_tensor *, int32_t, "
+        "const hcrt_attrs *, hc_threads);\n\n"
+     << "const int64_t kArenaBytes[6] = {";
+  for (const char *a : kArenaNames) {
+    auto v = arenaBytes.getAs<IntegerAttr>(a);
+    os << (v ? v.getInt() : 0) << ", ";
+  }
+  os << "};\n\n" << constants << "const void *const kConstants[] = {";
+  for (int i = 0; i < numConstants; ++i)
+    os << "kConst" << i << ", ";
+  os << (numConstants ? "" : "nullptr") << "};\n\nconst Kernel kKernels[] = {";
+  for (const std::string &k : kernels)
+    os << "hcrt_op_" << k << ", ";
+  os << "};\n\nconst Desc kDescs[] = {\n";
+  for (const Desc &d : descs) {
+    os << "  {" << d.arena << ", " << d.base << ", " << d.dtype << ", "
+       << d.shape.size() << ", " << d.byteOffset << ", {";
+    for (int64_t x : d.shape)
+      os << x << ",";
+    os << "}, {";
+    for (int64_t x : d.strides)
+      os << x << ",";
+    os << "}},\n";
+  }
+  os << "};\n\nconst int32_t kOperands[] = {";
+  for (int x : operands)
+    os << x << ",";
+  os << "};\n\nconst hcrt_attrs kAttrs[] = {\n";
+  for (const std::string &r : attrRows)
+    os << "  " << r << ",\n";
+  os << (attrRows.empty() ? "  {}\n" : "") << "};\n\nconst Call kCalls[] = {\n";
+  for (const Call &c : calls)
+    os << "  {" << c.kind << ", " << c.kernel << ", " << c.first << ", " << c.nin
+       << ", " << c.nout << ", " << c.attrs << "},\n";
+  os << "};\n\nconst Named kNamed[] = {\n" << named << "};\n\n"
+     << "constexpr int32_t kLossDesc = " << lossDesc << ";\n\n";
+  os << R"cpp(} // namespace
+
+struct hc_step {
+  hc_step_env env;
+  char *arena[6] = {};
+  std::vector<hcrt_tensor> tensors;  // kDescs resolved to addresses
+};
+
+namespace {
+
+hc_step *create(const hc_step_env *env, char *error, size_t size) {
+  hc_step *s = new (std::nothrow) hc_step();
+  if (!s) {
+    std::snprintf(error, size, "out of memory creating the step context");
+    return nullptr;
+  }
+  s->env = *env;
+  for (int a = 0; a < 6; ++a) {
+    size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127) / 64 * 64;
+    s->arena[a] = static_cast<char *>(std::aligned_alloc(64, bytes));
+    if (!s->arena[a]) {
+      std::snprintf(error, size, "cannot allocate %zu bytes for arena %d", bytes, a);
+      for (int b = 0; b < a; ++b)
+        std::free(s->arena[b]);
+      delete s;
+      return nullptr;
+    }
+    std::memset(s->arena[a], 0, bytes);
+  }
+  s->tensors.resize(sizeof(kDescs) / sizeof(kDescs[0]));
+  for (size_t i = 0; i < s->tensors.size(); ++i) {
+    const Desc &d = kDescs[i];
+    hcrt_tensor &t = s->tensors[i];
+    t.dtype = d.dtype;
+    t.rank = d.rank;
+    for (int k = 0; k < d.rank; ++k) {
+      t.shape[k] = d.shape[k];
+      t.strides[k] = d.strides[k];
+    }
+    if (d.arena < 6)
+      t.data = s->arena[d.arena] + d.byte_offset;
+    else if (d.arena == 7)
+      t.data = const_cast<char *>(static_cast<const char *>(kConstants[d.base])) + d.byte_offset;
+    else
+      t.data = nullptr;  // an input: bound at each step
+  }
+  return s;
+}
+
+void destroy(hc_step *s) {
+  if (!s)
+    return;
+  for (char *a : s->arena)
+    std::free(a);
+  delete s;
+}
+
+const Named *lookup(const char *name) {
+  for (const Named &n : kNamed)
+    if (std::strcmp(n.name, name) == 0)
+      return &n;
+  return nullptr;
+}
+
+int setTensor(hc_step *s, const char *name, const void *data, size_t bytes) {
+  const Named *n = lookup(name);
+  if (!n || static_cast<size_t>(n->bytes) != bytes)
+    return -1;
+  std::memcpy(s->arena[n->arena] + n->byte_offset, data, bytes);
+  return 0;
+}
+
+int getTensor(const hc_step *s, const char *name, void *data, size_t bytes) {
+  const Named *n = lookup(name);
+  if (!n || static_cast<size_t>(n->bytes) != bytes)
+    return -1;
+  std::memcpy(data, s->arena[n->arena] + n->byte_offset, bytes);
+  return 0;
+}
+
+int64_t numElements(const hcrt_tensor &t) {
+  int64_t n = 1;
+  for (int k = 0; k < t.rank; ++k)
+    n *= t.shape[k];
+  return n;
+}
+
+int step(hc_step *s, const void *const *inputs, double *loss) {
+  for (size_t i = 0; i < s->tensors.size(); ++i)
+    if (kDescs[i].arena == 6)
+      s->tensors[i].data =
+          const_cast<char *>(static_cast<const char *>(inputs[kDescs[i].base])) +
+          kDescs[i].byte_offset;
+  hcrt_tensor args[64];
+  const hcrt_tensor absent = {};
+  float scale = 1.0f / static_cast<float>(s->env.world_size);
+  for (const Call &c : kCalls) {
+    if (c.kind == 0) {
+      int32_t n = c.nin + c.nout;
+      for (int32_t k = 0; k < n; ++k) {
+        int32_t d = kOperands[c.first + k];
+        args[k] = d < 0 ? absent : s->tensors[d];
+      }
+      kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &kAttrs[c.attrs],
+                         hc_threads{0, 0});
+    } else if (c.kind == 1 && s->env.world_size > 1) {
+      const hcrt_tensor &b = s->tensors[kOperands[c.first]];
+      float *data = static_cast<float *>(b.data);
+      int64_t n = numElements(b);
+      if (!s->env.allreduce_sum_f32 ||
+          s->env.allreduce_sum_f32(s->env.comm, data, static_cast<size_t>(n)) != 0)
+        return -1;
+      for (int64_t i = 0; i < n; ++i)
+        data[i] *= scale;
+    }
+  }
+  float l = *static_cast<const float *>(s->tensors[kLossDesc].data);
+  if (s->env.world_size > 1) {
+    if (!s->env.allreduce_sum_f32 || s->env.allreduce_sum_f32(s->env.comm, &l, 1) != 0)
+      return -1;
+    l *= scale;
+  }
+  *loss = l;
+  return 0;
+}
+
+const hc_step_api kApi = {HC_STEP_ABI_VERSION, kDescription, create, destroy,
+                          setTensor, getTensor, step};
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) const hc_step_api *
+hc_step_get_api(void) {
+  return &kApi;
+}
+)cpp";
+  os.flush();
+  cpp = std::move(s);
+  return true;
+}
+
+} // namespace
+
+bool emitStepCpp(ModuleOp schedule, const EmitInfo &info, std::string &cpp,
+                 std::string &description, std::string &error) {
+  func::FuncOp step = schedule.lookupSymbol<func::FuncOp>("step");
+  if (!step) {
+    error = "no schedule-level @step function";
+    return false;
+  }
+  return Emitter(step, info).run(cpp, description, error);
+}
+
+bool compileStepLibrary(const std::string &cppPath, const std::string &soPath,
+                        const std::string &target, std::string &error) {
+  const char *cxx = std::getenv("HC_CXX");
+  std::string tmp = soPath + ".tmp";
+  std::string log = cppPath + ".log";
+  std::string cmd = std::string(cxx ? cxx : "c++") +
+                    " -std=c++17 -O2 -shared -fPIC -fvisibility=hidden -march=" +
+                    target + " -I" HC_RUNTIME_INCLUDE_DIR " '" + cppPath +
+                    "' -o '" + tmp + "' -L" HC_RUNTIME_LIB_DIR
+                    " -lhcrt -Wl,-rpath," HC_RUNTIME_LIB_DIR " > '" + log +
+                    "' 2>&1";
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) {
+    std::remove(tmp.c_str());
+    error = "internal error: the generated C++ failed to compile (an hc bug); "
+            "source kept at " + cppPath + ", compiler output in " + log;
+    return false;
+  }
+  std::remove(log.c_str());
+  if (std::rename(tmp.c_str(), soPath.c_str()) != 0) {
+    error = soPath + ": cannot write";
+    return false;
+  }
+  return true;
+}
+
+} // namespace hc
