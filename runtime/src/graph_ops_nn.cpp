@@ -1,9 +1,10 @@
 // Graph-op entry points (graph_ops.h), part 2: the ops that sit on the
 // HCOps kernels of kernels.h (GEMM, flash attention, layer norm, GELU, SiLU,
-// softmax, MSE, AdamW, SGD) plus adaLN modulate. A strided input the kernel
-// cannot address is packed into a contiguous temporary (or copied into the
-// output when the kernel may run in place); shapes the kernels do not cover
-// (softmax over a non-last axis, exact-erf GELU) run generic double loops.
+// softmax, MSE, SGD), plus adaLN modulate and AdamW (own loop, see there).
+// A strided input a kernel cannot address is packed into a contiguous
+// temporary (or copied into the output when the kernel may run in place);
+// cases the kernels do not cover (softmax over a non-last axis, exact-erf
+// GELU, non-f32 data) run generic double loops.
 #include "graph_ops_util.h"
 
 #include <vector>
@@ -751,16 +752,40 @@ static float *inPlaceState(const hcrt_tensor &in, hcrt_tensor &out,
   return static_cast<float *>(out.data);
 }
 
+// torch.optim.AdamW in float32 with the hyperparameters' derived scalars
+// (1 - beta, bias corrections, lr / bc1) formed in double first, as torch
+// forms them from Python floats. Not hc_adamw: its float beta2 makes
+// 1 - beta2 = 1 - 0.999f off by 1.3e-5 relative, far from torch's update.
+static void adamwChunk(int64_t n, float *p, const float *g, float *m, float *v,
+                       float decay, float b1, float omb1, float b2, float omb2,
+                       float stepSize, float bc2sqrt, float eps) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float pi = p[i] * decay;
+    const float mi = m[i] * b1 + omb1 * gi;
+    const float vi = v[i] * b2 + omb2 * (gi * gi);
+    const float denom = std::sqrt(vi) / bc2sqrt + eps;
+    p[i] = pi - stepSize * (mi / denom);
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
 HCRT_OP_DEF(adamw) {
   const int32_t n = (nin - 1) / 4;
   if (nout < 3 * n)
     return;
-  const float lr = static_cast<float>(attrFloat(attrs, 0, 1e-3));
-  const float b1 = static_cast<float>(attrFloat(attrs, 1, 0.9));
-  const float b2 = static_cast<float>(attrFloat(attrs, 2, 0.999));
-  const float eps = static_cast<float>(attrFloat(attrs, 3, 1e-8));
-  const float wd = static_cast<float>(attrFloat(attrs, 4, 1e-2));
-  const int64_t step = loadI(ins[0].data, ins[0].dtype, 0) + 1;
+  const double lr = attrFloat(attrs, 0, 1e-3), b1 = attrFloat(attrs, 1, 0.9),
+               b2 = attrFloat(attrs, 2, 0.999), eps = attrFloat(attrs, 3, 1e-8),
+               wd = attrFloat(attrs, 4, 1e-2);
+  const double t = static_cast<double>(loadI(ins[0].data, ins[0].dtype, 0) + 1);
+  const double bc1 = 1.0 - std::pow(b1, t), bc2 = 1.0 - std::pow(b2, t);
+  const float decay = static_cast<float>(1.0 - lr * wd);
+  const float fb1 = static_cast<float>(b1), omb1 = static_cast<float>(1.0 - b1);
+  const float fb2 = static_cast<float>(b2), omb2 = static_cast<float>(1.0 - b2);
+  const float stepSize = static_cast<float>(lr / bc1);
+  const float bc2sqrt = static_cast<float>(std::sqrt(bc2));
+  const float feps = static_cast<float>(eps);
   for (int32_t i = 0; i < n; ++i) {
     const hcrt_tensor &p = ins[1 + i], &g = ins[1 + n + i],
                       &m = ins[1 + 2 * n + i], &v = ins[1 + 3 * n + i];
@@ -769,7 +794,10 @@ HCRT_OP_DEF(adamw) {
     float *ov = inPlaceState(v, outs[2 * n + i], threads);
     Buf<float> bg;
     const float *pg = contiguousF32(g, bg, threads);
-    hc_adamw(numel(p), op, pg, om, ov, lr, b1, b2, eps, wd, step, threads);
+    parFor(threads, numel(p), 64, 2.0, [&](int64_t b, int64_t e) {
+      adamwChunk(e - b, op + b, pg + b, om + b, ov + b, decay, fb1, omb1, fb2,
+                 omb2, stepSize, bc2sqrt, feps);
+    });
   }
 }
 
