@@ -388,6 +388,51 @@ std::vector<int64_t> dimOffsets(const hcrt_tensor &t, int from, int to) {
   return r;
 }
 
+// Adjoint of gather: out zero-filled, dy slices added at their indices in
+// index order (deterministic; out-of-range indices are skipped).
+template <class T>
+void scatterAdd(const hcrt_tensor &dy, const std::vector<int64_t> &k, int a,
+                int idxRank, hcrt_tensor &out, hc_threads threads) {
+  const int64_t nI = static_cast<int64_t>(k.size()), dim = out.shape[a];
+  T *o = static_cast<T *>(out.data);
+  const T *g = static_cast<const T *>(dy.data);
+  const int64_t outer = prod(out.shape, 0, a),
+                inner = prod(out.shape, a + 1, out.rank);
+  // dy dims: [0, a) outer, [a, a + idxRank) indices, the rest inner.
+  const int ia = a + idxRank;
+  const std::vector<int64_t> outerOff = dimOffsets(dy, 0, a),
+                             idxOff = dimOffsets(dy, a, ia);
+  int64_t innerN, innerS;
+  std::vector<int64_t> innerOff;
+  if (!foldDims(dy, ia, dy.rank, innerN, innerS))
+    innerOff = dimOffsets(dy, ia, dy.rank);
+  constexpr int64_t CB = 1024;
+  const int64_t nb = (inner + CB - 1) / CB;
+  parFor(threads, outer * nb, 1,
+         static_cast<double>(std::min(inner, CB) * (nI + dim)),
+         [&](int64_t b, int64_t e) {
+           for (int64_t u = b; u < e; ++u) {
+             const int64_t oi = u / nb, c0 = (u % nb) * CB,
+                           c1 = std::min(inner, c0 + CB);
+             for (int64_t r = 0; r < dim; ++r)
+               for (int64_t c = c0; c < c1; ++c)
+                 o[(oi * dim + r) * inner + c] = T(0);
+             for (int64_t j = 0; j < nI; ++j) {
+               if (k[j] < 0)
+                 continue;
+               T *d = o + (oi * dim + k[j]) * inner;
+               const T *s = g + outerOff[oi] + idxOff[j];
+               if (innerOff.empty())
+                 for (int64_t c = c0; c < c1; ++c)
+                   d[c] += s[c * innerS];
+               else
+                 for (int64_t c = c0; c < c1; ++c)
+                   d[c] += s[innerOff[c]];
+             }
+           }
+         });
+}
+
 } // namespace
 } // namespace hc::rt::gop
 
@@ -541,8 +586,6 @@ HCRT_OP_DEF(gather) {
          });
 }
 
-// Adjoint of gather: out zero-filled, dy slices added at their indices in
-// index order (deterministic; out-of-range indices are skipped).
 HCRT_OP_DEF(scatter_add) {
   (void)nin, (void)nout;
   const hcrt_tensor &dy = ins[0], &idx = ins[1];
@@ -551,57 +594,22 @@ HCRT_OP_DEF(scatter_add) {
   if (axis < 0)
     axis += out.rank;
   const int a = static_cast<int>(axis);
-  const int64_t dim = out.shape[a];
-  std::vector<int64_t> k = normalizedIndices(idx, dim);
+  std::vector<int64_t> k = normalizedIndices(idx, out.shape[a]);
   const int64_t nI = static_cast<int64_t>(k.size());
-  const int64_t total = numel(out);
-  if (total <= 0)
+  if (numel(out) <= 0)
     return;
-  if (out.dtype != HCRT_F32)  // float32 only (HC_FloatTensor, f32 data)
-    return;
-  float *o = static_cast<float *>(out.data);
-  const float *g = static_cast<const float *>(dy.data);
   Mat m;
-  if (a == 0 && out.rank == 2 && rowView(dy, idx.rank, m) && m.rows == nI) {
-    hc_embedding_bwd(nI, k.data(), dim, out.shape[1], g, m.rs, o,
-                     out.shape[1], 0, threads);
+  if (out.dtype == HCRT_F32 && a == 0 && out.rank == 2 &&
+      rowView(dy, idx.rank, m) && m.rows == nI) {
+    hc_embedding_bwd(nI, k.data(), out.shape[0], out.shape[1],
+                     static_cast<const float *>(dy.data), m.rs,
+                     static_cast<float *>(out.data), out.shape[1], 0, threads);
     return;
   }
-  const int64_t outer = prod(out.shape, 0, a),
-                inner = prod(out.shape, a + 1, out.rank);
-  // dy dims: [0, a) outer, [a, a + idx.rank) indices, the rest inner.
-  const int ia = a + idx.rank;
-  const std::vector<int64_t> outerOff = dimOffsets(dy, 0, a),
-                             idxOff = dimOffsets(dy, a, ia);
-  int64_t innerN, innerS;
-  std::vector<int64_t> innerOff;
-  if (!foldDims(dy, ia, dy.rank, innerN, innerS))
-    innerOff = dimOffsets(dy, ia, dy.rank);
-  constexpr int64_t CB = 1024;
-  const int64_t nb = (inner + CB - 1) / CB;
-  parFor(threads, outer * nb, 1,
-         static_cast<double>(std::min(inner, CB) * (nI + dim)),
-         [&](int64_t b, int64_t e) {
-           for (int64_t u = b; u < e; ++u) {
-             const int64_t oi = u / nb, c0 = (u % nb) * CB,
-                           c1 = std::min(inner, c0 + CB);
-             for (int64_t r = 0; r < dim; ++r)
-               for (int64_t c = c0; c < c1; ++c)
-                 o[(oi * dim + r) * inner + c] = 0.0f;
-             for (int64_t j = 0; j < nI; ++j) {
-               if (k[j] < 0)
-                 continue;
-               float *d = o + (oi * dim + k[j]) * inner;
-               const float *s = g + outerOff[oi] + idxOff[j];
-               if (innerOff.empty())
-                 for (int64_t c = c0; c < c1; ++c)
-                   d[c] += s[c * innerS];
-               else
-                 for (int64_t c = c0; c < c1; ++c)
-                   d[c] += s[innerOff[c]];
-             }
-           }
-         });
+  if (out.dtype == HCRT_F64)
+    scatterAdd<double>(dy, k, a, idx.rank, out, threads);
+  else
+    scatterAdd<float>(dy, k, a, idx.rank, out, threads);
 }
 
 // out zero-filled, dy written at starts + i * steps.
