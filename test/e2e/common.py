@@ -32,3 +32,22 @@ def torch_reference(model, out_dir, batch=2):
     os.makedirs(out_dir, exist_ok=True)
     run([PY, os.path.join(ROOT, "models/torch_reference.py"), model,
          "--batch", str(batch), "--out", out_dir])
+
+
+def read_safetensors(path):
+    """name -> float64 array, without the safetensors package (not in Debian)."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = {"F32": np.float32, "F64": np.float64, "I64": np.int64}[info["dtype"]]
+        a, b = info["data_offsets"]
+        out[name] = np.frombuffer(blob[8 + n + a:8 + n + b], dtype=dtype).reshape(
+            info["shape"]).astype(np.float64)
+    return out

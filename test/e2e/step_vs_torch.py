@@ -1,0 +1,121 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""The compiled step library (hc-compile -> dit_step.so, run by hc-run) against
+PyTorch float32 on the same module, weights and inputs: loss, every gradient
+of the first step, and the parameter change after 3 steps. With --ranks 2,
+also `mpirun -np 2` at per-rank batch B against -np 1 at batch 2B on the same
+global inputs.
+
+Entries whose true gradient is zero (the attention key bias: softmax is
+shift-invariant, so its gradient is float32 round-off, ~1e-12 of the
+tensor's largest) are left out of the AdamW parameter-change comparison:
+AdamW's m/sqrt(v) turns round-off of either side into a full-size step of
+random sign. The float64 test (train_vs_torch.py) checks them exactly."""
+import argparse
+import os
+import shutil
+import sys
+
+import numpy as np
+
+from common import PY, ROOT, export, read_safetensors, rel, run
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+
+
+def compile_step(hc_bin, model, so, batch, hyper):
+    run([os.path.join(hc_bin, "hc-compile"), model, "--batch", str(batch), "-o", so] + hyper)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--optimizer", default="adamw")
+    ap.add_argument("--ranks", type=int, default=1)
+    ap.add_argument("export_args", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    w = lambda *p: os.path.join(a.work, *p)
+    steps, batch = 3, 2
+    export(w("model.onnx"), [x for x in a.export_args if x != "--"], batch=batch)
+    hyper = ["--optimizer", a.optimizer, "--lr", "1e-3", "--weight-decay", "0.01"]
+    errors = []
+    hc_run = os.path.join(a.bin, "hc-run")
+    if a.ranks == 1:
+        run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
+             "--batch", str(batch), "--out", w("ref"), "--train-steps", str(steps),
+             "--dtype", "float32"] + hyper)
+        compile_step(a.bin, w("model.onnx"), w("step.so"), batch, hyper)
+        out = run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", "1",
+                   "--save-grads", w("g1.safetensors")])
+        out = run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", str(steps),
+                   "--save-params", w("p.safetensors")])
+        losses = [float(l.split()[1]) for l in out.splitlines() if l.startswith("loss ")]
+        e = rel(losses, np.load(w("ref", "train_loss.npy")))
+        print("loss (%d steps) rel err %.3e" % (steps, e))
+        if e > 1e-5:
+            errors.append("loss %.3e" % e)
+        grads = read_safetensors(w("g1.safetensors"))
+        worst_g = 0.0
+        for f in sorted(os.listdir(w("ref", "grads"))):
+            name = f[:-4]
+            want = np.load(w("ref", "grads", f))
+            if name not in grads:
+                errors.append("no gradient for %s" % name)
+                continue
+            e = rel(grads[name], want)
+            worst_g = max(worst_g, e)
+            if e > 1e-4:
+                errors.append("grad %s %.3e" % (name, e))
+        params = read_safetensors(w("p.safetensors"))
+        worst_p, masked = 0.0, 0
+        for f in sorted(os.listdir(w("ref", "params_after"))):
+            name = f[:-4]
+            before = np.load(w("ref", "params_before", f))
+            want = np.load(w("ref", "params_after", f)) - before
+            got = params[name] - before
+            gfile = w("ref", "grads", f)
+            g = np.abs(np.load(gfile)) if os.path.exists(gfile) else None
+            if a.optimizer == "adamw" and g is not None and g.max() > 0:
+                keep = g > 1e-6 * g.max()
+                masked += int((~keep).sum())
+                want, got = want[keep], got[keep]
+            if np.linalg.norm(want) == 0:
+                if np.any(got != 0):
+                    errors.append("frozen %s moved" % name)
+                continue
+            e = rel(got, want)
+            worst_p = max(worst_p, e)
+            if e > 1e-4:
+                errors.append("delta %s %.3e" % (name, e))
+        print("%d gradients: worst rel err %.3e; %d-step parameter change: worst "
+              "rel err %.3e (%d round-off-gradient entries left out)"
+              % (len(grads), worst_g, steps, worst_p, masked))
+    else:
+        # Global inputs for 2B samples; -np 2 at batch B vs -np 1 at batch 2B.
+        run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
+             "--batch", str(2 * batch), "--out", w("in")])
+        compile_step(a.bin, w("model.onnx"), w("b1.so"), batch, hyper)
+        compile_step(a.bin, w("model.onnx"), w("b2.so"), 2 * batch, hyper)
+        one = run([hc_run, w("b2.so"), "--inputs", w("in"), "--steps", str(steps),
+                   "--save-params", w("p1.safetensors")])
+        two = run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"),
+                            "--steps", str(steps), "--save-params", w("p2.safetensors")])
+        l1 = [float(l.split()[1]) for l in one.splitlines() if l.startswith("loss ")]
+        l2 = [float(l.split()[1]) for l in two.splitlines() if l.startswith("loss ")]
+        print("losses -np 1:", l1, " -np 2:", l2)
+        p1, p2 = read_safetensors(w("p1.safetensors")), read_safetensors(w("p2.safetensors"))
+        worst = max(rel(p2[k], p1[k]) if np.linalg.norm(p1[k]) else 0 for k in p1)
+        print("parameters after %d steps, -np 2 vs -np 1: worst rel err %.3e" % (steps, worst))
+        if len(l1) != steps or rel(l2, l1) > 1e-5:
+            errors.append("losses differ")
+        if worst > 1e-5:
+            errors.append("parameters differ %.3e" % worst)
+    shutil.rmtree(a.work, ignore_errors=True)
+    if errors:
+        sys.exit("FAILED: " + "; ".join(errors[:10]))
+
+
+if __name__ == "__main__":
+    main()
