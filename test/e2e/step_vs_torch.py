@@ -90,7 +90,7 @@ def main():
             if e > 1e-4:
                 errors.append("delta %s %.3e" % (name, e))
         print("%d gradients: worst rel err %.3e; %d-step parameter change: worst "
-              "rel err %.3e (%d round-off-gradient entries left out)"
+              "rel err %.3e (%d zero or round-off gradient entries left out)"
               % (len(grads), worst_g, steps, worst_p, masked))
     else:
         # Global inputs for 2B samples; -np 2 at batch B vs -np 1 at batch 2B.
