@@ -809,7 +809,8 @@ TEST(GraphOps, Attention) {
         TT qkv = make({B, N, 3 * D}, l, seed++, -2, 2);
         TT o = output({B, N, D});
         run(hcrt_op_attention, {&qkv}, {&o}, attrs({H}, {scale}), th);
-        TT dout = make({B, N, D}, l == kContig ? kStrided : kContig, seed++);
+        const Layout ldo[] = {kStrided, kPadded, kPadded, kContig, kBroadcast};  // by l
+        TT dout = make({B, N, D}, ldo[l], seed++);
         TT g = output({B, N, 3 * D});
         run(hcrt_op_attention_grad, {&dout, &qkv}, {&g}, attrs({H}, {scale}), th);
         auto at = [&](int64_t b, int64_t n, int64_t which, int64_t h, int64_t d) {
