@@ -61,6 +61,7 @@ HCRT_OP(sigmoid); HCRT_OP(sin); HCRT_OP(cos); HCRT_OP(erf);
 HCRT_OP(reciprocal); HCRT_OP(silu);
 HCRT_OP(gelu);                      // ints[0]: 1 tanh approximation, 0 erf
 HCRT_OP(cast);                      // any dtype -> any dtype; to int truncates
+                                    // (saturating, NaN -> 0); to i1 is != 0
 HCRT_OP(copy);                      // strided view -> contiguous, same dtype
 // Reductions: ints[0..num_ints) = reduced axes of ins[0] (sorted); the
 // output holds the kept dims in order (with or without size-1 dims).
@@ -74,6 +75,7 @@ HCRT_OP(matmul);                    // NumPy matmul, batch dims broadcast
 HCRT_OP(attention);                 // ins: qkv [B,N,3D]; ints[0] heads; floats[0] scale
 HCRT_OP(concat);                    // ints[0]: axis; nin inputs
 HCRT_OP(gather);                    // ins: data, indices (i64/i32); ints[0] axis
+                                    // (negative indices wrap; out of range -> 0)
 HCRT_OP(mse_loss);                  // ins: prediction, target; out: 0-d
 // random_uniform: ins: seed, step, sample_offset (0-d i64); ints[0] op_id;
 // floats[0] low, floats[1] high. Element i of sample b (row-major within
@@ -98,7 +100,8 @@ HCRT_OP(slice_grad);                // ins: dy; ints[0..rank) starts, ints[rank.
 // Optimizers, in place: outs[i] may alias ins[...] (same data pointer).
 // adamw: ins: step (0-d i64, completed steps), N params, N grads, N m, N v;
 // outs: N params, N m, N v; floats: lr, beta1, beta2, eps, weight_decay.
-// Exactly torch.optim.AdamW with t = step + 1.
+// Exactly torch.optim.AdamW with t = step + 1 (float32 arithmetic, the
+// scalars 1 - beta, lr / (1 - beta1^t), sqrt(1 - beta2^t) formed in double).
 HCRT_OP(adamw);
 // sgd: ins: N params, N grads; outs: N params; floats: lr, weight_decay.
 // p <- p - lr * (g + wd * p).
