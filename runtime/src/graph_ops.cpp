@@ -16,6 +16,46 @@
 
 namespace hc::rt::gop {
 
+namespace {
+// dst <- src where src moves by 1 along dim `j` of L and dst by 1 along the
+// innermost dim (a transpose of those two): 32 x 32 tiles, so that both
+// sides stream through whole cache lines. L: operand 0 dst, 1 src.
+template <class E>
+void copyTransposed(const Loop &L, int j, char *dst, const char *src,
+                    hc_threads t) {
+  constexpr int64_t TB = 32;
+  const int r = L.rank;
+  const int64_t A = L.shape[j], B = L.shape[r - 1];
+  const int64_t da = L.st[0][j], sb = L.st[1][r - 1];
+  const int64_t outer = L.total / (A * B), na = (A + TB - 1) / TB;
+  E *d0 = reinterpret_cast<E *>(dst);
+  const E *s0 = reinterpret_cast<const E *>(src);
+  parFor(t, outer * na, 1, static_cast<double>(TB * B), [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      int64_t o = u / na, a0 = (u % na) * TB, a1 = std::min(A, a0 + TB);
+      int64_t od = 0, os = 0;
+      for (int k = r - 2; k >= 0; --k) {  // the other dims, row-major
+        if (k == j)
+          continue;
+        const int64_t c = o % L.shape[k];
+        o /= L.shape[k];
+        od += c * L.st[0][k];
+        os += c * L.st[1][k];
+      }
+      for (int64_t b0 = 0; b0 < B; b0 += TB) {
+        const int64_t b1 = std::min(B, b0 + TB);
+        for (int64_t a = a0; a < a1; ++a) {
+          E *dp = d0 + od + a * da;
+          const E *sp = s0 + os + a;
+          for (int64_t i = b0; i < b1; ++i)
+            dp[i] = sp[i * sb];
+        }
+      }
+    }
+  });
+}
+} // namespace
+
 void copyStrided(int rank, const int64_t *shape, void *dst,
                  const int64_t *dstSt, const void *src, const int64_t *srcSt,
                  int esz, hc_threads t) {
@@ -26,6 +66,20 @@ void copyStrided(int rank, const int64_t *shape, void *dst,
   char *d = static_cast<char *>(dst);
   const char *s = static_cast<const char *>(src);
   const int64_t sd = L.st[0][L.rank - 1], ss = L.st[1][L.rank - 1];
+  int tj = -1;  // a dim along which src is contiguous (transposing copy)
+  if (sd == 1 && ss != 1 && L.shape[L.rank - 1] >= 8)
+    for (int k = 0; k < L.rank - 1 && tj < 0; ++k)
+      if (L.st[1][k] == 1 && L.shape[k] >= 8)
+        tj = k;
+  if (tj >= 0) {
+    if (esz == 4)
+      copyTransposed<uint32_t>(L, tj, d, s, t);
+    else if (esz == 8)
+      copyTransposed<uint64_t>(L, tj, d, s, t);
+    else
+      copyTransposed<uint8_t>(L, tj, d, s, t);
+    return;
+  }
   parFor(t, L.total, 64, 1.0, [&](int64_t b, int64_t e) {
     loopRange(L, b, e, [&](const int64_t *off, int64_t n) {
       char *dp = d + off[0] * esz;

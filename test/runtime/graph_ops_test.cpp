@@ -449,15 +449,43 @@ TEST(GraphOps, CastAndCopy) {
           c.check(y.out(i), want, 0, i);
         }
       }
-  for (int32_t dt : {HCRT_F32, HCRT_I64, HCRT_I1, HCRT_F64})
-    for (Layout l : kAllLayouts) {
-      TT x = make({2, 3, 1, 5}, l, seed++, -3, 3, dt);
-      TT y = output(x.shape, dt);
-      run(hcrt_op_copy, {&x}, {&y}, attrs(), 1);
-      Checker c{tag("copy", 1, {&x})};
-      for (int64_t i = 0; i < y.n(); ++i)
-        c.check(y.out(i), x.v[i], 0, i);
-    }
+  // Transposed views of >= 8 x 8 take the tiled transposing copy.
+  const Shape copyShapes[] = {{2, 3, 1, 5}, {3, 37, 45}, {8, 8}, {9, 100}, {33, 2, 40}};
+  for (const Shape &s : copyShapes)
+    for (int32_t dt : {HCRT_F32, HCRT_I64, HCRT_I1, HCRT_F64})
+      for (Layout l : kAllLayouts)
+        for (int th : kThreads) {
+          TT x = make(s, l, seed++, -3, 3, dt);
+          TT y = output(x.shape, dt);
+          run(hcrt_op_copy, {&x}, {&y}, attrs(), th);
+          Checker c{tag("copy", th, {&x}) + " dtype=" + std::to_string(dt)};
+          for (int64_t i = 0; i < y.n(); ++i)
+            c.check(y.out(i), x.v[i], 0, i);
+        }
+  // A permutation that moves the contiguous dim to the middle: [a, b, c]
+  // stored as [b, c, a]... viewed with src stride 1 along dim 0.
+  {
+    const Shape s = {40, 3, 50};
+    std::vector<double> v(numelOf(s));
+    std::iota(v.begin(), v.end(), 0.0);
+    TT x = place(s, kContig, HCRT_F32, v);
+    // storage [3, 50, 40]: (i, j, k) at j * 2000 + k * 40 + i
+    TT st = output({3, 50, 40});
+    float *p = reinterpret_cast<float *>(st.mem.data());
+    for (int64_t i = 0; i < 40; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t k = 0; k < 50; ++k)
+          p[j * 2000 + k * 40 + i] = (float)v[(i * 3 + j) * 50 + k];
+    hcrt_tensor view = st.t;
+    view.shape[0] = 40, view.shape[1] = 3, view.shape[2] = 50;
+    view.strides[0] = 1, view.strides[1] = 2000, view.strides[2] = 40;
+    TT y = output(s);
+    hcrt_tensor yt = y.t;
+    hcrt_op_copy(&view, 1, &yt, 1, nullptr, hc_threads{0, 0});
+    Checker c{"copy permuted (1,2000,40)"};
+    for (int64_t i = 0; i < y.n(); ++i)
+      c.check(y.out(i), v[i], 0, i);
+  }
 }
 
 // ------------------------------------------------------------- reductions ----
