@@ -332,7 +332,7 @@ def case_bad_input(env):
         line = expect_exit2(env, args, what, contains=contains)
         check(open(env.path("keep.safetensors"), "rb").read() == keep, "%s: keep.safetensors overwritten" % what)
         seen.append(line)
-    expect_exit2(env, base + ["--inputs", "in"], "np2 batch mismatch", np_=2, contains="2 ranks")
+    expect_exit2(env, base + ["--inputs", "in"], "np2 batch mismatch", np_=2, contains="2 rank(s)")
     check(open(env.path("keep.safetensors"), "rb").read() == keep, "np2: keep.safetensors overwritten")
     print("bad input: %d cases exit 2 with one line, nothing overwritten, e.g.\n  %s"
           % (len(cases) + 1, "\n  ".join(seen[:4])))

@@ -147,6 +147,14 @@ Description parseDescription(const std::string &where, const char *text) {
     d.initFile = r["init_file"].get<std::string>();
   if (r.contains("dit_config") && r["dit_config"].is_object())
     d.ditConfig = r["dit_config"];
+  else if (r.contains("dit_config") && r["dit_config"].is_string()) {
+    // The ONNX metadata (hc.dit_config) copied verbatim as a JSON string.
+    try {
+      d.ditConfig = json::parse(r["dit_config"].get<std::string>());
+    } catch (const json::exception &e) {
+      usageError(where + ": malformed dit_config: " + e.what());
+    }
+  }
   // The graph carries its own random ops (e.g. class dropout): hc-run must
   // not drop labels a second time.
   if (r.contains("random_ops")) {

@@ -31,18 +31,19 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
       const auto &h = arrays[i].header;
       std::string dt = canonicalDtype(h.dtype);
       if (dt != in.dtype)
-        usageError(path + ": dtype " + h.dtype + ", input '" + in.name +
-                   "' of " + lib.path + " is " + in.dtype);
+        usageError(path + ": dtype " + (dt.empty() ? h.dtype : dt) +
+                   ", input '" + in.name + "' of " + lib.path + " is " +
+                   in.dtype);
       std::vector<int64_t> want = in.shape;
       want[0] = R * B;
       if (h.shape.size() != want.size() ||
           !std::equal(want.begin() + 1, want.end(), h.shape.begin() + 1))
         usageError(path + ": shape " + shapeString(h.shape) + ", input '" +
-                   in.name + "' needs " + shapeString(want) + " (global batch " +
-                   std::to_string(R) + " ranks x " + std::to_string(B) + ")");
+                   in.name + "' needs " + shapeString(want) + " (global batch = " +
+                   std::to_string(R) + " rank(s) x " + std::to_string(B) + ")");
       if (h.shape[0] != R * B)
         usageError(path + ": global batch " + std::to_string(h.shape[0]) +
-                   " is not " + std::to_string(R) + " ranks x batch_per_rank " +
+                   " is not " + std::to_string(R) + " rank(s) x batch_per_rank " +
                    std::to_string(B) + " = " + std::to_string(R * B));
       ptrs[i] = arrays[i].data.data() + static_cast<std::size_t>(r) * in.bytes();
     }
