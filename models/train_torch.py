@@ -1,0 +1,220 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""PyTorch reference trainer: the same DiT, data and diffusion as hc-run.
+
+usage: /usr/bin/python3 models/train_torch.py --data DIR --model tiny|demo|DiT-S/2|...
+           [--image-size 32] [--in-channels 1] [--num-classes 10]
+           [--batch 32] [--steps K] [--lr 1e-4] [--seed S] [--log-every N]
+           [--metrics FILE.jsonl] [--threads T] [--learn-sigma|--no-learn-sigma]
+
+DIR holds images.npy (float32 [N,C,H,W]) and labels.npy (integer [N]), as
+models/fashion_mnist.py writes them (a path to images.npy works too; its
+labels.npy is then taken from the same folder).
+
+Training follows DiT's train.py on one process:
+  * models/dit.py's DiT with its default init (adaLN-Zero), weights drawn
+    from --seed (the same weights `export_dit.py --seed S` exports);
+  * AdamW(lr, betas (0.9, 0.999), eps 1e-8, weight_decay 0);
+  * each epoch a fresh permutation of the samples, batches of --batch taken
+    in order, an incomplete last batch dropped;
+  * per batch: t uniform in [0,1000), eps ~ N(0,I), x_t = q_sample(x0,t,eps),
+    labels dropped to the null class with p = 0.1 (models/diffusion.py);
+    loss = mean((DiT(x_t,t,y)[:, :C] - eps)^2) (DiTLoss);
+  * all draws come from one torch.Generator seeded with --seed (independent
+    of hc-run's counter-based RNG: curves agree in distribution, not bitwise).
+
+Every --log-every steps it prints DiT's line
+  (step=0000100) Train Loss: 0.1234, Train Steps/Sec: 1.23
+where the loss is the mean over the steps since the last log line, and
+appends {"step","loss","steps_per_sec","img_per_sec","wall_s"} to --metrics
+(one JSON object per line; wall_s counts from the first training step).
+A last partial window is logged too. A non-finite loss stops training with
+exit 1, naming the step; bad command-line input or data exits 2.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import diffusion  # noqa: E402
+import dit as ditlib  # noqa: E402
+
+PROG = "train_torch.py"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write("%s: error: %s\n" % (PROG, message))
+        sys.exit(2)
+
+
+def fail(msg, code=2):
+    sys.stderr.write("%s: error: %s\n" % (PROG, msg))
+    sys.exit(code)
+
+
+def parse_args(argv):
+    ap = _Parser(description="Train a DiT in PyTorch (hc's reference trainer).")
+    ap.add_argument("--data", required=True, help="folder with images.npy and labels.npy")
+    ap.add_argument("--model", required=True, help="one of: " + ", ".join(ditlib.MODEL_CONFIGS))
+    ap.add_argument("--image-size", type=int, default=32)
+    ap.add_argument("--in-channels", type=int, default=1)
+    ap.add_argument("--num-classes", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--log-every", type=int, default=100)
+    ap.add_argument("--metrics", default=None, help="JSON-lines file (overwritten)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch intra-op threads (default: torch's own choice)")
+    ap.add_argument("--learn-sigma", dest="learn_sigma", action="store_true", default=True)
+    ap.add_argument("--no-learn-sigma", dest="learn_sigma", action="store_false")
+    ap.add_argument("--quiet", action="store_true", help="no config line on stdout")
+    a = ap.parse_args(argv)
+    if a.model not in ditlib.MODEL_CONFIGS:
+        ap.error("unknown --model %r (expected one of: %s)"
+                 % (a.model, ", ".join(ditlib.MODEL_CONFIGS)))
+    patch = ditlib.MODEL_CONFIGS[a.model][3]
+    if a.image_size <= 0 or a.image_size % patch:
+        ap.error("--image-size %d must be a positive multiple of the patch size %d"
+                 % (a.image_size, patch))
+    for name in ("in_channels", "num_classes", "batch", "steps", "log_every"):
+        if getattr(a, name) <= 0:
+            ap.error("--%s must be positive, got %d" % (name.replace("_", "-"), getattr(a, name)))
+    if a.threads is not None and a.threads <= 0:
+        ap.error("--threads must be positive, got %d" % a.threads)
+    if not (a.lr > 0 and math.isfinite(a.lr)):
+        ap.error("--lr must be a positive number, got %g" % a.lr)
+    return a
+
+
+def load_data(a):
+    d = a.data
+    if os.path.isfile(d) and d.endswith(".npy"):
+        img_path = d
+        d = os.path.dirname(os.path.abspath(d))
+    else:
+        img_path = os.path.join(d, "images.npy")
+    lab_path = os.path.join(d, "labels.npy")
+    for p in (img_path, lab_path):
+        if not os.path.isfile(p):
+            fail("%s not found (make it with models/fashion_mnist.py --out %s)" % (p, d))
+    try:
+        # Header check first (memory-mapped), then the whole set in memory
+        # (Fashion-MNIST train is 245 MB at 32x32 float32).
+        images = np.load(img_path, mmap_mode="r")
+        labels = np.load(lab_path, mmap_mode="r")
+    except (ValueError, OSError) as e:
+        fail("cannot read %s: %s" % (d, e))
+    want = (a.in_channels, a.image_size, a.image_size)
+    if images.dtype != np.float32 or images.ndim != 4 or tuple(images.shape[1:]) != want:
+        fail("%s is %s %s, expected float32 [N,%d,%d,%d]"
+             % (img_path, images.dtype, list(images.shape), *want))
+    if labels.ndim != 1 or labels.shape[0] != images.shape[0] \
+            or not np.issubdtype(labels.dtype, np.integer):
+        fail("%s is %s %s, expected integer [%d]"
+             % (lab_path, labels.dtype, list(labels.shape), images.shape[0]))
+    n = images.shape[0]
+    if n < a.batch:
+        fail("%d samples are fewer than one batch of %d" % (n, a.batch))
+    labels = np.array(labels, dtype=np.int64)
+    if labels.min() < 0 or labels.max() >= a.num_classes:
+        fail("labels span %d..%d, outside 0..%d (--num-classes %d)"
+             % (labels.min(), labels.max(), a.num_classes - 1, a.num_classes))
+    images = np.array(images, dtype=np.float32)
+    if not np.isfinite(images).all():
+        fail("%s holds non-finite values" % img_path)
+    return torch.from_numpy(images), torch.from_numpy(labels)
+
+
+def batches(n, batch, gen):
+    """Endless stream of index batches: per epoch one permutation, full batches only."""
+    while True:
+        perm = torch.randperm(n, generator=gen)
+        for i in range(0, n - batch + 1, batch):
+            yield perm[i:i + batch]
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
+    images, labels = load_data(a)
+    model = ditlib.make_dit(a.model, image_size=a.image_size, in_channels=a.in_channels,
+                            num_classes=a.num_classes, learn_sigma=a.learn_sigma,
+                            init="default", seed=a.seed)
+    loss_fn = ditlib.DiTLoss(model)
+    loss_fn.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.0)
+    gen = torch.Generator()
+    gen.manual_seed(a.seed)
+
+    metrics = None
+    if a.metrics:
+        try:
+            metrics = open(a.metrics, "w")
+        except OSError as e:
+            fail("cannot write --metrics %s: %s" % (a.metrics, e))
+    if not a.quiet:
+        cfg = model.config
+        print("DiT %s: depth %d hidden %d heads %d patch %d, %d params; %d images %s, "
+              "batch %d, lr %g, seed %d, %d threads"
+              % (a.model, cfg["depth"], cfg["hidden_size"], cfg["num_heads"], cfg["patch_size"],
+                 sum(p.numel() for p in params), images.shape[0], list(images.shape[1:]),
+                 a.batch, a.lr, a.seed, torch.get_num_threads()), flush=True)
+
+    stream = batches(images.shape[0], a.batch, gen)
+    t_start = time.perf_counter()
+    t_window = t_start
+    running, window = 0.0, 0
+    step = 0
+    try:
+        while step < a.steps:
+            idx = next(stream)
+            x0, y0 = images[idx], labels[idx]
+            x_t, t, y, eps = diffusion.training_batch(x0, y0, a.num_classes, gen)
+            loss = loss_fn(x_t, t, y, eps)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step += 1
+            lv = float(loss.item())
+            if not math.isfinite(lv):
+                fail("non-finite loss (%r) at step %d; stopping" % (lv, step), code=1)
+            running += lv
+            window += 1
+            if step % a.log_every == 0 or step == a.steps:
+                now = time.perf_counter()
+                sps = window / max(now - t_window, 1e-9)
+                avg = running / window
+                print("(step=%07d) Train Loss: %.4f, Train Steps/Sec: %.2f"
+                      % (step, avg, sps), flush=True)
+                if metrics:
+                    metrics.write(json.dumps({
+                        "step": step, "loss": avg, "steps_per_sec": sps,
+                        "img_per_sec": sps * a.batch, "wall_s": now - t_start}) + "\n")
+                    metrics.flush()
+                running, window = 0.0, 0
+                t_window = time.perf_counter()
+    except KeyboardInterrupt:
+        sys.stderr.write("%s: interrupted at step %d\n" % (PROG, step))
+        return 130
+    finally:
+        if metrics:
+            metrics.close()
+    if not a.quiet:
+        print("done: %d steps in %.1f s" % (step, time.perf_counter() - t_start), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
