@@ -22,6 +22,13 @@ from common import PY, ROOT, export, read_safetensors, rel, run
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
 
+def read_config(model):
+    import json
+    import onnx
+    meta = {p.key: p.value for p in onnx.load(model, load_external_data=False).metadata_props}
+    return json.loads(meta["hc.dit_config"])
+
+
 def compile_step(hc_bin, model, so, batch, hyper):
     run([os.path.join(hc_bin, "hc-compile"), model, "--batch", str(batch), "-o", so] + hyper)
 
@@ -101,7 +108,14 @@ def main():
         one = run([hc_run, w("b2.so"), "--inputs", w("in"), "--steps", str(steps),
                    "--save-params", w("p1.safetensors")])
         two = run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"),
-                            "--steps", str(steps), "--save-params", w("p2.safetensors")])
+                            "--steps", str(steps), "--save-params",
+                            w("p2.{rank}.safetensors")])
+        r0, r1 = read_safetensors(w("p2.0.safetensors")), read_safetensors(w("p2.1.safetensors"))
+        if any(not np.array_equal(r0[k], r1[k]) for k in r0):
+            errors.append("ranks 0 and 1 hold different parameters")
+        else:
+            print("ranks 0 and 1: parameters bit-identical")
+        os.rename(w("p2.0.safetensors"), w("p2.safetensors"))
         l1 = [float(l.split()[1]) for l in one.splitlines() if l.startswith("loss ")]
         l2 = [float(l.split()[1]) for l in two.splitlines() if l.startswith("loss ")]
         print("losses -np 1:", l1, " -np 2:", l2)
@@ -112,6 +126,24 @@ def main():
             errors.append("losses differ")
         if worst > 1e-5:
             errors.append("parameters differ %.3e" % worst)
+        # Train mode (hc-run's own data pipeline and diffusion sampling): the
+        # same global batches and seed at -np 1 and -np 2.
+        cfg = read_config(w("model.onnx"))
+        rng = np.random.default_rng(0)
+        np.save(w("x.npy"), rng.uniform(-1, 1, (37, cfg["in_channels"], cfg["image_size"],
+                                                cfg["image_size"])).astype(np.float32))
+        np.save(w("y.npy"), rng.integers(0, cfg["num_classes"], 37).astype(np.int64))
+        train = ["--data", w("x.npy"), "--labels", w("y.npy"), "--steps", str(steps),
+                 "--seed", "5", "--no-progress", "--log-every", "1"]
+        run([hc_run, w("b2.so")] + train + ["--save-params", w("t1.safetensors")])
+        run(MPIRUN + ["-np", "2", hc_run, w("b1.so")] + train +
+            ["--save-params", w("t2.safetensors")])
+        t1, t2 = read_safetensors(w("t1.safetensors")), read_safetensors(w("t2.safetensors"))
+        worst = max(rel(t2[k], t1[k]) if np.linalg.norm(t1[k]) else 0 for k in t1)
+        print("train mode, parameters after %d steps, -np 2 vs -np 1: worst rel err %.3e"
+              % (steps, worst))
+        if worst > 1e-5:
+            errors.append("train-mode parameters differ %.3e" % worst)
     shutil.rmtree(a.work, ignore_errors=True)
     if errors:
         sys.exit("FAILED: " + "; ".join(errors[:10]))
