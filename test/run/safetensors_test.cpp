@@ -16,10 +16,23 @@
 using namespace hc::rt;
 
 namespace {
+// Temporary folders, removed when the test program ends.
+struct TempDirs {
+  std::vector<std::string> dirs;
+  ~TempDirs() {
+    for (const auto &d : dirs)
+      if (std::system(("rm -rf '" + d + "'").c_str()) != 0)
+        std::fprintf(stderr, "cannot remove %s\n", d.c_str());
+  }
+} tempDirs;
+
 std::string tempDir() {
   char templ[] = "/tmp/hc-st-XXXXXX";
   const char *d = mkdtemp(templ);
-  return d ? d : "/tmp";
+  if (!d)
+    return "/tmp";
+  tempDirs.dirs.push_back(d);
+  return d;
 }
 
 std::string slurp(const std::string &path) {
