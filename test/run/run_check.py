@@ -415,7 +415,8 @@ def case_train_np2(env):
     check(perr <= 1e-6, "np2 params differ from np1 by %g" % perr)
     l1 = [float(v) for _, v in LOG.findall(p1.stdout)]
     l2 = [float(v) for _, v in LOG.findall(p2.stdout)]
-    check(len(l2) == 3 and max(abs(x - y) for x, y in zip(l1, l2)) <= 1e-4, "logged losses %s vs %s" % (l1, l2))
+    check(len(l2) == 3 and max(abs(x - y) for x, y in zip(l1, l2)) <= 1e-4,
+          "logged losses %s vs %s; -np 2 stdout: %r" % (l1, l2, p2.stdout[-600:]))
     print("train np2 vs np1: every step's global batch bit-identical, params within %.2e, ranks bit-identical"
           % perr)
 

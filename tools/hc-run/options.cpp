@@ -38,7 +38,8 @@ next to it). R ranks train data-parallel on a global batch of R*B.
   --metrics FILE    JSON lines {step, loss, steps_per_sec, img_per_sec,
                     gflops, peak_rss_mb, wall_s} at each log line
   --progress, --no-progress
-                    progress bar (default: when stdout is a terminal)
+                    progress bar (default: when stdout is a terminal and
+                    not under mpirun)
   --init P          initial parameters (default: the description's
                     init_file); optimizer state in P is loaded too
   --save-params F   parameters after the last step, under their names

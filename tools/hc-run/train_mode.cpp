@@ -134,20 +134,10 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
 }
 
 // Open MPI hands ranks a pseudo-terminal for stdout, so isatty(1) says
-// nothing under mpirun: there ask about the launcher's own stdout (the parent
-// process on the launch node); when that cannot be seen, no bar.
+// nothing under mpirun, and the launcher's own stdout cannot be seen
+// reliably: under a launcher the bar is opt-in (--progress).
 bool stdoutIsTerminal() {
-  if (!isatty(STDOUT_FILENO))
-    return false;
-  if (!hc::rt::launchedByMpi())
-    return true;
-  std::string fd1 = "/proc/" + std::to_string(getppid()) + "/fd/1";
-  int fd = ::open(fd1.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0)
-    return false;
-  bool tty = isatty(fd);
-  ::close(fd);
-  return tty;
+  return isatty(STDOUT_FILENO) && !hc::rt::launchedByMpi();
 }
 
 void progressBar(int64_t done, int64_t total, double loss, double sps) {
