@@ -31,7 +31,7 @@ echo "== train: mpirun -np 2 hc-run, $steps steps"
 rm -f metrics.jsonl
 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
   "$build/bin/hc-run" dit_step.so --data data/images.npy --labels data/labels.npy \
-  --steps "$steps" --seed 0 --log-every 50 --metrics metrics.jsonl
+  --steps "$steps" --seed 0 --log-every 20 --metrics metrics.jsonl
 
 "$py" "$root/models/plot_loss.py" metrics.jsonl --out loss.png --labels hc >/dev/null
 "$py" - metrics.jsonl <<'PY'
