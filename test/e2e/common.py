@@ -51,3 +51,54 @@ def read_safetensors(path):
         out[name] = np.frombuffer(blob[8 + n + a:8 + n + b], dtype=dtype).reshape(
             info["shape"]).astype(np.float64)
     return out
+
+
+def load_npy_dir(folder):
+    """name -> array for every NAME.npy in a folder."""
+    return {f[:-4]: np.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder))
+            if f.endswith(".npy")}
+
+
+def compare_step(ref, grads, params, tol, mask_roundoff=False):
+    """Compares hc's first-step gradients and final parameters with the PyTorch
+    oracle's folder (torch_reference.py --train-steps). Returns the list of
+    errors and prints the worst relative errors.
+
+    mask_roundoff leaves out entries whose reference gradient is below 1e-6 of
+    the tensor's largest (zero or round-off: AdamW's m/sqrt(v) turns those into
+    full-size steps of random sign, so float32 runs cannot agree on them)."""
+    errors = []
+    want_grads = load_npy_dir(os.path.join(ref, "grads"))
+    if sorted(want_grads) != sorted(grads):
+        errors.append("gradient sets differ: %s" % sorted(set(want_grads) ^ set(grads)))
+    worst_g = 0.0
+    for name, want in want_grads.items():
+        if np.linalg.norm(want) == 0:
+            errors.append("torch gradient of %s is zero (test would be vacuous)" % name)
+        elif name in grads:
+            e = rel(grads[name], want)
+            worst_g = max(worst_g, e)
+            if e > tol:
+                errors.append("grad %s %.3e" % (name, e))
+    before = load_npy_dir(os.path.join(ref, "params_before"))
+    after = load_npy_dir(os.path.join(ref, "params_after"))
+    worst_p, masked = 0.0, 0
+    for name, b in before.items():
+        want, got = after[name] - b, params[name] - b
+        g = np.abs(want_grads[name]) if name in want_grads else None
+        if mask_roundoff and g is not None and g.max() > 0:
+            keep = g > 1e-6 * g.max()
+            masked += int((~keep).sum())
+            want, got = want[keep], got[keep]
+        if np.linalg.norm(want) == 0:  # frozen: must not move at all
+            if np.any(got != 0):
+                errors.append("frozen %s moved" % name)
+            continue
+        e = rel(got, want)
+        worst_p = max(worst_p, e)
+        if e > tol:
+            errors.append("delta %s %.3e" % (name, e))
+    print("%d gradients: worst rel err %.3e; parameter change: worst rel err %.3e "
+          "(%d zero or round-off gradient entries left out)"
+          % (len(want_grads), worst_g, worst_p, masked))
+    return errors

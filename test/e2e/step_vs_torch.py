@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from common import PY, ROOT, export, read_safetensors, rel, run
+from common import PY, ROOT, compare_step, export, read_safetensors, rel, run
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
@@ -63,42 +63,9 @@ def main():
         print("loss (%d steps) rel err %.3e" % (steps, e))
         if e > 1e-5:
             errors.append("loss %.3e" % e)
-        grads = read_safetensors(w("g1.safetensors"))
-        worst_g = 0.0
-        for f in sorted(os.listdir(w("ref", "grads"))):
-            name = f[:-4]
-            want = np.load(w("ref", "grads", f))
-            if name not in grads:
-                errors.append("no gradient for %s" % name)
-                continue
-            e = rel(grads[name], want)
-            worst_g = max(worst_g, e)
-            if e > 1e-4:
-                errors.append("grad %s %.3e" % (name, e))
-        params = read_safetensors(w("p.safetensors"))
-        worst_p, masked = 0.0, 0
-        for f in sorted(os.listdir(w("ref", "params_after"))):
-            name = f[:-4]
-            before = np.load(w("ref", "params_before", f))
-            want = np.load(w("ref", "params_after", f)) - before
-            got = params[name] - before
-            gfile = w("ref", "grads", f)
-            g = np.abs(np.load(gfile)) if os.path.exists(gfile) else None
-            if a.optimizer == "adamw" and g is not None and g.max() > 0:
-                keep = g > 1e-6 * g.max()
-                masked += int((~keep).sum())
-                want, got = want[keep], got[keep]
-            if np.linalg.norm(want) == 0:
-                if np.any(got != 0):
-                    errors.append("frozen %s moved" % name)
-                continue
-            e = rel(got, want)
-            worst_p = max(worst_p, e)
-            if e > 1e-4:
-                errors.append("delta %s %.3e" % (name, e))
-        print("%d gradients: worst rel err %.3e; %d-step parameter change: worst "
-              "rel err %.3e (%d zero or round-off gradient entries left out)"
-              % (len(grads), worst_g, steps, worst_p, masked))
+        errors += compare_step(w("ref"), read_safetensors(w("g1.safetensors")),
+                               read_safetensors(w("p.safetensors")), 1e-4,
+                               mask_roundoff=a.optimizer == "adamw")
     else:
         # Global inputs for 2B samples; -np 2 at batch B vs -np 1 at batch 2B.
         run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from common import ROOT, PY, export, rel, run
+from common import PY, ROOT, compare_step, export, load_npy_dir, rel, run
 
 
 def main():
@@ -20,6 +20,25 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("export_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    model = os.path.join(a.work, "model.onnx")
+    ref, out = os.path.join(a.work, "ref"), os.path.join(a.work, "out")
+    export(model, [x for x in a.export_args if x != "--"])
+    hyper = ["--optimizer", a.optimizer, "--lr", "1e-3", "--weight-decay", "0.01"]
+    run([PY, os.path.join(ROOT, "models/torch_reference.py"), model, "--batch", "2",
+         "--out", ref, "--train-steps", str(a.steps)] + hyper)
+    run([os.path.join(a.bin, "hc-eval"), model, "--batch", "2", "--inputs", ref,
+         "--out", out, "--train", "--steps", str(a.steps)] + hyper)
+
+    errors = []
+    loss_err = rel(np.load(os.path.join(out, "train_loss.npy")),
+                   np.load(os.path.join(ref, "train_loss.npy")))
+    print("loss (all steps) rel err %.3e" % loss_err)
+    if loss_err > 1e-5:
+        errors.append("loss %.3e" % loss_err)
+    errors += compare_step(ref, load_npy_dir(os.path.join(out, "grads")),
+                           load_npy_dir(os.path.join(out, "params")), 1e-4)
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     model = os.path.join(a.work, "model.onnx")

@@ -120,25 +120,22 @@ BINARY_RULE(PowOp, {
   Value gb = mul(b, loc, mul(b, loc, g, y), la);
   return {ga, gb};
 })
-BINARY_RULE(MaxOp, {
-  // Ties split the adjoint evenly, as torch.maximum does.
+// max/min: the adjoint goes to the winning operand; ties split it evenly,
+// as torch.maximum/minimum do. `aWins` is a < c for min, c < a for max.
+static std::pair<Value, Value> selectGradients(OpBuilder &b, Location loc,
+                                               Value g, Value a, Value c,
+                                               bool isMax) {
   Type elem = typeOf(g).getElementType();
   Value zero = scalar(b, loc, elem, 0.0);
   Value half = mul(b, loc, g, scalar(b, loc, elem, 0.5));
-  Value tie = b.create<EqualOp>(loc, a, c);
-  Value aWins = b.create<LessOp>(loc, c, a), cWins = b.create<LessOp>(loc, a, c);
-  return {b.create<WhereOp>(loc, aWins, g, b.create<WhereOp>(loc, tie, half, zero)),
-          b.create<WhereOp>(loc, cWins, g, b.create<WhereOp>(loc, tie, half, zero))};
-})
-BINARY_RULE(MinOp, {
-  Type elem = typeOf(g).getElementType();
-  Value zero = scalar(b, loc, elem, 0.0);
-  Value half = mul(b, loc, g, scalar(b, loc, elem, 0.5));
-  Value tie = b.create<EqualOp>(loc, a, c);
-  Value aWins = b.create<LessOp>(loc, a, c), cWins = b.create<LessOp>(loc, c, a);
-  return {b.create<WhereOp>(loc, aWins, g, b.create<WhereOp>(loc, tie, half, zero)),
-          b.create<WhereOp>(loc, cWins, g, b.create<WhereOp>(loc, tie, half, zero))};
-})
+  Value onTie = b.create<WhereOp>(loc, b.create<EqualOp>(loc, a, c), half, zero);
+  Value aWins = isMax ? b.create<LessOp>(loc, c, a) : b.create<LessOp>(loc, a, c);
+  Value cWins = isMax ? b.create<LessOp>(loc, a, c) : b.create<LessOp>(loc, c, a);
+  return {b.create<WhereOp>(loc, aWins, g, onTie),
+          b.create<WhereOp>(loc, cWins, g, onTie)};
+}
+BINARY_RULE(MaxOp, (void)y; return selectGradients(b, loc, g, a, c, true);)
+BINARY_RULE(MinOp, (void)y; return selectGradients(b, loc, g, a, c, false);)
 BINARY_RULE(LessOp, (void)g; (void)a; (void)c; (void)y; return {Value(), Value()};)
 BINARY_RULE(EqualOp, (void)g; (void)a; (void)c; (void)y; return {Value(), Value()};)
 #undef BINARY_RULE
