@@ -25,6 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli import Parser as _Parser, fail  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -40,10 +41,6 @@ class UsageError(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("export_dit.py: error: %s\n" % message)
-        sys.exit(2)
 
 
 def parse_args(argv):

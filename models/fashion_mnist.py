@@ -24,6 +24,9 @@ import gzip
 import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli import Parser as _Parser, fail  # noqa: E402
 import tempfile
 
 import numpy as np
@@ -45,10 +48,6 @@ class DatasetError(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("fashion_mnist.py: error: %s\n" % message)
-        sys.exit(2)
 
 
 def find_idx(source, stem):

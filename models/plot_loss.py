@@ -25,20 +25,15 @@ import json
 import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli import Parser as _Parser, fail  # noqa: E402
 import tempfile
 
-PROG = "plot_loss.py"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("%s: error: %s\n" % (PROG, message))
-        sys.exit(2)
 
 
-def fail(msg, code=2):
-    sys.stderr.write("%s: error: %s\n" % (PROG, msg))
-    sys.exit(code)
 
 
 def read_metrics(path):

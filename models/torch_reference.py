@@ -52,19 +52,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-PROG = "torch_reference.py"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("%s: error: %s\n" % (PROG, message))
-        sys.exit(2)
+from cli import Parser as _Parser, fail  # noqa: E402
 
 
-def fail(msg, code=2):
-    sys.stderr.write("%s: error: %s\n" % (PROG, msg))
-    sys.exit(code)
+
+
+
 
 
 def load_model(path):

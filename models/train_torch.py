@@ -45,6 +45,7 @@ import time
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli import Parser as _Parser, fail  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -52,18 +53,10 @@ import torch  # noqa: E402
 import diffusion  # noqa: E402
 import dit as ditlib  # noqa: E402
 
-PROG = "train_torch.py"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write("%s: error: %s\n" % (PROG, message))
-        sys.exit(2)
 
 
-def fail(msg, code=2):
-    sys.stderr.write("%s: error: %s\n" % (PROG, msg))
-    sys.exit(code)
 
 
 def parse_args(argv):
