@@ -493,10 +493,6 @@ void scatterAdd(const hcrt_tensor &dy, const std::vector<int64_t> &k, int a,
 using namespace hc::rt;
 using namespace hc::rt::gop;
 
-#define HCRT_OP_DEF(name)                                                      \
-  void hcrt_op_##name(const hcrt_tensor *ins, int32_t nin, hcrt_tensor *outs,  \
-                      int32_t nout, const hcrt_attrs *attrs, hc_threads threads)
-
 extern "C" {
 
 #define BINARY_ENTRY(name, Op)                                                 \

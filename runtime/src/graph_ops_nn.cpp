@@ -231,10 +231,6 @@ int normAxis(int64_t axis, int rank) {
 using namespace hc::rt;
 using namespace hc::rt::gop;
 
-#define HCRT_OP_DEF(name)                                                      \
-  void hcrt_op_##name(const hcrt_tensor *ins, int32_t nin, hcrt_tensor *outs,  \
-                      int32_t nout, const hcrt_attrs *attrs, hc_threads threads)
-
 extern "C" {
 
 // ----------------------------------------------------------- activations ----
@@ -744,14 +740,6 @@ HCRT_OP_DEF(mse_loss_grad) {
 }
 
 // ------------------------------------------------------------ optimizers ----
-// The parameter (or moment) `in` into its output buffer, unless they alias.
-static float *inPlaceState(const hcrt_tensor &in, hcrt_tensor &out,
-                           hc_threads th) {
-  if (in.data != out.data)
-    copyToContiguous(in, out.data, th);
-  return static_cast<float *>(out.data);
-}
-
 // torch.optim.AdamW in float32 with the hyperparameters' derived scalars
 // (1 - beta, bias corrections, lr / bc1) formed in double first, as torch
 // forms them from Python floats. Not hc_adamw: its float beta2 makes
@@ -786,19 +774,12 @@ HCRT_OP_DEF(adamw) {
   const float stepSize = static_cast<float>(lr / bc1);
   const float bc2sqrt = static_cast<float>(std::sqrt(bc2));
   const float feps = static_cast<float>(eps);
-  for (int32_t i = 0; i < n; ++i) {
-    const hcrt_tensor &p = ins[1 + i], &g = ins[1 + n + i],
-                      &m = ins[1 + 2 * n + i], &v = ins[1 + 3 * n + i];
-    float *op = inPlaceState(p, outs[i], threads);
-    float *om = inPlaceState(m, outs[n + i], threads);
-    float *ov = inPlaceState(v, outs[2 * n + i], threads);
-    Buf<float> bg;
-    const float *pg = contiguousF32(g, bg, threads);
-    parFor(threads, numel(p), 64, 2.0, [&](int64_t b, int64_t e) {
-      adamwChunk(e - b, op + b, pg + b, om + b, ov + b, decay, fb1, omb1, fb2,
-                 omb2, stepSize, bc2sqrt, feps);
-    });
-  }
+  adamLikeUpdate(ins, 1, n, outs, threads,
+                 [&](int64_t b, int64_t e, float *p, const float *g, float *m,
+                     float *v) {
+                   adamwChunk(e - b, p + b, g + b, m + b, v + b, decay, fb1,
+                              omb1, fb2, omb2, stepSize, bc2sqrt, feps);
+                 });
 }
 
 HCRT_OP_DEF(sgd) {

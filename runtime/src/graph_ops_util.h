@@ -283,6 +283,34 @@ inline const float *contiguousF32(const hcrt_tensor &t, Buf<float> &buf,
   return p;
 }
 
+// An optimizer's state `in` (parameter or moment) in its output buffer:
+// copied there first unless they alias (the in-place case).
+inline float *inPlaceState(const hcrt_tensor &in, hcrt_tensor &out,
+                           hc_threads th) {
+  if (in.data != out.data)
+    copyToContiguous(in, out.data, th);
+  return static_cast<float *>(out.data);
+}
+
+// The Adam family's loop: ins[first..] are N params, N grads, N first and N
+// second moments, outs N params, N first, N second moments (in place when
+// they alias). chunk(b, e, p, g, m, v) updates elements [b, e) of one.
+template <class F>
+inline void adamLikeUpdate(const hcrt_tensor *ins, int32_t first, int32_t n,
+                           hcrt_tensor *outs, hc_threads th, F &&chunk) {
+  for (int32_t i = 0; i < n; ++i) {
+    const hcrt_tensor &p = ins[first + i];
+    float *op = inPlaceState(p, outs[i], th);
+    float *om = inPlaceState(ins[first + 2 * n + i], outs[n + i], th);
+    float *ov = inPlaceState(ins[first + 3 * n + i], outs[2 * n + i], th);
+    Buf<float> bg;
+    const float *pg = contiguousF32(ins[first + n + i], bg, th);
+    parFor(th, numel(p), 64, 2.0, [&](int64_t b, int64_t e) {
+      chunk(b, e, op, pg, om, ov);
+    });
+  }
+}
+
 // A view with its contiguous row-major strides (after packing).
 inline hcrt_tensor asContiguous(const hcrt_tensor &t, void *data) {
   hcrt_tensor r = t;
@@ -342,5 +370,10 @@ inline double attrFloat(const hcrt_attrs *a, int i, double dflt) {
 }
 
 } // namespace hc::rt::gop
+
+// The signature of every graph-op entry point (graph_ops.h).
+#define HCRT_OP_DEF(name)                                                      \
+  void hcrt_op_##name(const hcrt_tensor *ins, int32_t nin, hcrt_tensor *outs,  \
+                      int32_t nout, const hcrt_attrs *attrs, hc_threads threads)
 
 #endif // HC_RUNTIME_GRAPH_OPS_UTIL_H

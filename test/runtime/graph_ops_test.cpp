@@ -1140,6 +1140,52 @@ TEST(GraphOps, AdamW) {
     }
 }
 
+// ONNX Adam (ai.onnx.preview.training) vs its pseudo code in float64, on odd
+// sizes and strided views: T = 0 (no bias correction) and T = 3, with and
+// without the coupled L2 and post-update decay. Moments at random, so
+// |X - X64| <= 16u (|X| + |update| + R), |V - V64| <= 8u (|V| + |G'|),
+// |H - H64| <= 8u (H + G'^2).
+TEST(GraphOps, Adam) {
+  const double R = 1e-2, alpha = 0.9, beta = 0.999, eps = 1e-6;
+  uint32_t seed = 1900;
+  for (int64_t T : {0, 3})
+    for (double nc : {0.0, 0.05})
+      for (double post : {0.0, 0.01})
+        for (int th : kThreads) {
+          const Shape s0 = {3, 7}, s1 = {129, 131};
+          TT r = place({}, kContig, HCRT_F32, {R}), t = place({}, kContig, HCRT_I64, {(double)T});
+          TT x0 = make(s0, kContig, seed++), g0 = make(s0, kTransposed, seed++), v0 = make(s0, kContig, seed++),
+             h0 = make(s0, kContig, seed++, 0, 0.01);
+          TT x1 = make(s1, kPadded, seed++), g1 = make(s1, kContig, seed++), v1 = make(s1, kStrided, seed++),
+             h1 = make(s1, kContig, seed++, 0, 0.01);
+          TT ox1 = output(s1), ov1 = output(s1), oh1 = output(s1);  // param 1 out of place
+          std::vector<hcrt_tensor> ins = {r.t, t.t, x0.t, x1.t, g0.t, g1.t, v0.t, v1.t, h0.t, h1.t};
+          std::vector<hcrt_tensor> outs = {x0.t, ox1.t, v0.t, ov1.t, h0.t, oh1.t};
+          const std::vector<double> X0 = x0.v, V0 = v0.v, H0 = h0.v;
+          hcrt_attrs a = attrs({}, {alpha, beta, eps, nc, post});
+          hcrt_op_adam(ins.data(), (int32_t)ins.size(), outs.data(), (int32_t)outs.size(), &a, hc_threads{0, th});
+          const double radj = T > 0 ? R * std::sqrt(1 - std::pow(beta, T)) / (1 - std::pow(alpha, T)) : R;
+          auto check = [&](const char *name, const std::vector<double> &X, const std::vector<double> &G,
+                           const std::vector<double> &V, const std::vector<double> &H, const TT &xo,
+                           const TT &vo, const TT &ho) {
+            Checker c{std::string("adam ") + name + " T=" + std::to_string(T) + " nc=" + std::to_string(nc) +
+                      " post=" + std::to_string(post) + " th=" + std::to_string(th)};
+            for (size_t k = 0; k < X.size(); ++k) {
+              const double gr = nc * X[k] + G[k];
+              const double v = alpha * V[k] + (1 - alpha) * gr;
+              const double h = beta * H[k] + (1 - beta) * gr * gr;
+              const double upd = radj * v / (std::sqrt(h) + eps);
+              const double x = (1 - post) * (X[k] - upd);
+              c.check(xo.out(k), x, 16 * kU * (std::fabs(X[k]) + std::fabs(upd) + R), k);
+              c.check(vo.out(k), v, 8 * kU * (std::fabs(V[k]) + std::fabs(gr) + std::fabs(X[k])), k);
+              c.check(ho.out(k), h, 8 * kU * (H[k] + gr * gr + std::fabs(gr * X[k])) + 1e-30, k);
+            }
+          };
+          check("in-place", X0, g0.v, V0, H0, x0, v0, h0);
+          check("out-of-place", x1.v, g1.v, v1.v, h1.v, ox1, ov1, oh1);
+        }
+}
+
 // SGD: |p - p64| <= 4u (|p| + lr (|g| + wd |p|)).
 TEST(GraphOps, Sgd) {
   const double lr = 0.05, wd = 0.1;

@@ -103,6 +103,11 @@ HCRT_OP(slice_grad);                // ins: dy; ints[0..rank) starts, ints[rank.
 // Exactly torch.optim.AdamW with t = step + 1 (float32 arithmetic, the
 // scalars 1 - beta, lr / (1 - beta1^t), sqrt(1 - beta2^t) formed in double).
 HCRT_OP(adamw);
+// adam: ONNX ai.onnx.preview.training Adam. ins: R (0-d f32/f64), T (0-d i64,
+// the update count), N X, N G, N V, N H; outs: N X, N V, N H; floats: alpha,
+// beta, epsilon, norm_coefficient, norm_coefficient_post. The operator's
+// pseudo code in float32 (R_adjusted and 1 - alpha etc. formed in double).
+HCRT_OP(adam);
 // sgd: ins: N params, N grads; outs: N params; floats: lr, weight_decay.
 // p <- p - lr * (g + wd * p).
 HCRT_OP(sgd);
