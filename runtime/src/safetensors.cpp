@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
+#include <csignal>
 #include <cstdio>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,8 +81,20 @@ public:
     fchmod(fd_, 0666 & ~mask); // mkstemp makes 0600; give the usual mode
     return true;
   }
+  int64_t crashAfterBytes = -1;
   bool write(const void *data, std::size_t n) {
     const char *p = static_cast<const char *>(data);
+    if (crashAfterBytes >= 0 &&
+        written_ + static_cast<int64_t>(n) >= crashAfterBytes) {
+      std::size_t part = static_cast<std::size_t>(crashAfterBytes - written_);
+      crashAfterBytes = -1;
+      if (write(p, part)) {
+        ::fsync(fd_); // the partial file must be there for the test to see
+        ::raise(SIGKILL);
+      }
+      return false;
+    }
+    written_ += static_cast<int64_t>(n);
     while (n > 0) {
       ssize_t w = ::write(fd_, p, std::min<std::size_t>(n, 1u << 30));
       if (w < 0 && errno == EINTR)
@@ -130,6 +143,7 @@ private:
   }
   std::string path_, tmp_, error_;
   int fd_ = -1;
+  int64_t written_ = 0;
 };
 
 std::string shapeString(const std::vector<int64_t> &shape) {
@@ -260,7 +274,7 @@ bool SafetensorsFile::open(const std::string &path, std::string &error) {
 bool writeSafetensors(const std::string &path,
                       const std::vector<SafetensorsTensorRef> &tensors,
                       const std::map<std::string, std::string> &metadata,
-                      std::string &error) {
+                      std::string &error, int64_t crashAfterBytes) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) {
     nlohmann::ordered_json md = nlohmann::ordered_json::object();
@@ -314,6 +328,7 @@ bool writeSafetensors(const std::string &path,
   AtomicFile f;
   if (!f.open(path, error))
     return false;
+  f.crashAfterBytes = crashAfterBytes;
   bool ok = f.write(len, 8) && f.write(text.data(), text.size());
   for (std::size_t i = 0; ok && i < tensors.size(); ++i)
     ok = f.write(tensors[i].data, sizes[i]);

@@ -471,8 +471,12 @@ def rank_failure(env, mode):
                 {"HC_TOY_FAIL_RANK": "1", "HC_TOY_FAIL_STEP": "2", "HC_TOY_FAIL_MODE": mode}, timeout=60)
     check(p.returncode != 0, "a failing rank left exit code 0")
     check(p.elapsed < 30, "the job took %.1f s to end" % p.elapsed)
-    want = "rank 1: step 2 failed" if mode == "error" else "rank 1 exits at step 2"
-    check(want in p.stderr, "stderr lacks %r:\n%s" % (want, p.stderr))
+    # SIGKILL cannot be caught: its message is mpirun's.
+    want = {"error": ["rank 1: step 2 failed"], "exit": ["rank 1 exits at step 2"],
+            "segv": ["hc-run: rank 1: internal error: killed by signal SIGSEGV"],
+            "kill": ["rank 1", "signal 9"]}[mode]
+    for w in want:
+        check(w in p.stderr, "stderr lacks %r:\n%s" % (w, p.stderr))
     check(len(losses(p.stdout)) <= 1, "kept stepping:\n" + p.stdout)
     print("rank 1 fails at step 2 (%s): job ended in %.2f s with exit %d" % (mode, p.elapsed, p.returncode))
 
@@ -488,6 +492,8 @@ CASES = {
     "nonfinite": case_nonfinite,
     "rank-failure-error": lambda e: rank_failure(e, "error"),
     "rank-failure-exit": lambda e: rank_failure(e, "exit"),
+    "rank-failure-segv": lambda e: rank_failure(e, "segv"),
+    "rank-failure-kill": lambda e: rank_failure(e, "kill"),
 }
 
 

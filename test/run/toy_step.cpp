@@ -11,13 +11,15 @@
 // Build-time: TOY_BATCH (per rank), TOY_ABI (abi_version to report).
 // Test hooks (environment): HC_TOY_FAIL_RANK=r and HC_TOY_FAIL_STEP=k make
 // step k (1-based) of rank r fail: HC_TOY_FAIL_MODE=error (default) returns
-// -1 before the collective, "exit" ends the process without MPI_Finalize.
+// -1 before the collective, "exit" ends the process without MPI_Finalize,
+// "segv" raises SIGSEGV (a crash), "kill" raises SIGKILL (the OOM killer).
 // HC_TOY_NAN_STEP=k makes step k's loss NaN on every rank.
 // HC_TOY_DUMP_DIR=DIR writes each step's inputs to DIR/r<rank>_s<step>.bin
 // (x_t, t, y, noise back to back) so tests can check what hc-run fed.
 #include "hc/runtime/step_abi.h"
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -168,6 +170,10 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
       std::fflush(stderr);
       _exit(7);
     }
+    if (mode && !std::strcmp(mode, "segv"))
+      std::raise(SIGSEGV);
+    if (mode && !std::strcmp(mode, "kill"))
+      std::raise(SIGKILL);
     return -1;
   }
   const float *x = static_cast<const float *>(inputs[0]);

@@ -37,6 +37,13 @@ struct Options {
   int64_t logEvery = 100;
   std::string metrics;
   int progress = -1;          // -1: when stdout is a terminal
+  // Checkpoints (train mode, see checkpointing.h).
+  std::string ckptDir;
+  int64_t ckptEvery = 0;      // 0: only the final checkpoint
+  int64_t ckptKeep = 0;       // 0: keep all
+  bool resume = false;
+  double emaDecay = -1;       // < 0: no EMA
+  bool seedSeen = false;      // --seed given (a resume checks it)
   bool help = false;
   bool trainMode() const { return !data.empty(); }
 };

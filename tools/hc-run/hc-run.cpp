@@ -10,7 +10,62 @@
 
 #include "hc/runtime/hcrt.h"
 
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <exception>
+#include <unistd.h>
+
+namespace {
+// A rank that dies must say so before mpirun tears the job down: the signal
+// handler prints one line (async-signal-safe calls only) and dies by the same
+// signal, so mpirun sees an abnormal end and kills the other ranks rather
+// than letting them wait in a collective. SIGKILL cannot be caught; mpirun
+// reports it.
+char deathLine[128];
+std::size_t deathPrefix = 0;
+
+void onFatalSignal(int sig) {
+  const char *name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS"
+                   : sig == SIGFPE  ? "SIGFPE"  : sig == SIGILL ? "SIGILL"
+                                                                : "SIGABRT";
+  std::size_t n = deathPrefix;
+  for (const char *p = name; *p && n + 2 < sizeof deathLine; ++p)
+    deathLine[n++] = *p;
+  deathLine[n++] = '\n';
+  ssize_t ignored = write(STDERR_FILENO, deathLine, n);
+  (void)ignored;
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+hc::rt::Comm *theComm = nullptr;
+
+void installFailureHandlers(hc::rt::Comm &comm) {
+  theComm = &comm;
+  std::string prefix = comm.size() > 1
+                           ? "hc-run: rank " + std::to_string(comm.rank()) + ": "
+                           : "hc-run: ";
+  prefix += "internal error: killed by signal ";
+  deathPrefix = std::min(prefix.size(), sizeof deathLine - 16);
+  std::memcpy(deathLine, prefix.data(), deathPrefix);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+    std::signal(sig, onFatalSignal);
+  std::set_terminate([] {
+    std::string what = "an unknown exception";
+    if (auto e = std::current_exception()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception &x) {
+        what = x.what();
+      } catch (...) {
+      }
+    }
+    std::signal(SIGABRT, SIG_DFL);
+    theComm->fail(1, "internal error: uncaught exception: " + what);
+  });
+}
+} // namespace
 
 int main(int argc, char **argv) {
   using namespace hcrun;
@@ -21,6 +76,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   comm->prefix = "hc-run";
+  installFailureHandlers(*comm);
 
   Options opt;
   StepLibrary lib;

@@ -1,6 +1,7 @@
 // hc-run's command line.
 #include "common.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,8 @@ const char *usageText() {
                   [--labels Y.npy] --steps K [--seed S] [--log-every N]
                   [--metrics FILE.jsonl] [--progress|--no-progress]
                   [--init P] [--save-params F] [--save-grads G] [--save-state S]
+                  [--ckpt-dir D [--ckpt-every N] [--ckpt-keep K] [--resume]]
+                  [--ema [DECAY]]
 
 STEP.so is a step library made by hc-compile (its description names the
 inputs, the per-rank batch B and the initial parameters, OUT.init.safetensors
@@ -47,6 +50,20 @@ next to it). R ranks train data-parallel on a global batch of R*B.
   --save-state F    optimizer state (e.g. adamw.m:NAME, adamw.step)
                     Written by rank 0, atomically; a "{rank}" in F makes every
                     rank write its own file.
+  --ckpt-dir D      train mode: rank 0 writes checkpoints D/ckpt-<step>.
+                    safetensors (parameters under their PyTorch names, EMA as
+                    ema:NAME, optimizer state, step, seed and data order, the
+                    model description), atomically; always one at the last
+                    step. D is created when missing (its parent must exist).
+  --ckpt-every N    also a checkpoint every N steps
+  --ckpt-keep K     keep only the newest K checkpoints (default: all)
+  --resume          continue from the newest checkpoint in D (none: start at
+                    step 0); --steps is the total to reach. The checkpoint
+                    must come from the same model, ABI, global batch, data
+                    size, seed and EMA decay, else exit 2. Any rank count
+                    with the same global batch may resume.
+  --ema [DECAY]     keep an EMA of the parameters as DiT does (initialized
+                    to them, updated after every step; DECAY default 0.9999)
 
 Exit codes: 0 done; 1 a step failed, a non-finite loss or an output could
 not be written; 2 bad flags, library, description or data (nothing written).
@@ -62,6 +79,13 @@ int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo) {
     usageError(flag + " needs an integer, got '" + v + "'");
   if (x < lo)
     usageError(flag + " must be at least " + std::to_string(lo) + ", got " + v);
+  return x;
+}
+double parseDecay(const std::string &flag, const std::string &v) {
+  char *end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(x >= 0 && x < 1))
+    usageError(flag + " needs a decay in [0, 1), got '" + v + "'");
   return x;
 }
 } // namespace
@@ -114,12 +138,33 @@ Options parseOptions(int argc, char **argv) {
       o.saveState = next();
     } else if (a == "--seed") {
       o.seed = static_cast<uint64_t>(parseInt(a, next(), 0));
+      o.seedSeen = true;
       trainOnly.push_back(a);
     } else if (a == "--log-every") {
       o.logEvery = parseInt(a, next(), 1);
       trainOnly.push_back(a);
     } else if (a == "--metrics") {
       o.metrics = next();
+      trainOnly.push_back(a);
+    } else if (a == "--ckpt-dir") {
+      o.ckptDir = next();
+      trainOnly.push_back(a);
+    } else if (a == "--ckpt-every") {
+      o.ckptEvery = parseInt(a, next(), 1);
+      trainOnly.push_back(a);
+    } else if (a == "--ckpt-keep") {
+      o.ckptKeep = parseInt(a, next(), 1);
+      trainOnly.push_back(a);
+    } else if (a == "--resume") {
+      noValue();
+      o.resume = true;
+      trainOnly.push_back(a);
+    } else if (a == "--ema") {
+      // The decay is optional: "--ema", "--ema=0.999" or "--ema 0.999".
+      bool valueFollows = hasInline || (i + 1 < argc && argv[i + 1][0] != '-' &&
+                                        std::isdigit(static_cast<unsigned char>(
+                                            argv[i + 1][0])));
+      o.emaDecay = valueFollows ? parseDecay(a, next()) : 0.9999;
       trainOnly.push_back(a);
     } else if (a == "--progress" || a == "--no-progress") {
       noValue();
@@ -145,6 +190,13 @@ Options parseOptions(int argc, char **argv) {
     usageError("--steps is required");
   if (o.trainMode() && o.steps < 1)
     usageError("--steps must be at least 1 in train mode");
+  if ((o.resume || o.ckptEvery > 0 || o.ckptKeep > 0) && o.ckptDir.empty())
+    usageError(std::string(o.resume ? "--resume" : o.ckptEvery > 0
+                                                       ? "--ckpt-every"
+                                                       : "--ckpt-keep") +
+               " needs --ckpt-dir D");
+  if (o.emaDecay >= 0 && o.ckptDir.empty())
+    usageError("--ema needs --ckpt-dir D (the EMA is saved in checkpoints)");
   if (!o.trainMode() && !trainOnly.empty())
     usageError(trainOnly.front() + " is a train-mode flag (with --data), "
                "not for --inputs");

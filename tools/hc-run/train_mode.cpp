@@ -1,4 +1,5 @@
 // Train mode: DiT training from an NPY dataset, data-parallel over the ranks.
+#include "checkpointing.h"
 #include "common.h"
 #include "data.h"
 
@@ -43,6 +44,29 @@ int64_t labelAt(const MappedNpy &l, int64_t i) {
   if (dt == "i4")
     return reinterpret_cast<const int32_t *>(l.data())[i];
   return reinterpret_cast<const uint8_t *>(l.data())[i];
+}
+
+// Opens --metrics for writing; on a resume from step k keeps the lines of
+// steps <= k (a crashed run may have logged past its last checkpoint).
+std::FILE *openMetrics(const std::string &path, int64_t resumedStep) {
+  std::vector<std::string> kept;
+  if (resumedStep > 0)
+    if (std::FILE *old = std::fopen(path.c_str(), "r")) {
+      char line[4096];
+      while (std::fgets(line, sizeof line, old)) {
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (!j.is_discarded() && j.is_object() && j.contains("step") &&
+            j["step"].is_number_integer() && j["step"].get<int64_t>() <= resumedStep)
+          kept.push_back(line);
+      }
+      std::fclose(old);
+    }
+  std::FILE *f = std::fopen(path.c_str(), "w");
+  if (!f)
+    usageError("--metrics " + path + ": cannot write: " + std::strerror(errno));
+  for (const auto &l : kept)
+    std::fputs(l.c_str(), f);
+  return f;
 }
 
 struct Plan {
@@ -161,6 +185,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   Plan plan;
   std::unique_ptr<StepContext> ctx;
   std::FILE *metrics = nullptr;
+  Checkpointer ckpt(opt, lib, comm);
   Error failure(0, "");
   bool failed = false;
   try {
@@ -178,17 +203,25 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       init = d.initFile[0] == '/' ? d.initFile : lib.folder + "/" + d.initFile;
     }
     ctx->loadTensors(init);
-    if (r == 0 && !opt.metrics.empty()) {
-      metrics = std::fopen(opt.metrics.c_str(), "w");
-      if (!metrics)
-        usageError("--metrics " + opt.metrics + ": cannot write: " +
-                   std::strerror(errno));
-    }
+    if (r == 0 && ckpt.on())
+      ckpt.prepare({G, plan.n, opt.data, opt.labels});
+    if (r == 0 && !opt.metrics.empty())
+      metrics = openMetrics(opt.metrics, ckpt.pickedStep());
   } catch (const Error &e) {
     failure = e;
     failed = true;
   }
   agreeOrExit(comm, failed ? &failure : nullptr);
+
+  uint64_t seed = opt.seed;
+  Ema ema;
+  int64_t first = 0; // steps already done (a resumed checkpoint's step)
+  try {
+    if (ckpt.on())
+      first = ckpt.restore(*ctx, ema, seed);
+  } catch (const Error &e) {
+    comm.fail(e.code, e.what());
+  }
 
   // Per-rank input buffers, in the description's order.
   const std::size_t D = plan.sampleElems;
@@ -204,7 +237,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   if (plan.y >= 0)
     ptrs[plan.y] = y32In ? static_cast<const void *>(y32.data()) : y64.data();
 
-  EpochSampler sampler(opt.seed, plan.n, G);
+  EpochSampler sampler(seed, plan.n, G);
   DiffusionSchedule sched;
   const bool bar = r == 0 && (opt.progress == 1 ||
                               (opt.progress == -1 && stdoutIsTerminal()));
@@ -215,14 +248,15 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       std::printf("hc-run: note: rank 0 is bound to one core; launch with "
                   "mpirun --bind-to none so the step's threads can spread\n");
     std::printf("hc-run: %s, %lld rank(s) x batch %lld = global batch %lld; "
-                "data %s: %lld samples %s (%lld steps/epoch)%s; %lld steps, "
+                "data %s: %lld samples %s (%lld steps/epoch)%s; steps %lld..%lld, "
                 "seed %llu, label dropout %g\n",
                 lib.path.c_str(), (long long)R, (long long)B, (long long)G,
                 opt.data.c_str(), (long long)plan.n,
                 shapeString(plan.chw).c_str(),
                 (long long)sampler.stepsPerEpoch(),
                 opt.labels.empty() ? ", no labels (null class)" : "",
-                (long long)opt.steps, (unsigned long long)opt.seed,
+                (long long)first + 1, (long long)opt.steps,
+                (unsigned long long)seed,
                 plan.dropProb);
     std::fflush(stdout);
   }
@@ -231,14 +265,14 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   auto windowStart = start;
   double windowLoss = 0;
   int64_t window = 0;
-  for (int64_t s = 0; s < opt.steps; ++s) {
+  for (int64_t s = first; s < opt.steps; ++s) {
     for (int64_t b = 0; b < B; ++b) {
       const int64_t g = r * B + b;
       const int64_t row = sampler.row(s, g);
       const float *x0 = reinterpret_cast<const float *>(images.data()) +
                         static_cast<std::size_t>(row) * D;
       int64_t label = opt.labels.empty() ? plan.nullClass : labelAt(labels, row);
-      Sample smp = makeSample(sched, opt.seed, static_cast<uint64_t>(s),
+      Sample smp = makeSample(sched, seed, static_cast<uint64_t>(s),
                               static_cast<uint64_t>(g), x0, D, label,
                               opt.labels.empty() ? 0.0 : plan.dropProb,
                               plan.nullClass, &xt[b * D], &noise[b * D]);
@@ -270,6 +304,19 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     windowLoss += loss;
     ++window;
     const int64_t done = s + 1;
+    if (r == 0 && (ema.on() || ckpt.due(done))) {
+      try {
+        if (ema.on())
+          ema.update(lib, *ctx);
+        if (ckpt.due(done)) {
+          if (bar)
+            std::printf("\r\033[K");
+          ckpt.write(*ctx, ema, done, seed);
+        }
+      } catch (const Error &e) {
+        comm.fail(e.code, e.what());
+      }
+    }
     const bool log = done % opt.logEvery == 0 || done == opt.steps;
     if (bar && !log) {
       double el = std::chrono::duration<double>(Clock::now() - windowStart).count();
@@ -315,7 +362,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   if (r == 0) {
     double wall = std::chrono::duration<double>(Clock::now() - start).count();
     std::printf("hc-run: done: %lld steps in %.1f s%s%s\n",
-                static_cast<long long>(opt.steps), wall,
+                static_cast<long long>(opt.steps - first), wall,
                 opt.metrics.empty() ? "" : ", metrics in ",
                 opt.metrics.c_str());
   }

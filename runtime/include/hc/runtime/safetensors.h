@@ -77,10 +77,13 @@ struct SafetensorsTensorRef {
 
 // Writes the tensors in the given order (names must be unique, not
 // "__metadata__"), atomically. False + a one-line `error` naming the file.
+// `crashAfterBytes` >= 0 is a test hook (checkpoint.cpp reads it from the
+// environment): the process is SIGKILLed once that many bytes of the
+// temporary file are written, as a machine crash would leave it.
 bool writeSafetensors(const std::string &path,
                       const std::vector<SafetensorsTensorRef> &tensors,
                       const std::map<std::string, std::string> &metadata,
-                      std::string &error);
+                      std::string &error, int64_t crashAfterBytes = -1);
 
 } // namespace hc::rt
 
