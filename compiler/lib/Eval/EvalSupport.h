@@ -96,6 +96,10 @@ inline EvalTensor elementwise(const std::vector<const EvalTensor *> &in,
 
 using Env = llvm::DenseMap<Value, EvalTensor>;
 
+// Evaluates any graph op whose operands are in `env`, adding its results;
+// throws EvalError on an unsupported op or bad data.
+void evalOp(mlir::Operation *op, Env &env);
+
 // Evaluates a backward or optimizer op into `env`; false if `op` is not one.
 bool evalBackwardOp(mlir::Operation *op, Env &env);
 

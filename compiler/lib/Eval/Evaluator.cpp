@@ -195,7 +195,8 @@ EvalTensor layerNorm(const EvalTensor &x, const EvalTensor *w,
 
 class Interpreter {
 public:
-  llvm::DenseMap<Value, EvalTensor> env;
+  explicit Interpreter(Env &env) : env(env) {}
+  Env &env;
 
   const EvalTensor &get(Value v) {
     auto it = env.find(v);
@@ -426,6 +427,8 @@ void Interpreter::run(Operation *op) {
 
 } // namespace
 
+void eval::evalOp(Operation *op, Env &env) { Interpreter(env).run(op); }
+
 bool evaluate(func::FuncOp fn, const std::vector<EvalTensor> &args,
               std::vector<EvalTensor> &results, std::string &error) {
   if (args.size() != fn.getNumArguments()) {
@@ -433,7 +436,8 @@ bool evaluate(func::FuncOp fn, const std::vector<EvalTensor> &args,
             " arguments, got " + std::to_string(args.size());
     return false;
   }
-  Interpreter interp;
+  Env env;
+  Interpreter interp(env);
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
     if (args[i].shape != shapeOf(arg) ||
         static_cast<int64_t>(args[i].data.size()) != args[i].numElements()) {
