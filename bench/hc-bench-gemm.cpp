@@ -2,11 +2,11 @@
 // linear-layer shapes, interleaved in one run, at 1 and 2 threads, plus a
 // measured FMA peak. Not a test: it prints a table and never fails on timing.
 //
-// Baselines are dlopen'ed from their own .so files (RTLD_LOCAL) so the cblas
-// symbols of OpenBLAS and BLIS cannot clash.
+// Baselines: bench_common.h.
 //
 //   hc-bench-gemm [--quick] [--reps N] [--threads 1,2] [--m 2048,8192]
 //                 [--model S|XL|all] [--no-fused]
+#include "bench_common.h"
 #include "hc/runtime/kernels.h"
 
 #include <dlfcn.h>
@@ -26,11 +26,8 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+using bench::Clock;
+using bench::seconds;
 
 // ---- FMA peak: 12 independent FMA chains per thread ----
 __attribute__((target("avx512f"))) double fmaLoop512(long iters) {
@@ -89,76 +86,7 @@ double peak(int threads, bool avx512) {
   return runs[1];
 }
 
-// ---- baselines ----
-enum { CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 };
-using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float *,
-                            int, const float *, int, float, float *, int);
-using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float,
-                          const float *, int64_t, const float *, int64_t, float,
-                          float *, int64_t);
-
-struct Lib {
-  std::string name;
-  std::function<void(int)> setThreads;
-  // (transA, transB, M, N, K, A, lda, B, ldb, C, ldc)
-  std::function<void(int, int, int64_t, int64_t, int64_t, const float *,
-                     int64_t, const float *, int64_t, float *, int64_t)>
-      gemm;
-};
-
-void *openLib(const char *path) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    fprintf(stderr, "hc-bench-gemm: cannot load %s (%s); skipping it\n", path,
-            dlerror());
-  return h;
-}
-
-std::vector<Lib> loadBaselines() {
-  std::vector<Lib> libs;
-  if (void *h = openLib("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0")) {
-    auto sg = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
-    auto st = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
-    if (sg && st)
-      libs.push_back({"openblas", [st](int t) { st(t); },
-                      [sg](int ta, int tb, int64_t M, int64_t N, int64_t K,
-                           const float *A, int64_t lda, const float *B,
-                           int64_t ldb, float *C, int64_t ldc) {
-                        sg(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                           tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
-                           lda, B, ldb, 0.0f, C, ldc);
-                      }});
-  }
-  if (void *h = openLib("/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4")) {
-    auto sg = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
-    auto st = reinterpret_cast<void (*)(long)>(dlsym(h, "bli_thread_set_num_threads"));
-    if (sg && st)
-      libs.push_back({"blis", [st](int t) { st(t); },
-                      [sg](int ta, int tb, int64_t M, int64_t N, int64_t K,
-                           const float *A, int64_t lda, const float *B,
-                           int64_t ldb, float *C, int64_t ldc) {
-                        sg(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                           tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
-                           lda, B, ldb, 0.0f, C, ldc);
-                      }});
-  }
-  if (void *h = openLib("/usr/lib/x86_64-linux-gnu/libdnnl.so.2")) {
-    auto sg = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"));
-    auto st = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-    if (!st)
-      if (void *g = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD))
-        st = reinterpret_cast<void (*)(int)>(dlsym(g, "omp_set_num_threads"));
-    if (sg && st)
-      libs.push_back({"onednn", [st](int t) { st(t); },
-                      [sg](int ta, int tb, int64_t M, int64_t N, int64_t K,
-                           const float *A, int64_t lda, const float *B,
-                           int64_t ldb, float *C, int64_t ldc) {
-                        sg(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A,
-                           lda, B, ldb, 0.0f, C, ldc);
-                      }});
-  }
-  return libs;
-}
+using namespace bench;
 
 struct Case {
   std::string model, pass;
@@ -178,24 +106,7 @@ void addLinear(std::vector<Case> &cs, const std::string &model, int64_t tok,
   cs.push_back({tag, "dW", out, in, tok, 1, 0});
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::vector<int64_t> parseList(const char *s) {
-  std::vector<int64_t> v;
-  for (const char *p = s; *p;) {
-    v.push_back(std::atoll(p));
-    const char *c = std::strchr(p, ',');
-    if (!c)
-      break;
-    p = c + 1;
-  }
-  return v;
-}
-
-void bench(const std::vector<Case> &cases, const std::vector<Lib> &libs,
+void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
            int threads, int reps, double peakGf, std::vector<double> &ratios,
            std::vector<double> &hcPct8192) {
   printf("\n== %d thread(s); GFLOP/s median of %d (%% of measured peak %.1f) ==\n",
@@ -222,15 +133,15 @@ void bench(const std::vector<Case> &cases, const std::vector<Lib> &libs,
     // warm-up once each, then interleave the repetitions
     runHc();
     for (const Lib &l : libs)
-      l.gemm(c.ta, c.tb, c.M, c.N, c.K, A.data(), lda, B.data(), ldb, C.data(), c.N);
+      l.gemm(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), c.N);
     for (int r = 0; r < reps; ++r) {
       auto t0 = Clock::now();
       runHc();
       t[0].push_back(seconds(t0, Clock::now()));
       for (size_t li = 0; li < libs.size(); ++li) {
         auto t1 = Clock::now();
-        libs[li].gemm(c.ta, c.tb, c.M, c.N, c.K, A.data(), lda, B.data(), ldb,
-                      C.data(), c.N);
+        libs[li].gemm(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(),
+                      ldb, 0.0f, C.data(), c.N);
         t[li + 1].push_back(seconds(t1, Clock::now()));
       }
     }
@@ -274,7 +185,7 @@ void benchFused(const std::vector<Lib> &libs, int threads, int reps,
       g.epi = &e;
       hc_threads th{0, threads};
       auto unfused = [&](const Lib &l) {
-        l.gemm(0, 1, M, N, K, X.data(), K, W.data(), K, Y.data(), N);
+        l.gemm(0, 1, M, N, K, 1.0f, X.data(), K, W.data(), K, 0.0f, Y.data(), N);
         // separate epilogue pass: bias then GELU (hc's vectorized kernel)
         for (int64_t m = 0; m < M; ++m) {
           float *y = Y.data() + m * N;
@@ -337,9 +248,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  // Keep idle library threads from spinning into the next library's timing.
-  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
-  setenv("GOMP_SPINCOUNT", "20000", 0);
+  quietLibraryThreads();
   if (quick) {
     reps = std::min(reps, 3);
     ms = {2048};
@@ -374,7 +283,7 @@ int main(int argc, char **argv) {
            (long long)th, p256, p512);
     double pk = std::max(p256, p512);
     std::vector<double> ratios, pct;
-    bench(cases, libs, th, reps, pk, ratios, pct);
+    benchGemm(cases, libs, th, reps, pk, ratios, pct);
     if (!ratios.empty())
       printf("summary %lld thread(s): hc/best median %.3fx, min %.3fx; hc %% of peak on M=8192 "
              "cases: median %.0f%%\n",

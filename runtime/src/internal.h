@@ -68,11 +68,12 @@ struct OpsTable {
               float, int, int);
   double (*mse_sum)(int64_t, const float *, const float *);
   void (*mse_bwd)(int64_t, const float *, const float *, float, float *);
-  int64_t (*attention_scratch)(int64_t, int64_t);
+  // (Dh, Tq, Br, Bc) -> floats; tiles of Br query x Bc key rows
+  int64_t (*attention_scratch)(int64_t, int64_t, int64_t, int64_t);
   void (*attention_fwd_bh)(const hc_attention_args &, int64_t, int64_t,
-                           float *);
+                           float *, int64_t, int64_t);
   void (*attention_bwd_bh)(const hc_attention_args &, int64_t, int64_t,
-                           float *);
+                           float *, int64_t, int64_t);
 };
 const OpsTable &opsGeneric();
 const OpsTable &opsAvx2();

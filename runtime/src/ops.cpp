@@ -2,7 +2,9 @@
 // to the per-ISA bodies of ops_impl.inc.
 #include "internal.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -286,38 +288,47 @@ void hc_embedding_bwd(int64_t n_idx, const int64_t *idx, int64_t num_rows,
   });
 }
 
-void hc_flash_attention_fwd(const hc_attention_args *a, hc_threads t) {
+// Flash attention: (batch, head) pairs split over the threads; tiles sized
+// so the two Br x Bc score tiles of the backward take half of L2.
+// HC_ATTENTION_TILE overrides (tests use it to get many partial tiles).
+static void attentionTiles(const hc_attention_args &a, int64_t &Br,
+                           int64_t &Bc) {
+  const double floats = static_cast<double>(cacheInfo().l2) / 4 / 2 / 2;
+  int64_t t = static_cast<int64_t>(std::sqrt(floats)) / 16 * 16;
+  t = std::max<int64_t>(32, std::min<int64_t>(512, t));
+  if (const char *e = std::getenv("HC_ATTENTION_TILE"))
+    if (std::atoll(e) > 0)
+      t = std::atoll(e);
+  Br = std::max<int64_t>(1, std::min(a.Tq, t));
+  Bc = std::max<int64_t>(1, std::min(a.Tk, t));
+}
+
+static void attentionRun(const hc_attention_args *a, hc_threads t, bool fwd) {
   const OpsTable &o = ops();
   const int64_t tasks = a->batch * a->heads;
-  if (tasks <= 0 || a->Tq <= 0)
+  if (tasks <= 0 || a->Tq <= 0 || a->Dh <= 0)
     return;
+  int64_t Br, Bc;
+  attentionTiles(*a, Br, Bc);
   Range r = resolve(t);
   if (r.count > tasks)
     r.count = static_cast<int>(tasks);
   parallel(r, [&](int i, int cnt) {
     int64_t b, e;
     split(tasks, i, cnt, 1, b, e);
-    float *w = scratch(1, o.attention_scratch(a->Dh, a->Tq));
+    float *w = scratch(1, o.attention_scratch(a->Dh, a->Tq, Br, Bc));
     for (int64_t k = b; k < e; ++k)
-      o.attention_fwd_bh(*a, k / a->heads, k % a->heads, w);
+      (fwd ? o.attention_fwd_bh : o.attention_bwd_bh)(*a, k / a->heads,
+                                                     k % a->heads, w, Br, Bc);
   });
 }
 
+void hc_flash_attention_fwd(const hc_attention_args *a, hc_threads t) {
+  attentionRun(a, t, true);
+}
+
 void hc_flash_attention_bwd(const hc_attention_args *a, hc_threads t) {
-  const OpsTable &o = ops();
-  const int64_t tasks = a->batch * a->heads;
-  if (tasks <= 0)
-    return;
-  Range r = resolve(t);
-  if (r.count > tasks)
-    r.count = static_cast<int>(tasks);
-  parallel(r, [&](int i, int cnt) {
-    int64_t b, e;
-    split(tasks, i, cnt, 1, b, e);
-    float *w = scratch(1, o.attention_scratch(a->Dh, a->Tq));
-    for (int64_t k = b; k < e; ++k)
-      o.attention_bwd_bh(*a, k / a->heads, k % a->heads, w);
-  });
+  attentionRun(a, t, false);
 }
 
 } // extern "C"

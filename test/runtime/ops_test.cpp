@@ -449,6 +449,27 @@ TEST(Ops, FlashAttention) {
   }
 }
 
+// Many tiles, partial ones on both axes (the online-softmax rescaling, the
+// accumulating GEMMs, partial transposes): a tile of 16 or 48 rows forced
+// through HC_ATTENTION_TILE (the default comes from the L2 size).
+TEST(Ops, FlashAttentionSmallTiles) {
+  const AttCase cases[] = {
+      {1, 2, 70, 100, 24, false}, {2, 1, 33, 33, 16, true}, {1, 1, 1, 50, 5, false},
+      {1, 1, 50, 1, 7, false},
+  };
+  uint32_t seed = 100;
+  for (const char *tile : {"16", "48"}) {
+    setenv("HC_ATTENTION_TILE", tile, 1);
+    for (int32_t isa : availableIsas()) {
+      IsaScope s(isa);
+      for (const AttCase &ac : cases)
+        for (int th : {1, 2})
+          runAttention(ac, th, seed++);
+    }
+  }
+  unsetenv("HC_ATTENTION_TILE");
+}
+
 // AdamW over `steps` steps vs the torch formula in double:
 // |p - p64| <= 16 u (|p64| + steps * lr * 1.5), |m - m64| <= 8 u steps |g|max,
 // |v - v64| <= 8 u steps v64 + tiny.

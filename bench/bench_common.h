@@ -1,0 +1,137 @@
+// Shared by the benchmarks in bench/: timing helpers and the baseline BLAS
+// libraries (OpenBLAS, BLIS, oneDNN), dlopen'ed from their own .so files
+// (RTLD_LOCAL) so the cblas symbols of OpenBLAS and BLIS cannot clash.
+#ifndef HC_BENCH_COMMON_H
+#define HC_BENCH_COMMON_H
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+inline std::vector<int64_t> parseList(const char *s) {
+  std::vector<int64_t> v;
+  for (const char *p = s; *p;) {
+    v.push_back(std::atoll(p));
+    const char *c = std::strchr(p, ',');
+    if (!c)
+      break;
+    p = c + 1;
+  }
+  return v;
+}
+
+// Times `fns` interleaved: one warm-up call each, then `reps` rounds calling
+// each once; returns the median seconds per function.
+inline std::vector<double> timeInterleaved(const std::vector<std::function<void()>> &fns,
+                                           int reps) {
+  std::vector<std::vector<double>> t(fns.size());
+  for (const auto &f : fns)
+    f();
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < fns.size(); ++i) {
+      auto t0 = Clock::now();
+      fns[i]();
+      t[i].push_back(seconds(t0, Clock::now()));
+    }
+  std::vector<double> med;
+  for (auto &v : t)
+    med.push_back(median(v));
+  return med;
+}
+
+enum { CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 };
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float *,
+                            int, const float *, int, float, float *, int);
+using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float,
+                          const float *, int64_t, const float *, int64_t, float,
+                          float *, int64_t);
+
+using GemmFn = std::function<void(int ta, int tb, int64_t M, int64_t N,
+                                  int64_t K, float alpha, const float *A,
+                                  int64_t lda, const float *B, int64_t ldb,
+                                  float beta, float *C, int64_t ldc)>;
+
+struct Lib {
+  std::string name;
+  std::function<void(int)> setThreads;
+  GemmFn gemm;  // row-major C = alpha opA(A) opB(B) + beta C
+};
+
+inline void *openLib(const char *path) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    fprintf(stderr, "bench: cannot load %s (%s); skipping it\n", path, dlerror());
+  return h;
+}
+
+inline GemmFn cblasGemm(CblasSgemm sg) {
+  return [sg](int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+              const float *A, int64_t lda, const float *B, int64_t ldb,
+              float beta, float *C, int64_t ldc) {
+    sg(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+       M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  };
+}
+
+inline std::vector<Lib> loadBaselines() {
+  std::vector<Lib> libs;
+  if (void *h = openLib("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0")) {
+    auto sg = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
+    auto st = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
+    if (sg && st)
+      libs.push_back({"openblas", [st](int t) { st(t); }, cblasGemm(sg)});
+  }
+  if (void *h = openLib("/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4")) {
+    auto sg = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
+    auto st = reinterpret_cast<void (*)(long)>(dlsym(h, "bli_thread_set_num_threads"));
+    if (sg && st)
+      libs.push_back({"blis", [st](int t) { st(t); }, cblasGemm(sg)});
+  }
+  if (void *h = openLib("/usr/lib/x86_64-linux-gnu/libdnnl.so.2")) {
+    auto sg = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"));
+    auto st = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    if (!st)
+      if (void *g = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD))
+        st = reinterpret_cast<void (*)(int)>(dlsym(g, "omp_set_num_threads"));
+    if (sg && st)
+      libs.push_back({"onednn", [st](int t) { st(t); },
+                      [sg](int ta, int tb, int64_t M, int64_t N, int64_t K,
+                           float alpha, const float *A, int64_t lda,
+                           const float *B, int64_t ldb, float beta, float *C,
+                           int64_t ldc) {
+                        sg(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A,
+                           lda, B, ldb, beta, C, ldc);
+                      }});
+  }
+  return libs;
+}
+
+// Keep idle library threads from spinning into the next library's timing.
+inline void quietLibraryThreads() {
+  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+  setenv("GOMP_SPINCOUNT", "20000", 0);
+}
+
+} // namespace bench
+
+#endif
