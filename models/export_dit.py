@@ -7,12 +7,16 @@ usage: /usr/bin/python3 models/export_dit.py --model DiT-S/2|tiny|...
            [--dynamic-batch] [--init default|random] [--seed 0]
            [--with-output] [--class-dropout-prob 0.1] [--external-data|--no-external-data]
            [--print-ops] [--quiet]
+           [--training-info [--lr R] [--beta1 A] [--beta2 B] [--eps E]
+            [--weight-decay C] [--weight-decay-post P]]
            -o OUT.onnx
 
 Graph inputs: x_t [B,C,H,W] f32, t [B] i64, y [B] i64, noise [B,C,H,W] f32.
 Outputs: loss (scalar f32) [, prediction [B,out_channels,H,W] f32].
 Parameters are initializers under their state_dict names; metadata_props hold
 hc.frozen (requires_grad=False parameters) and hc.dit_config (JSON).
+--training-info adds ONNX's own training step (onnx_training.py): Gradient,
+ai.onnx.preview.training Adam with these hyper-parameters, T <- T + 1.
 """
 
 import argparse
@@ -63,6 +67,18 @@ def parse_args(argv):
     ap.add_argument("--external-data", dest="external_data", action="store_true", default=None,
                     help="weights in OUT.onnx.data (default: only past 1 GiB of parameters)")
     ap.add_argument("--no-external-data", dest="external_data", action="store_false")
+    ap.add_argument("--training-info", action="store_true",
+                    help="add ONNX's own training step (ModelProto.training_info): "
+                         "Gradient of the loss w.r.t. the trainable parameters, "
+                         "ai.onnx.preview.training Adam, T <- T + 1, all bound back")
+    ap.add_argument("--lr", type=float, default=1e-4, help="Adam's R (--training-info)")
+    ap.add_argument("--beta1", type=float, default=0.9, help="Adam's alpha")
+    ap.add_argument("--beta2", type=float, default=0.999, help="Adam's beta")
+    ap.add_argument("--eps", type=float, default=1e-6, help="Adam's epsilon")
+    ap.add_argument("--weight-decay", type=float, default=0.0,
+                    help="Adam's norm_coefficient (coupled L2)")
+    ap.add_argument("--weight-decay-post", type=float, default=0.0,
+                    help="Adam's norm_coefficient_post")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--print-ops", action="store_true",
                     help="print the op-type histogram of the exported graph")
@@ -86,6 +102,10 @@ def parse_args(argv):
         ap.error("--batch must be positive, got %d" % a.batch)
     if not 0.0 <= a.class_dropout_prob < 1.0:
         ap.error("--class-dropout-prob must be in [0, 1), got %g" % a.class_dropout_prob)
+    if not (a.lr >= 0 and 0 <= a.beta1 < 1 and 0 <= a.beta2 <= 1 and a.eps >= 0
+            and a.weight_decay >= 0 and 0 <= a.weight_decay_post < 1):
+        ap.error("Adam needs --lr >= 0, 0 <= --beta1 < 1, 0 <= --beta2 <= 1, --eps >= 0, "
+                 "--weight-decay >= 0, 0 <= --weight-decay-post < 1")
     return a
 
 
@@ -138,8 +158,11 @@ def example_inputs(model_cfg, batch, seed):
 
 def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=True,
            opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
-           with_output=False, class_dropout_prob=0.1, output="out.onnx", external_data=None):
-    """Export and check; returns (onnx.ModelProto, seconds)."""
+           with_output=False, class_dropout_prob=0.1, output="out.onnx", external_data=None,
+           training=None):
+    """Export and check; returns (onnx.ModelProto, seconds). `training`: Adam
+    hyper-parameters (onnx_training.add_training_info's keywords) to add the
+    model's own training step, or None."""
 
     out_dir = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(out_dir):
@@ -172,7 +195,7 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
     if external_data is None:
         external_data = param_bytes > EXTERNAL_DATA_THRESHOLD
     return _finish(m, module, dit, output, opset, init, seed, in_channels, image_size,
-                   batch, dynamic_batch, with_output, external_data, t0)
+                   batch, dynamic_batch, with_output, external_data, t0, training)
 
 
 def _torch_export(module, args, path, opset, output_names, dynamic_axes):
@@ -192,7 +215,7 @@ def _torch_export(module, args, path, opset, output_names, dynamic_axes):
 
 
 def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, batch,
-            dynamic_batch, with_output, external_data, t0):
+            dynamic_batch, with_output, external_data, t0, training=None):
     import onnx
     # Parameters must appear as initializers under their state_dict names
     # (prefixed by "dit." since DiTLoss wraps the DiT) -- and nothing else
@@ -232,6 +255,13 @@ def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, 
     m.doc_string = "DiT training loss; inputs x_t, t, y, noise; output loss"
 
     _check_io(m, in_channels, image_size, batch, dynamic_batch, with_output, dit.out_channels)
+    if training is not None:
+        # Trainable: requires_grad parameters in state_dict order; data
+        # inputs are Gradient's zs. (onnx's external-data writer leaves
+        # training_info tensors, the zero moments too, inside the file.)
+        from onnx_training import add_training_info
+        trainable = [n[len("dit."):] for n, p in module.named_parameters() if p.requires_grad]
+        add_training_info(m, trainable, zs=INPUT_NAMES, loss="loss", **training)
     data_name = os.path.basename(output) + ".data"
     data_path = os.path.join(os.path.dirname(os.path.abspath(output)), data_name)
     if os.path.exists(data_path):
@@ -290,7 +320,11 @@ def main(argv=None):
     try:
         m, secs = export(a.model, a.image_size, a.in_channels, a.num_classes, a.learn_sigma,
                          a.opset, a.batch, a.dynamic_batch, a.init, a.seed, a.with_output,
-                         a.class_dropout_prob, a.output, a.external_data)
+                         a.class_dropout_prob, a.output, a.external_data,
+                         training=dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps,
+                                       weight_decay=a.weight_decay,
+                                       weight_decay_post=a.weight_decay_post)
+                         if a.training_info else None)
     except UsageError as e:
         sys.stderr.write("export_dit.py: error: %s\n" % e)
         return 2

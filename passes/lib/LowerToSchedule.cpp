@@ -236,13 +236,15 @@ void Lowering::lowerOp(Operation *op) {
     return;
   }
   DictionaryAttr attrs = op->getAttrDictionary();
-  if (isa<AdamWOp, SgdOp>(op)) {
-    // One call over the flat trainable region of the arenas.
+  if (isa<AdamWOp, AdamOp, SgdOp>(op)) {
+    // One call over the flat trainable region of the arenas; the scalar
+    // operands (AdamW's step, Adam's R and T) come first.
     auto flat = RankedTensorType::get({trainableBytes / 4}, b.getF32Type());
     SmallVector<Value> ins, outs;
-    bool adam = isa<AdamWOp>(op);
-    if (adam)
-      ins.push_back(materialize(memOf(op->getOperand(0))));
+    bool adam = !isa<SgdOp>(op);
+    unsigned scalars = isa<AdamOp>(op) ? 2 : adam ? 1 : 0;
+    for (unsigned k = 0; k < scalars; ++k)
+      ins.push_back(materialize(memOf(op->getOperand(k))));
     Value p = buffer("param", flat, 0), g = buffer("grad", flat, 0);
     ins.append({p, g});
     outs.push_back(p);
@@ -292,9 +294,9 @@ LogicalResult Lowering::run() {
     } else if (auto key = graph.getArgAttrOfType<StringAttr>(n, kStateAttr)) {
       StringRef k = key.getValue();
       Value v;
-      if (k.consume_front("adamw.m:"))
+      if (k.consume_front(kAdamWFirst) || k.consume_front(kAdamFirst))
         v = buffer("m", a.getType(), paramOffset[k], key.getValue());
-      else if (k.consume_front("adamw.v:"))
+      else if (k.consume_front(kAdamWSecond) || k.consume_front(kAdamSecond))
         v = buffer("v", a.getType(), paramOffset[k], key.getValue());
       else
         v = buffer("state", a.getType(), 0, key.getValue());
@@ -321,8 +323,9 @@ LogicalResult Lowering::run() {
       persistentOut[s.gradValue] = buf;
   }
   for (auto [k, name] : llvm::enumerate(names))
-    if (StringRef(name).starts_with("state:adamw.step"))
-      persistentOut[ret.getOperand(k)] = stateArg["adamw.step"];
+    for (const char *counter : {kAdamWStep, kAdamStep})
+      if (name == std::string("state:") + counter)
+        persistentOut[ret.getOperand(k)] = stateArg[counter];
 
   for (Operation &op : graph.getBody().front().without_terminator())
     lowerOp(&op);

@@ -2,6 +2,8 @@
 #include "StepNames.h"
 #include "hc/Passes/Passes.h"
 
+#include "mlir/IR/Verifier.h"
+
 using namespace mlir;
 using namespace hc::graph;
 
@@ -15,9 +17,9 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
   using OptimizerBase::OptimizerBase;
 
   void runOnOperation() override {
-    if (optimizer != "adamw" && optimizer != "sgd") {
+    if (optimizer != "adamw" && optimizer != "adam" && optimizer != "sgd") {
       getOperation().emitError("unknown optimizer '")
-          << optimizer << "' (adamw or sgd)";
+          << optimizer << "' (adamw, adam or sgd)";
       return signalPassFailure();
     }
     for (auto f : getOperation().getOps<func::FuncOp>())
@@ -74,13 +76,19 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       for (const std::string &p : paramNames)
         resultKeys.push_back("param:" + p);
     } else {
+      // AdamW and Adam: a step counter and two moments per parameter.
+      bool onnx = optimizer == "adam";
+      double epsilon = eps >= 0 ? double(eps) : onnx ? 1e-6 : 1e-8;
+      std::string counter = onnx ? kAdamStep : kAdamWStep;
+      std::string first = onnx ? kAdamFirst : kAdamWFirst;
+      std::string second = onnx ? kAdamSecond : kAdamWSecond;
       auto stepType = RankedTensorType::get({}, b.getI64Type());
-      Value step = addState(f, stepType, "adamw.step");
+      Value step = addState(f, stepType, counter);
       SmallVector<Value> ms, vs;
       for (auto [p, name] : llvm::zip(ps, paramNames))
-        ms.push_back(addState(f, p.getType(), "adamw.m:" + name));
+        ms.push_back(addState(f, p.getType(), first + name));
       for (auto [p, name] : llvm::zip(ps, paramNames))
-        vs.push_back(addState(f, p.getType(), "adamw.v:" + name));
+        vs.push_back(addState(f, p.getType(), second + name));
       SmallVector<Value> operands(ps);
       operands.append(gs);
       operands.append(ms);
@@ -88,18 +96,31 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       SmallVector<Type> types;
       for (int k = 0; k < 3; ++k)
         types.append(paramTypes);
-      auto op = b.create<AdamWOp>(loc, types, step, operands, b.getF64FloatAttr(lr),
-                                  b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
-                                  b.getF64FloatAttr(eps),
-                                  b.getF64FloatAttr(weightDecay));
-      results.append(op.getResults().begin(), op.getResults().end());
-      for (const char *kind : {"param:", "state:adamw.m:", "state:adamw.v:"})
+      Operation *op;
+      if (onnx) {
+        // The operator's attributes are float32, and so is R here.
+        auto f32 = [&](double x) { return b.getF64FloatAttr(static_cast<float>(x)); };
+        auto rType = RankedTensorType::get({}, b.getF32Type());
+        Value r = b.create<ConstantOp>(
+            loc, DenseElementsAttr::get(rType, b.getF32FloatAttr(static_cast<float>(lr))));
+        op = b.create<AdamOp>(loc, types, r, step, operands, f32(beta1), f32(beta2),
+                              f32(epsilon), f32(weightDecay), f32(weightDecayPost));
+      } else {
+        op = b.create<AdamWOp>(loc, types, step, operands, b.getF64FloatAttr(lr),
+                               b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+                               b.getF64FloatAttr(epsilon), b.getF64FloatAttr(weightDecay));
+      }
+      if (failed(verify(op)))
+        return failure();
+      results.append(op->getResults().begin(), op->getResults().end());
+      for (const std::string &prefix : {std::string("param:"), "state:" + first,
+                                        "state:" + second})
         for (const std::string &p : paramNames)
-          resultKeys.push_back(kind + p);
+          resultKeys.push_back(prefix + p);
       Value one = b.create<ConstantOp>(
           loc, DenseElementsAttr::get(stepType, b.getI64IntegerAttr(1)));
       results.push_back(b.create<AddOp>(loc, step, one));
-      resultKeys.push_back("state:adamw.step");
+      resultKeys.push_back("state:" + counter);
     }
     appendResults(f, results, resultKeys);
     return success();

@@ -14,6 +14,16 @@ namespace hc {
 inline constexpr const char *kFrozenAttr = "hc.frozen";
 inline constexpr const char *kStateAttr = "hc.state";
 
+// Optimizer state keys: the step counter and the per-parameter prefixes of
+// the first and second moments ("adamw.m:NAME"), which live in the "m"/"v"
+// arenas beside the parameters.
+inline constexpr const char *kAdamWStep = "adamw.step";
+inline constexpr const char *kAdamWFirst = "adamw.m:";
+inline constexpr const char *kAdamWSecond = "adamw.v:";
+inline constexpr const char *kAdamStep = "adam.T";
+inline constexpr const char *kAdamFirst = "adam.V:";
+inline constexpr const char *kAdamSecond = "adam.H:";
+
 inline std::string gradResultName(llvm::StringRef param) {
   return "grad:" + param.str();
 }

@@ -99,3 +99,19 @@ func.func @gelu_mode(%x: tensor<4xf32>) {
   %0 = hc.gelu %x {approximate = "fast"} : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @adam_arity(%r: tensor<f32>, %t: tensor<i64>, %x: tensor<3xf32>, %g: tensor<3xf32>, %v: tensor<3xf32>) {
+  // expected-error @+1 {{needs 4N tensor operands (params, grads, first and second moments) and 3N results, got 3 and 3}}
+  %0:3 = hc.adam %r, %t, %x, %g, %v {alpha = 0.9 : f64, beta = 0.999 : f64, epsilon = 1.0e-6 : f64, norm_coefficient = 0.0 : f64, norm_coefficient_post = 0.0 : f64} : (tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_alpha(%r: tensor<f32>, %t: tensor<i64>, %x: tensor<3xf32>) {
+  // expected-error @+1 {{needs 0 <= alpha < 1, 0 <= beta <= 1, finite epsilon >= 0 and finite norm coefficients}}
+  %0:3 = hc.adam %r, %t, %x, %x, %x, %x {alpha = 1.0 : f64, beta = 0.999 : f64, epsilon = 1.0e-6 : f64, norm_coefficient = 0.0 : f64, norm_coefficient_post = 0.0 : f64} : (tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}

@@ -122,9 +122,10 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context;
   hc::ImportedModel model;
   options.path = input;
-  if (!hc::importOnnx(context, options, model, error)) {
+  bool unsupported = false;
+  if (!hc::importOnnx(context, options, model, error, &unsupported)) {
     std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
-    return 2;
+    return unsupported ? 3 : 2;
   }
   for (const auto &w : model.warnings)
     std::fprintf(stderr, "hc-compile: warning: %s\n", w.c_str());
@@ -133,6 +134,7 @@ int main(int argc, char **argv) {
     usageError("the step library needs -o FILE");
   pipeline.train = emit != "hc";
   pipeline.schedule = emit != "hc" && emit != "train";
+  std::string optimizerJson = hc::optimizerJson(*model.module, pipeline);
   bool badInput = false;
   if (!hc::runGraphPipeline(*model.module, pipeline, error, &badInput)) {
     std::fprintf(stderr, "hc-compile: %s: %s\n", input.c_str(), error.c_str());
@@ -146,13 +148,7 @@ int main(int argc, char **argv) {
     info.batchPerRank = options.batch;  // 0: the emitter reads it off x_t
     auto it = model.metadata.find("hc.dit_config");
     info.ditConfigJson = it == model.metadata.end() ? "{}" : it->second;
-    char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "{\"name\": \"%s\", \"lr\": %.17g, \"beta1\": %.17g, "
-                  "\"beta2\": %.17g, \"eps\": %.17g, \"weight_decay\": %.17g}",
-                  pipeline.optimizer.c_str(), pipeline.lr, pipeline.beta1,
-                  pipeline.beta2, pipeline.eps, pipeline.weightDecay);
-    info.optimizerJson = buf;
+    info.optimizerJson = optimizerJson;
     std::string base = output.substr(output.rfind('/') + 1);
     info.initFile = base + ".init.safetensors";
     std::string description;
@@ -167,6 +163,14 @@ int main(int argc, char **argv) {
     std::vector<hc::rt::SafetensorsTensorRef> tensors;
     for (const auto &[name, p] : model.params)
       tensors.push_back({name, "F32", p.shape, p.data});
+    // training_info's initial optimizer state where it is not the default
+    // (step 0, zero moments).
+    const hc::TrainingInfo &ti = model.training;
+    if (ti.initialT != 0)
+      tensors.push_back({"adam.T", "I64", {}, &ti.initialT});
+    for (const auto &[key, values] : ti.initialMoments)
+      tensors.push_back({key, "F32", model.params.at(key.substr(key.find(':') + 1)).shape,
+                         values.data()});
     if (!hc::rt::writeSafetensors(output + ".init.safetensors", tensors,
                                   {{"format", "pt"}, {"source", input}}, error)) {
       std::fprintf(stderr, "hc-compile: %s\n", error.c_str());

@@ -145,6 +145,10 @@ int Emitter::attrsOf(hs::CallOp call) {
   } else if (k == "adamw") {
     for (const char *n : {"lr", "beta1", "beta2", "eps", "weight_decay"})
       f64(n);
+  } else if (k == "adam") {
+    for (const char *n : {"alpha", "beta", "epsilon", "norm_coefficient",
+                          "norm_coefficient_post"})
+      f64(n);
   } else if (k == "sgd") {
     f64("lr");
     f64("weight_decay");

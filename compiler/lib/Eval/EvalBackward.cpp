@@ -279,6 +279,33 @@ bool evalBackwardOp(Operation *op, Env &env) {
         }
         return true;
       })
+      .Case<AdamOp>([&](AdamOp o) {
+        // The ONNX operator's pseudo code, line by line.
+        unsigned n = o.getNumParams();
+        double alpha = o.getAlpha().convertToDouble(), beta = o.getBeta().convertToDouble(),
+               eps = o.getEpsilon().convertToDouble(),
+               nc = o.getNormCoefficient().convertToDouble(),
+               post = o.getNormCoefficientPost().convertToDouble();
+        double r = get(env, o.getR()).data.at(0), t = get(env, o.getT()).data.at(0);
+        double rAdjusted =
+            t > 0 ? r * std::sqrt(1 - std::pow(beta, t)) / (1 - std::pow(alpha, t)) : r;
+        for (unsigned i = 0; i < n; ++i) {
+          EvalTensor x = get(env, o.getTensors()[i]), v = get(env, o.getTensors()[2 * n + i]),
+                     h = get(env, o.getTensors()[3 * n + i]);
+          const EvalTensor &g = get(env, o.getTensors()[n + i]);
+          for (size_t k = 0; k < x.data.size(); ++k) {
+            double gr = nc * x.data[k] + g.data[k];
+            v.data[k] = alpha * v.data[k] + (1 - alpha) * gr;
+            h.data[k] = beta * h.data[k] + (1 - beta) * gr * gr;
+            double xNew = x.data[k] - rAdjusted * v.data[k] / (std::sqrt(h.data[k]) + eps);
+            x.data[k] = (1 - post) * xNew;
+          }
+          set(o.getUpdated()[i], std::move(x));
+          set(o.getUpdated()[n + i], std::move(v));
+          set(o.getUpdated()[2 * n + i], std::move(h));
+        }
+        return true;
+      })
       .Case<SgdOp>([&](SgdOp o) {
         unsigned n = o.getTensors().size() / 2;
         double lr = o.getLr().convertToDouble(),

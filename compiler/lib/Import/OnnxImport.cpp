@@ -2,6 +2,8 @@
 #include "hc/Compiler/OnnxImport.h"
 
 #include "GraphImporter.h"
+#include "TrainingInfo.h"
+#include "hc/Compiler/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -45,6 +47,7 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 // Everything the imported module's parameters point into.
 struct Storage {
   onnx::ModelProto model;
+  std::vector<std::vector<float>> owned;  // values set by training_info
   std::vector<std::pair<void *, std::size_t>> mappings;
   ~Storage() {
     for (auto &[p, n] : mappings)
@@ -105,8 +108,11 @@ private:
   ImportedModel &out;
   std::shared_ptr<Storage> storage;
   onnx::ModelProto &model() { return storage->model; }
+  void applyTrainingInfo();
+  void recordTrainingInfo();
   int64_t opset = 0;
   std::set<std::string> initializerNames;
+  std::set<std::string> trainingState;  // training_info's R, T, V, H
 };
 
 void Importer::load() {
@@ -408,6 +414,8 @@ void Importer::buildFunction() {
   GraphImporter gi(b, opset);
   std::vector<const onnx::TensorProto *> constInits;
   for (const auto &t : g.initializer()) {
+    if (trainingState.count(t.name()))
+      continue;
     if (t.data_type() != onnx::TensorProto::FLOAT) {
       constInits.push_back(&t);
       continue;
@@ -423,6 +431,10 @@ void Importer::buildFunction() {
     argAttrs.push_back(b.getDictionaryAttr(attrs));
     argNames.push_back(t.name());
     out.params[t.name()] = ParamData{shape, initializerData(t)};
+    auto init = out.training.initialParams.find(t.name());
+    if (init != out.training.initialParams.end())
+      out.params[t.name()].data =
+          storage->owned.emplace_back(init->second).data();
   }
 
   auto func = b.create<func::FuncOp>(fileLoc, "forward",
@@ -575,6 +587,8 @@ void Importer::run() {
         }
       }
     }
+  if (model().training_info_size() > 0)
+    applyTrainingInfo();
   bool folded = false;
   for (const auto &t : model().graph().initializer())
     folded |= t.name().rfind("onnx::", 0) == 0;
@@ -585,17 +599,64 @@ void Importer::run() {
         "constant folding, so some parameter names were lost (export with "
         "do_constant_folding=False to keep state_dict names)");
   buildFunction();
+  if (out.hasTraining)
+    recordTrainingInfo();
   out.storage = storage;
+}
+
+// The model's training_info decides the trainable set: Gradient's xs.
+void Importer::applyTrainingInfo() {
+  hc::import::readTrainingInfo(model(), options.path, out.training, trainingState);
+  out.hasTraining = true;
+  out.frozen.clear();
+  std::set<std::string> xs(out.training.trainable.begin(),
+                           out.training.trainable.end());
+  for (const auto &t : model().graph().initializer())
+    if (t.data_type() == onnx::TensorProto::FLOAT && !xs.count(t.name()) &&
+        !trainingState.count(t.name()))
+      out.frozen.push_back(t.name());
+}
+
+// Gradient's y must be the loss; the optimizer goes on the module for the
+// pipeline (hc.training_info).
+void Importer::recordTrainingInfo() {
+  auto f = *out.module->getOps<func::FuncOp>().begin();
+  auto names = f->getAttrOfType<ArrayAttr>(hc::graph::kResultNamesAttr);
+  std::string loss = cast<StringAttr>(names[0]).str();
+  if (out.training.loss != loss)
+    throw hc::import::UnsupportedError(
+        options.path + ": training_info: Gradient of '" + out.training.loss +
+        "' rather than the loss '" + loss + "' is not supported");
+  const TrainingInfo &t = out.training;
+  Builder b(&context);
+  out.module->getOperation()->setAttr(
+      kTrainingInfoAttr,
+      b.getDictionaryAttr({
+          b.getNamedAttr("optimizer", b.getStringAttr("adam")),
+          b.getNamedAttr("lr", b.getF64FloatAttr(t.r)),
+          b.getNamedAttr("beta1", b.getF64FloatAttr(t.alpha)),
+          b.getNamedAttr("beta2", b.getF64FloatAttr(t.beta)),
+          b.getNamedAttr("eps", b.getF64FloatAttr(t.epsilon)),
+          b.getNamedAttr("weight_decay", b.getF64FloatAttr(t.normCoefficient)),
+          b.getNamedAttr("weight_decay_post",
+                         b.getF64FloatAttr(t.normCoefficientPost)),
+      }));
 }
 
 } // namespace
 
 bool importOnnx(MLIRContext &context, const ImportOptions &options,
-                ImportedModel &out, std::string &error) {
+                ImportedModel &out, std::string &error, bool *unsupported) {
   registerImportDialects(context);
+  if (unsupported)
+    *unsupported = false;
   try {
     Importer(context, options, out).run();
     return true;
+  } catch (const hc::import::UnsupportedError &e) {
+    error = oneLine(e.what());
+    if (unsupported)
+      *unsupported = true;
   } catch (const ImportError &e) {
     error = oneLine(e.what());
   } catch (const std::exception &e) {

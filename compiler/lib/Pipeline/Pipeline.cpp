@@ -17,12 +17,19 @@ const char *pipelineFlagsHelp() {
   --freeze A,B     parameters that get no gradient and no update, beyond
                    the model's own frozen set (ONNX metadata "hc.frozen",
                    e.g. DiT's fixed pos_embed)
-  --optimizer O    adamw (default, as torch.optim.AdamW) or sgd (no momentum)
-  --lr X           learning rate (default 1e-4)
-  --beta1 X        AdamW beta1 (default 0.9)
-  --beta2 X        AdamW beta2 (default 0.999)
-  --eps X          AdamW epsilon (default 1e-8)
-  --weight-decay X decoupled weight decay for AdamW, L2 for SGD (default 0)
+  --optimizer O    adamw (default, as torch.optim.AdamW), adam (ONNX's
+                   ai.onnx.preview.training Adam, T = completed steps) or
+                   sgd (no momentum). A model with training_info brings its
+                   own optimizer; these flags are refused then
+  --lr X           learning rate (default 1e-4; Adam's R)
+  --beta1 X        AdamW beta1 / Adam alpha (default 0.9)
+  --beta2 X        AdamW beta2 / Adam beta (default 0.999)
+  --eps X          AdamW epsilon (default 1e-8) / Adam epsilon, added outside
+                   the square root (default 1e-6, the operator's)
+  --weight-decay X decoupled weight decay for AdamW, L2 for SGD and Adam
+                   (Adam's norm_coefficient; default 0)
+  --weight-decay-post X  Adam's norm_coefficient_post: X <- (1 - it) X after
+                   the update (default 0)
   --bucket-mb X    gradient all-reduce bucket size in MiB (default 4; not yet
                    tuned by measurement)
 )";
@@ -43,9 +50,11 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   }
   static const char *valued[] = {"--freeze", "--optimizer", "--lr", "--beta1",
                                  "--beta2", "--eps", "--weight-decay",
-                                 "--bucket-mb"};
+                                 "--weight-decay-post", "--bucket-mb"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
+  if (arg != "--bucket-mb")
+    o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
     if (i + 1 >= argc) {
       error = arg + " needs a value";
@@ -70,8 +79,8 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
     return 1;
   }
   if (arg == "--optimizer") {
-    if (value != "adamw" && value != "sgd") {
-      error = "--optimizer must be adamw or sgd, got '" + value + "'";
+    if (value != "adamw" && value != "adam" && value != "sgd") {
+      error = "--optimizer must be adamw, adam or sgd, got '" + value + "'";
       return -1;
     }
     o.optimizer = value;
@@ -95,16 +104,91 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
     error = arg + " must be in [0, 1), got '" + value + "'";
     return -1;
   }
-  (arg == "--lr"      ? o.lr
-   : arg == "--beta1" ? o.beta1
-   : arg == "--beta2" ? o.beta2
-   : arg == "--eps"   ? o.eps
-                      : o.weightDecay) = x;
+  if (arg == "--weight-decay-post" && x >= 1) {
+    error = arg + " must be in [0, 1), got '" + value + "'";
+    return -1;
+  }
+  o.epsGiven |= arg == "--eps";
+  (arg == "--lr"             ? o.lr
+   : arg == "--beta1"        ? o.beta1
+   : arg == "--beta2"        ? o.beta2
+   : arg == "--eps"          ? o.eps
+   : arg == "--weight-decay" ? o.weightDecay
+                             : o.weightDecayPost) = x;
   return 1;
 }
 
-bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &options,
+namespace {
+
+// The optimizer the step runs: the model's training_info, else the flags.
+// False + error when a flag contradicts the model's own algorithm.
+bool effectiveOptimizer(mlir::ModuleOp module, const PipelineOptions &in,
+                        PipelineOptions &out, std::string &error) {
+  out = in;
+  auto info = module->getAttrOfType<mlir::DictionaryAttr>(kTrainingInfoAttr);
+  if (!info) {
+    if (out.optimizer == "adam" && !out.epsGiven)
+      out.eps = 1e-6;
+    return true;
+  }
+  if (!in.optimizerFlags.empty()) {
+    error = in.optimizerFlags.front() + " conflicts with the model's training_info, which "
+            "defines the optimizer and the trainable set (drop the flag, or "
+            "export without --training-info)";
+    return false;
+  }
+  auto num = [&](const char *name) {
+    return info.getAs<mlir::FloatAttr>(name).getValueAsDouble();
+  };
+  out.optimizer = info.getAs<mlir::StringAttr>("optimizer").str();
+  out.lr = num("lr");
+  out.beta1 = num("beta1");
+  out.beta2 = num("beta2");
+  out.eps = num("eps");
+  out.weightDecay = num("weight_decay");
+  out.weightDecayPost = num("weight_decay_post");
+  return true;
+}
+
+} // namespace
+
+std::string optimizerJson(mlir::ModuleOp module, const PipelineOptions &in) {
+  PipelineOptions o;
+  std::string error;
+  if (!effectiveOptimizer(module, in, o, error))
+    o = in;
+  std::string source = module->hasAttr(kTrainingInfoAttr) ? "training_info" : "flags";
+  char buf[640];
+  if (o.optimizer == "adam")  // the operator's names, at the float32 it uses
+    std::snprintf(buf, sizeof buf,
+                  "{\"name\": \"adam\", \"domain\": \"ai.onnx.preview.training\", "
+                  "\"R\": %.9g, \"alpha\": %.9g, \"beta\": %.9g, "
+                  "\"epsilon\": %.9g, \"norm_coefficient\": %.9g, "
+                  "\"norm_coefficient_post\": %.9g, \"T\": \"adam.T\", "
+                  "\"V\": \"adam.V:NAME\", \"H\": \"adam.H:NAME\", "
+                  "\"source\": \"%s\"}",
+                  (double)(float)o.lr, (double)(float)o.beta1, (double)(float)o.beta2,
+                  (double)(float)o.eps, (double)(float)o.weightDecay,
+                  (double)(float)o.weightDecayPost, source.c_str());
+  else
+    std::snprintf(buf, sizeof buf,
+                  "{\"name\": \"%s\", \"lr\": %.17g, \"beta1\": %.17g, "
+                  "\"beta2\": %.17g, \"eps\": %.17g, \"weight_decay\": %.17g}",
+                  o.optimizer.c_str(), o.lr, o.beta1, o.beta2, o.eps,
+                  o.weightDecay);
+  return buf;
+}
+
+bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
                       std::string &error, bool *badInput) {
+  PipelineOptions options;
+  if (given.train && !effectiveOptimizer(module, given, options, error)) {
+    if (badInput)
+      *badInput = true;
+    return false;
+  }
+  if (!given.train)
+    options = given;
   mlir::PassManager pm(module.getContext());
   if (options.fuse)
     addFusionPipeline(pm);
@@ -119,6 +203,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &options,
     opt.beta2 = options.beta2;
     opt.eps = options.eps;
     opt.weightDecay = options.weightDecay;
+    opt.weightDecayPost = options.weightDecayPost;
     pm.addPass(createOptimizer(opt));
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());

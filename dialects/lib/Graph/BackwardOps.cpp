@@ -1,6 +1,8 @@
 // Verifiers of the backward and optimizer ops (GraphBackwardOps.td).
 #include "hc/Graph/GraphOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace hc::graph;
 
@@ -103,26 +105,50 @@ LogicalResult SliceGradOp::verify() {
   return success();
 }
 
-LogicalResult AdamWOp::verify() {
-  unsigned n = getTensors().size();
-  if (n % 4 || getUpdated().size() != 3 * (n / 4))
-    return emitOpError("needs 4N tensor operands (params, grads, m, v) and 3N "
-                       "results, got ")
-           << n << " and " << getUpdated().size();
+// Adam-family operands: 4N tensors (params, grads, first and second
+// moments) and 3N results of the matching parameter's type.
+static LogicalResult verifyAdamTensors(Operation *op, ValueRange tensors,
+                                       ResultRange updated) {
+  unsigned n = tensors.size();
+  if (n == 0 || n % 4 || updated.size() != 3 * (n / 4))
+    return op->emitOpError("needs 4N tensor operands (params, grads, first "
+                           "and second moments) and 3N results, got ")
+           << n << " and " << updated.size();
   unsigned p = n / 4;
   for (unsigned i = 0; i < p; ++i) {
-    Type t = getTensors()[i].getType();
+    Type t = tensors[i].getType();
     for (unsigned k = 1; k < 4; ++k)
-      if (getTensors()[k * p + i].getType() != t)
-        return emitOpError("parameter ") << i << "'s grad/moments differ in type";
+      if (tensors[k * p + i].getType() != t)
+        return op->emitOpError("parameter ") << i << "'s grad/moments differ in type";
     for (unsigned k = 0; k < 3; ++k)
-      if (getUpdated()[k * p + i].getType() != t)
-        return emitOpError("parameter ") << i << "'s results differ in type";
+      if (updated[k * p + i].getType() != t)
+        return op->emitOpError("parameter ") << i << "'s results differ in type";
   }
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  if (failed(verifyAdamTensors(*this, getTensors(), getUpdated())))
+    return failure();
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
   if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1 &&
         getEps().convertToDouble() >= 0 && getLr().convertToDouble() >= 0))
     return emitOpError("needs 0 <= betas < 1, eps >= 0, lr >= 0");
+  return success();
+}
+
+LogicalResult AdamOp::verify() {
+  if (failed(verifyAdamTensors(*this, getTensors(), getUpdated())))
+    return failure();
+  double a = getAlpha().convertToDouble(), b = getBeta().convertToDouble(),
+         eps = getEpsilon().convertToDouble(),
+         nc = getNormCoefficient().convertToDouble(),
+         post = getNormCoefficientPost().convertToDouble();
+  // alpha = 1 would divide by 1 - alpha^T = 0 in the bias correction.
+  if (!(a >= 0 && a < 1 && b >= 0 && b <= 1 && eps >= 0 && std::isfinite(eps) &&
+        std::isfinite(nc) && std::isfinite(post)))
+    return emitOpError("needs 0 <= alpha < 1, 0 <= beta <= 1, finite "
+                       "epsilon >= 0 and finite norm coefficients");
   return success();
 }
 

@@ -28,18 +28,39 @@ struct ParamData {
   std::size_t numElements() const;
 };
 
+// A model's own training algorithm (ModelProto.training_info), recognised as
+// Gradient(xs, y = loss) + ONNX Adam over xs + T <- T + 1, every update bound
+// back. The importer records the optimizer on the module (hc.training_info)
+// and freezes every parameter outside xs.
+struct TrainingInfo {
+  std::vector<std::string> trainable;  // Gradient's xs, in order
+  std::string loss;                    // Gradient's y
+  double r = 0, alpha = 0.9, beta = 0.999, epsilon = 1e-6,
+         normCoefficient = 0, normCoefficientPost = 0;
+  int64_t initialT = 0;  // after the initialization binding
+  // Initial values other than the step's defaults (zero moments, the
+  // parameter initializers): "adam.V:NAME"/"adam.H:NAME" moments and
+  // parameters set by the initialization graph, by name.
+  std::map<std::string, std::vector<float>> initialMoments, initialParams;
+};
+
 struct ImportedModel {
   mlir::OwningOpRef<mlir::ModuleOp> module;  // one func.func @forward
   std::map<std::string, ParamData> params;   // by initializer name
   std::vector<std::string> frozen;           // from metadata "hc.frozen"
   std::map<std::string, std::string> metadata;  // ONNX metadata_props
+  bool hasTraining = false;                  // training_info present
+  TrainingInfo training;
   std::vector<std::string> warnings;
   std::shared_ptr<void> storage;             // keeps `params` data alive
 };
 
-// Imports `options.path`. On failure returns false with a one-line `error`.
+// Imports `options.path`. On failure returns false with a one-line `error`;
+// `unsupported` tells a valid model asking for what hc does not implement
+// (exit 3) from bad input (exit 2).
 bool importOnnx(mlir::MLIRContext &context, const ImportOptions &options,
-                ImportedModel &out, std::string &error);
+                ImportedModel &out, std::string &error,
+                bool *unsupported = nullptr);
 
 // Registers the dialects the imported IR uses.
 void registerImportDialects(mlir::MLIRContext &context);

@@ -17,9 +17,22 @@ struct PipelineOptions {
   bool schedule = false;  // lower to the schedule level and plan buffers
   int64_t bucketBytes = 4 << 20;
   std::vector<std::string> freeze;  // beyond the model's own frozen set
-  std::string optimizer = "adamw";  // adamw | sgd
-  double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.0;
+  std::string optimizer = "adamw";  // adamw | adam | sgd
+  // Adam (ONNX): R, alpha, beta, epsilon, norm_coefficient(_post).
+  double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.0,
+         weightDecayPost = 0.0;
+  bool epsGiven = false;  // adam's default epsilon is the operator's, 1e-6
+  std::vector<std::string> optimizerFlags;  // given on the command line
 };
+
+// The module attribute on which the importer records a model's own
+// training algorithm (ONNX training_info): {optimizer, lr, beta1, ...}. It
+// decides the optimizer; flags that would change it are refused.
+inline constexpr const char *kTrainingInfoAttr = "hc.training_info";
+
+// The step description's "optimizer" object: name and hyper-parameters
+// (the values the step uses), and where they came from.
+std::string optimizerJson(mlir::ModuleOp module, const PipelineOptions &options);
 
 // Parses one pipeline flag at argv[i] (advancing i past its value). Returns
 // 1 if consumed, 0 if it is not a pipeline flag, -1 with `error` if bad.
@@ -29,9 +42,9 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &options,
 // The --help lines of those flags.
 const char *pipelineFlagsHelp();
 
-// Runs the graph-level passes on an imported module. False + one-line
-// `error`; `badInput` tells a user error (e.g. an unknown --freeze name)
-// from an internal one.
+// Runs the graph-level passes on an imported module (configured by its
+// training_info when it has one). False + one-line `error`; `badInput`
+// tells a user error (e.g. an unknown --freeze name) from an internal one.
 bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &options,
                       std::string &error, bool *badInput = nullptr);
 

@@ -150,6 +150,30 @@ def HC_AdamWOp : HC_Op<"adamw", [Pure]> {
   }];
 }
 
+def HC_AdamOp : HC_Op<"adam", [Pure]> {
+  let summary = "ONNX ai.onnx.preview.training Adam over N tensors in one op";
+  let description = [{
+    Exactly the ONNX operator: operands R (0-d float), T (0-d i64, the
+    update count), then N X, N G, N V, N H; results N X_final, N V_new,
+    N H_new. Per element, G' = norm_coefficient·X + G; V ← α·V + (1−α)·G';
+    H ← β·H + (1−β)·G'²; R' = T > 0 ? R·√(1−βᵀ)/(1−αᵀ) : R;
+    X ← (1 − norm_coefficient_post)·(X − R'·V / (√H + ε)). The attributes
+    hold the operator's float32 attribute values.
+  }];
+  let arguments = (ins 0DTensorOf<[F32, F64]>:$r, 0DTensorOf<[I64]>:$t,
+                       Variadic<HC_FloatTensor>:$tensors,
+                       F64Attr:$alpha, F64Attr:$beta, F64Attr:$epsilon,
+                       F64Attr:$norm_coefficient, F64Attr:$norm_coefficient_post);
+  let results = (outs Variadic<HC_FloatTensor>:$updated);
+  let assemblyFormat = [{
+    $r `,` $t `,` $tensors attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    unsigned getNumParams() { return getTensors().size() / 4; }
+  }];
+}
+
 def HC_SgdOp : HC_Op<"sgd", [Pure]> {
   let summary = "torch.optim.SGD without momentum over N parameters";
   let description = [{

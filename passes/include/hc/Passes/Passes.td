@@ -100,22 +100,30 @@ def Autodiff : Pass<"hc-autodiff", "mlir::ModuleOp"> {
 }
 
 def Optimizer : Pass<"hc-optimizer", "mlir::ModuleOp"> {
-  let summary = "one fused AdamW or SGD update of every parameter with a gradient";
+  let summary = "one fused AdamW, Adam or SGD update of every parameter with a gradient";
   let description = [{
     Consumes the `grad:NAME` results of hc-autodiff. AdamW adds the state
     arguments `adamw.step` (completed steps, i64) and `adamw.m:NAME`,
     `adamw.v:NAME` (`hc.state` attribute) and returns the updated
     parameters (`param:NAME`) and state (`state:KEY`); gradients stay as
-    results for inspection. Hyper-parameters are those of torch.optim.
+    results for inspection. AdamW and SGD hyper-parameters are those of
+    torch.optim. `adam` is ONNX's ai.onnx.preview.training Adam with
+    T = `adam.T` (completed steps) and moments `adam.V:NAME`, `adam.H:NAME`:
+    lr, beta1, beta2, eps, weight-decay and weight-decay-post are its R,
+    alpha, beta, epsilon, norm_coefficient and norm_coefficient_post, held
+    at float32 as the operator's attributes are.
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", "\"adamw\"", "adamw or sgd">,
-    Option<"lr", "lr", "double", "1e-4", "learning rate">,
-    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
-    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
-    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"", "adamw, adam or sgd">,
+    Option<"lr", "lr", "double", "1e-4", "learning rate (Adam: R)">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1 (Adam: alpha)">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2 (Adam: beta)">,
+    Option<"eps", "eps", "double", "-1.0",
+           "AdamW epsilon (default 1e-8) / Adam epsilon (default 1e-6, the operator's)">,
     Option<"weightDecay", "weight-decay", "double", "0.0",
-           "decoupled (AdamW) or L2 (SGD) weight decay">
+           "decoupled (AdamW) or L2 (SGD; Adam: norm_coefficient) weight decay">,
+    Option<"weightDecayPost", "weight-decay-post", "double", "0.0",
+           "Adam's norm_coefficient_post: X <- (1 - it) X after the update">
   ];
   let dependentDialects = ["hc::graph::HCDialect"];
 }
