@@ -42,7 +42,8 @@ uint64_t hashBytes(uint64_t h, const void *data, std::size_t n) {
   }
   for (; i < n; ++i)
     h = (h ^ p[i]) * 0x100000001b3ull;
-  return (h ^ n) * 0x9e3779b97f4a7c15ull;
+  h = (h ^ n ^ (h >> 33)) * 0x9e3779b97f4a7c15ull; // every bit reaches all
+  return h ^ (h >> 29);
 }
 
 std::string hex(uint64_t v) {

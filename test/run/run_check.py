@@ -117,22 +117,22 @@ SQRT_AB, SQRT_1MAB = diffusion.q_coefficients()
 def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class):
     """Global batch of step `step` (0-based): x_t, t, y, eps as hc-run must
     make them."""
-    n = images.shape[0]
+    n, d = images.shape[0], images[0].size
     per_epoch = (n // gbatch) * gbatch
     xs, ts, ys, es = [], [], [], []
     for g in range(gbatch):
         pos = step * gbatch + g
         row = permutation(seed, pos // per_epoch, n)[pos % per_epoch]
         t = min(int(uniform01(seed, step, g, OP_T, 0) * 1000), 999)
-        eps = np.empty(D, np.float32)
-        for k in range(0, D, 2):
+        eps = np.empty(d, np.float32)
+        for k in range(0, d, 2):
             u1 = uniform01(seed, step, g, OP_EPS, k)
             u2 = uniform01(seed, step, g, OP_EPS, k + 1)
             rad = math.sqrt(-2.0 * math.log(1.0 - u1))
             eps[k] = np.float32(rad * math.cos(2 * math.pi * u2))
-            if k + 1 < D:
+            if k + 1 < d:
                 eps[k + 1] = np.float32(rad * math.sin(2 * math.pi * u2))
-        x0 = images[row].reshape(D)
+        x0 = images[row].reshape(d)
         xt = np.float32(SQRT_AB[t]) * x0 + np.float32(SQRT_1MAB[t]) * eps
         y = int(labels[row])
         if drop_p > 0 and uniform01(seed, step, g, OP_DROP, 0) < drop_p:
@@ -497,16 +497,16 @@ CASES = {
 }
 
 
-def main():
+def case_main(cases, options=("--hc-run", "--toys", "--work"), context=Env):
+    """Runs the case named on the command line; PASS/FAIL line, exit 0/1."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--hc-run", required=True)
-    ap.add_argument("--toys", required=True)
-    ap.add_argument("--work", required=True)
+    ap.add_argument("case", choices=sorted(cases))
+    for o in options:
+        ap.add_argument(o, required=True)
     a = ap.parse_args()
-    env = Env(a)
+    ctx = context(a)
     try:
-        CASES[a.case](env)
+        cases[a.case](ctx)
     except Failure as f:
         print("FAIL %s: %s" % (a.case, f))
         return 1
@@ -515,4 +515,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(case_main(CASES))

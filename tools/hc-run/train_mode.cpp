@@ -311,7 +311,9 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         if (ckpt.due(done)) {
           if (bar)
             std::printf("\r\033[K");
+          const auto before = Clock::now();
           ckpt.write(*ctx, ema, done, seed);
+          windowStart += Clock::now() - before; // steps/s measures training
         }
       } catch (const Error &e) {
         comm.fail(e.code, e.what());
