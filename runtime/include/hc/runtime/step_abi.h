@@ -47,7 +47,8 @@ typedef struct hc_step_api {
   hc_step *(*create)(const hc_step_env *env, char *error, size_t error_size);
   void (*destroy)(hc_step *step);
   // Tensors by name: a parameter "NAME", state "adamw.m:NAME", "adamw.v:NAME",
-  // "adamw.step" (int64), or (get only) "grad:NAME", the last step's averaged
+  // "adamw.step" (int64) for AdamW, "adam.V:NAME", "adam.H:NAME", "adam.T"
+  // (int64) for ONNX Adam, or (get only) "grad:NAME", the last step's averaged
   // gradient. `bytes` must equal the tensor's size. Returns 0, or -1 for an
   // unknown name or a size mismatch.
   int (*set_tensor)(hc_step *step, const char *name, const void *data,
