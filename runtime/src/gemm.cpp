@@ -157,11 +157,81 @@ void chooseGrid(const GemmKernel &k, const Blocking &bl, const Problem &p,
   }
 }
 
+// Whether splitting K across the P threads (each thread the whole C of its
+// K range, partial products summed afterwards in slot order) beats the
+// best 2-D grid: for small outputs with a long K (the weight gradients,
+// K = tokens), where every grid shape makes each thread pack a whole
+// operand that the other threads pack too. Estimated like chooseGrid,
+// plus the reduction (P + 1 passes over C per thread's rows). Only without
+// an epilogue. HC_GEMM_KSPLIT=0/1 forces it off/on (tuning, tests).
+bool chooseKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                  int P, int pm, int pn) {
+  if (P <= 1 || p.epi.kind != EpiKind::None || p.K < 2 * P * 8)
+    return false;
+  if (const char *e = std::getenv("HC_GEMM_KSPLIT"))
+    return std::atoi(e) != 0;
+  const double fpc = k.nr >= 48 ? 64.0 : (k.nr >= 16 && k.mr == 6 ? 32.0 : 8.0);
+  auto cost = [&](double M, double N, double K) {
+    double Mt = std::ceil(M / k.mr) * k.mr, Nt = std::ceil(N / k.nr) * k.nr;
+    // packing reads sources that every thread reads at once: count it
+    // double (shared memory bandwidth), compared with chooseGrid's 0.7
+    return 2.0 * Mt * Nt * K / fpc + 1.4 * (Mt * K * std::ceil(Nt / bl.nc) + K * Nt);
+  };
+  const double M = static_cast<double>(p.M), N = static_cast<double>(p.N),
+               K = static_cast<double>(p.K);
+  double grid = cost(M / pm, N / pn, K);
+  double ks = cost(M, N, K / P) + 1.5 * M * N * (P + 1) / P;
+  return ks < 0.97 * grid;
+}
+
+void gemmKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                Range r) {
+  const int P = r.count;
+  std::vector<float *> part(P, nullptr);
+  parallel(r, [&](int i, int) {
+    int64_t k0, k1;
+    split(p.K, i, P, 8, k0, k1);
+    Problem q = p;
+    q.K = k1 - k0;
+    q.A = p.A + (p.transA ? k0 * p.lda : k0);
+    q.B = p.B + (p.transB ? k0 : k0 * p.ldb);
+    if (i > 0) {  // own partial product, dense, not read before written
+      part[i] = scratch(0, static_cast<std::size_t>(p.M * p.N) + 16);
+      q.C = part[i];
+      q.ldc = p.N;
+      q.epi = EpiCtx();
+    }
+    if (q.K > 0)
+      runBlock(k, bl, q, 0, p.M, 0, p.N);
+    else if (i > 0)
+      std::memset(part[i], 0, sizeof(float) * p.M * p.N);
+    else  // slot 0 owns C: C = beta C (K range empty)
+      runBlock(k, bl, q, 0, p.M, 0, p.N);
+  });
+  parallel(r, [&](int i, int cnt) {
+    int64_t m0, m1;
+    split(p.M, i, cnt, 1, m0, m1);
+    for (int64_t m = m0; m < m1; ++m) {
+      float *c = p.C + m * p.ldc;
+      for (int t = 1; t < P; ++t) {
+        const float *s = part[t] + m * p.N;
+        for (int64_t n = 0; n < p.N; ++n)
+          c[n] += s[n];
+      }
+    }
+  });
+}
+
 void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p,
             Range r) {
   int pm = 1, pn = 1;
-  if (r.count > 1)
+  if (r.count > 1) {
     chooseGrid(k, bl, p, r.count, pm, pn);
+    if (chooseKSplit(k, bl, p, r.count, pm, pn)) {
+      gemmKSplit(k, bl, p, r);
+      return;
+    }
+  }
   parallel(r, [&](int i, int) {
     // Consecutive slots (one cluster) share a column block.
     int in = i / pm, im = i % pm;

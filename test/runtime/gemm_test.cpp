@@ -331,3 +331,36 @@ TEST(Gemm, SmallBlockingCrossesEveryBlockEdge) {
   unsetenv("HC_GEMM_KC");
   unsetenv("HC_GEMM_NC");
 }
+
+TEST(Gemm, KSplitAcrossThreads) {
+  // K split over the threads (partial products summed in slot order): forced
+  // on for odd shapes, every layout, alpha/beta, batches; then chosen by the
+  // cost model for a weight-gradient-like shape (small output, long K).
+  setenv("HC_GEMM_KSPLIT", "1", 1);
+  struct S { int64_t M, N, K; };
+  const S shapes[] = {{37, 41, 1031}, {5, 3, 20011}, {64, 101, 4099}, {1, 300, 1500}};
+  uint32_t seed = 5000;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (const S &sh : shapes)
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb) {
+          GemmCase c{sh.M, sh.N, sh.K, ta, tb};
+          c.threads = 2;
+          c.beta = (ta + tb) % 2 ? -0.5f : 0.0f;
+          c.alpha = tb ? 0.75f : 1.0f;
+          c.batch = sh.M == 37 && ta == 1 ? 2 : 1;
+          runGemm(c, seed++);
+        }
+  }
+  const int64_t M = 57, N = 61, K = 7001;
+  std::vector<float> A = randomVec(M * K, 1), B = randomVec(K * N, 2);
+  std::vector<float> C1 = nanVec(M * N), C2 = nanVec(M * N);
+  for (float *C : {C1.data(), C2.data()})
+    hc_sgemm_simple(1, 0, M, N, K, 1.0f, A.data(), M, B.data(), N, 0.0f, C, N, threads(2));
+  EXPECT_EQ(0, std::memcmp(C1.data(), C2.data(), sizeof(float) * M * N));
+  unsetenv("HC_GEMM_KSPLIT");
+  GemmCase c{48, 48, 20000, 1, 0};
+  c.threads = 2;
+  runGemm(c, seed++);
+}
