@@ -481,6 +481,19 @@ def rank_failure(env, mode):
     print("rank 1 fails at step 2 (%s): job ended in %.2f s with exit %d" % (mode, p.elapsed, p.returncode))
 
 
+def case_rank_failure_setup(env):
+    """Only rank 1 cannot start: every rank stops at once, rank 1 reports."""
+    make_data(env)
+    p = env.run(["toy_b2.so", "--data", "data.npy", "--steps", "5"], 2,
+                {"HC_TOY_FAIL_RANK": "1", "HC_TOY_FAIL_STEP": "0"}, timeout=60)
+    lines = [l for l in p.stderr.splitlines() if l.startswith("hc-run:")]
+    check(p.returncode == 1 and p.elapsed < 30, "exit %d after %.1f s" % (p.returncode, p.elapsed))
+    check(len(lines) == 1 and lines[0].startswith("hc-run: rank 1: ") and "rank 1 cannot start" in lines[0],
+          "stderr:\n" + p.stderr)
+    check("Train Loss" not in p.stdout, "it trained:\n" + p.stdout)
+    print("rank 1 cannot start: job ended in %.2f s, exit 1: %s" % (p.elapsed, lines[0]))
+
+
 CASES = {
     "test-mode": case_test_mode,
     "np2-vs-np1": case_np2_vs_np1,
@@ -494,6 +507,7 @@ CASES = {
     "rank-failure-exit": lambda e: rank_failure(e, "exit"),
     "rank-failure-segv": lambda e: rank_failure(e, "segv"),
     "rank-failure-kill": lambda e: rank_failure(e, "kill"),
+    "rank-failure-setup": case_rank_failure_setup,
 }
 
 

@@ -13,6 +13,8 @@
 // step k (1-based) of rank r fail: HC_TOY_FAIL_MODE=error (default) returns
 // -1 before the collective, "exit" ends the process without MPI_Finalize,
 // "segv" raises SIGSEGV (a crash), "kill" raises SIGKILL (the OOM killer).
+// HC_TOY_FAIL_STEP=0 makes create() fail on rank r (a rank that cannot start,
+// e.g. a node without the memory or files the others have).
 // HC_TOY_NAN_STEP=k makes step k's loss NaN on every rank.
 // HC_TOY_DUMP_DIR=DIR writes each step's inputs to DIR/r<rank>_s<step>.bin
 // (x_t, t, y, noise back to back) so tests can check what hc-run fed.
@@ -106,6 +108,12 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
       env->rank >= env->world_size ||
       (env->world_size > 1 && !env->allreduce_sum_f32)) {
     std::snprintf(error, size, "toy: bad environment");
+    return nullptr;
+  }
+  if (env->rank == envInt("HC_TOY_FAIL_RANK", -1) &&
+      envInt("HC_TOY_FAIL_STEP", 1) == 0) {
+    std::snprintf(error, size, "toy: rank %d cannot start (test hook)",
+                  env->rank);
     return nullptr;
   }
   Ctx *c = new (std::nothrow) Ctx;

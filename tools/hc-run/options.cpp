@@ -161,9 +161,10 @@ Options parseOptions(int argc, char **argv) {
       trainOnly.push_back(a);
     } else if (a == "--ema") {
       // The decay is optional: "--ema", "--ema=0.999" or "--ema 0.999".
-      bool valueFollows = hasInline || (i + 1 < argc && argv[i + 1][0] != '-' &&
-                                        std::isdigit(static_cast<unsigned char>(
-                                            argv[i + 1][0])));
+      bool valueFollows =
+          hasInline || (i + 1 < argc && (argv[i + 1][0] == '.' ||
+                                         std::isdigit(static_cast<unsigned char>(
+                                             argv[i + 1][0]))));
       o.emaDecay = valueFollows ? parseDecay(a, next()) : 0.9999;
       trainOnly.push_back(a);
     } else if (a == "--progress" || a == "--no-progress") {

@@ -352,7 +352,10 @@ void agreeOrExit(hc::rt::Comm &comm, const Error *local) {
     comm.fail(1, "collective failed while reporting an error");
   if (comm.rank() == bad) {
     std::fflush(stdout);
-    std::fprintf(stderr, "hc-run: %s\n", local->what());
+    // With several ranks, say which: a file or node only it lacks.
+    std::string who =
+        comm.size() > 1 ? "rank " + std::to_string(bad) + ": " : std::string();
+    std::fprintf(stderr, "hc-run: %s%s\n", who.c_str(), local->what());
     std::fflush(stderr);
   }
   comm.finalize();

@@ -258,6 +258,9 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                 (long long)first + 1, (long long)opt.steps,
                 (unsigned long long)seed,
                 plan.dropProb);
+    if (first == opt.steps)
+      std::printf("hc-run: the checkpoint is at --steps %lld already; nothing "
+                  "to train\n", (long long)opt.steps);
     std::fflush(stdout);
   }
 
