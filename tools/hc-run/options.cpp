@@ -50,11 +50,11 @@ next to it). R ranks train data-parallel on a global batch of R*B.
   --save-state F    optimizer state (e.g. adamw.m:NAME, adamw.step)
                     Written by rank 0, atomically; a "{rank}" in F makes every
                     rank write its own file.
-  --ckpt-dir D      train mode: rank 0 writes checkpoints D/ckpt-<step>.
-                    safetensors (parameters under their PyTorch names, EMA as
+  --ckpt-dir D      train mode: rank 0 writes D/ckpt-<step>.safetensors
+                    atomically (parameters under their PyTorch names, EMA as
                     ema:NAME, optimizer state, step, seed and data order, the
-                    model description), atomically; always one at the last
-                    step. D is created when missing (its parent must exist).
+                    model description); always one at the last step. D is
+                    created when missing (its parent must exist).
   --ckpt-every N    also a checkpoint every N steps
   --ckpt-keep K     keep only the newest K checkpoints (default: all)
   --resume          continue from the newest checkpoint in D (none: start at
