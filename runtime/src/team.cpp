@@ -111,15 +111,17 @@ void workerLoop(Worker *w) {
   }
 }
 
-void pinTo(std::thread &t, int core) {
+void pinHandle(pthread_t thread, int core) {
   const char *pin = std::getenv("HC_PIN");
   if ((pin && std::strcmp(pin, "0") == 0) || core < 0 || core >= CPU_SETSIZE)
     return;
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(core, &set);
-  pthread_setaffinity_np(t.native_handle(), sizeof(set), &set);
+  pthread_setaffinity_np(thread, sizeof(set), &set);
 }
+
+void pinTo(std::thread &t, int core) { pinHandle(t.native_handle(), core); }
 
 void destroyTeam(Team *t) {
   if (!t)
@@ -138,15 +140,51 @@ void destroyTeam(Team *t) {
   delete t;
 }
 
+int envInt(const char *name) {
+  const char *e = std::getenv(name);
+  return e ? std::atoi(e) : 0;
+}
+
+// The cores this process may run on: the topology's, less those outside its
+// affinity mask (a launcher that binds ranks), and, when several ranks of a
+// launcher job share the node unbound, this rank's contiguous share, so
+// ranks do not pile their teams onto the same cores. `partitioned` says the
+// latter happened (the calling thread is then pinned too).
+void usableCores(std::vector<int> &cores, std::vector<int> &cluster,
+                 bool &partitioned) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  bool masked = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
+  std::vector<int> all, allCluster;
+  for (size_t c = 0; c < gTopo->clusters.size(); ++c)
+    for (int core : gTopo->clusters[c].cores)
+      if (!masked || core < 0 || core >= CPU_SETSIZE || CPU_ISSET(core, &allowed)) {
+        all.push_back(core);
+        allCluster.push_back(static_cast<int>(c));
+      }
+  if (all.empty()) {  // the mask names none of the topology's cores
+    all.push_back(-1);
+    allCluster.push_back(0);
+  }
+  int localSize = envInt("OMPI_COMM_WORLD_LOCAL_SIZE"),
+      localRank = envInt("OMPI_COMM_WORLD_LOCAL_RANK");
+  int total = static_cast<int>(all.size());
+  partitioned = localSize > 1 && localRank < localSize && total >= localSize;
+  size_t first = 0, last = all.size();
+  if (partitioned) {
+    first = static_cast<size_t>(total) * localRank / localSize;
+    last = static_cast<size_t>(total) * (localRank + 1) / localSize;
+  }
+  cores.assign(all.begin() + first, all.begin() + last);
+  cluster.assign(allCluster.begin() + first, allCluster.begin() + last);
+}
+
 Team *makeTeam(int n) {
   loadTopology();
   Team *t = new Team();
   std::vector<int> cores, cluster;
-  for (size_t c = 0; c < gTopo->clusters.size(); ++c)
-    for (int core : gTopo->clusters[c].cores) {
-      cores.push_back(core);
-      cluster.push_back(static_cast<int>(c));
-    }
+  bool partitioned = false;
+  usableCores(cores, cluster, partitioned);
   if (n <= 0) {
     n = static_cast<int>(cores.size());
     if (const char *e = std::getenv("HC_NUM_THREADS"))
@@ -162,6 +200,9 @@ Team *makeTeam(int n) {
     t->cluster.push_back(cluster.empty() ? 0 : cluster[i % cluster.size()]);
   }
   // Thread 0 is whoever calls; workers serve the other slots.
+  if (partitioned) {
+    pinHandle(pthread_self(), t->cores[0]);
+  }
   for (int i = 1; i < n; ++i) {
     auto w = std::make_unique<Worker>();
     w->slot = i;
@@ -233,9 +274,11 @@ void runTeam(Range r, TaskFn fn, void *ctx) {
     w->cv.notify_one();
   }
   fn(ctx, 0, r.count);
+  // Spin about as long as a worker does before it sleeps, then yield: on a
+  // shared or oversubscribed node the worker we wait for may need our core.
   for (int spin = 0; inner.remaining.load(std::memory_order_acquire) != 0;
        ++spin) {
-    if (spin < 1000000)
+    if (spin < 20000)
       cpuRelax();
     else
       std::this_thread::yield();
