@@ -1,6 +1,6 @@
 #!/usr/bin/env -S /usr/bin/python3
-"""Runs hc-compile on every broken training_info file (make_broken.py): each
-must exit with its manifest code (2 bad input, 3 not supported), print
+"""Runs hc-compile or hc-eval (argv[1]) on every broken training_info file
+(make_broken.py): each must exit with its manifest code (2 bad input, 3 not supported), print
 exactly one stderr line holding the manifest's strings and nothing on
 stdout, and write no output file."""
 import json
@@ -19,8 +19,11 @@ failures = 0
 for case in cases:
     path = os.path.join(work, case["file"])
     out = path + ".mlir"
-    p = subprocess.run([compiler, path, "--emit=train", "-o", out] + case["flags"],
-                       capture_output=True, text=True)
+    if os.path.basename(compiler) == "hc-eval":
+        cmd = [compiler, path, "--inputs", work, "--train", "--out", out]
+    else:
+        cmd = [compiler, path, "--emit=train", "-o", out]
+    p = subprocess.run(cmd + case["flags"], capture_output=True, text=True)
     lines = p.stderr.strip().splitlines()
     ok = (p.returncode == case["code"] and len(lines) == 1 and not p.stdout
           and not os.path.exists(out) and all(s in lines[0] for s in case["must_contain"]))

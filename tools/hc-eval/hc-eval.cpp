@@ -254,8 +254,9 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context;
   hc::ImportedModel imported;
   options.path = model;
-  if (!hc::importOnnx(context, options, imported, error))
-    die(2, error);
+  bool unsupported = false;
+  if (!hc::importOnnx(context, options, imported, error, &unsupported))
+    die(unsupported ? 3 : 2, error);
   bool badInput = false;
   if (!hc::runGraphPipeline(*imported.module, pipeline, error, &badInput))
     die(badInput ? 2 : 1, model + ": " + error);
