@@ -122,7 +122,10 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
             if (direct) {
               k.micro(kc, a, b, p.C + m * p.ldc + n, p.ldc, p.alpha, betaEff);
             } else {
-              k.micro(kc, a, b, tile, NR, p.alpha, 0.0f);
+              if (nr < NR)
+                k.microEdge(kc, a, b, tile, p.alpha, nr);
+              else
+                k.micro(kc, a, b, tile, NR, p.alpha, 0.0f);
               k.combine(tile, NR, mr, nr, p.C, p.ldc, m, n, e, first, last);
             }
           }

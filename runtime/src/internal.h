@@ -109,6 +109,9 @@ struct GemmKernel {
                 int64_t kc, int64_t n0, int64_t nc, float *dst);
   void (*micro)(int64_t kc, const float *a, const float *b, float *c,
                 int64_t ldc, float alpha, float beta);
+  // tile[0:MR, 0:nr] (rows NR apart) = alpha Ap^T Bp for nr < NR columns
+  void (*microEdge)(int64_t kc, const float *a, const float *b, float *tile,
+                    float alpha, int nr);
   void (*combine)(const float *t, int64_t ldt, int mr, int nr, float *C,
                   int64_t ldc, int64_t m0, int64_t n0, const EpiCtx &e,
                   bool first, bool last);
