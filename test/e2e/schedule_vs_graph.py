@@ -27,7 +27,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--optimizer", default="adamw")
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--bucket-mb", default="4")
+    ap.add_argument("--bucket-mb", default="1")
     ap.add_argument("export_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)

@@ -30,8 +30,10 @@ const char *pipelineFlagsHelp() {
                    (Adam's norm_coefficient; default 0)
   --weight-decay-post X  Adam's norm_coefficient_post: X <- (1 - it) X after
                    the update (default 0)
-  --bucket-mb X    gradient all-reduce bucket size in MiB (default 4; not yet
-                   tuned by measurement)
+  --bucket-mb X    gradient all-reduce bucket size in MiB (default 1: the
+                   smallest bucket whose whole-model all-reduce time is within
+                   10% of the best, measured by hc-bench-allreduce; re-run it
+                   on your network and pick again)
 )";
 }
 

@@ -15,7 +15,7 @@ struct PipelineOptions {
   bool fuse = true;   // the fusion passes (hc-fuse)
   bool train = false; // autodiff + optimizer: the whole training step
   bool schedule = false;  // lower to the schedule level and plan buffers
-  int64_t bucketBytes = 4 << 20;
+  int64_t bucketBytes = 1 << 20;  // bench/results-allreduce-2rank.txt
   std::vector<std::string> freeze;  // beyond the model's own frozen set
   std::string optimizer = "adamw";  // adamw | adam | sgd
   // Adam (ONNX): R, alpha, beta, epsilon, norm_coefficient(_post).

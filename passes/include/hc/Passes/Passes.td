@@ -147,8 +147,8 @@ def LowerToSchedule : Pass<"hc-lower-to-schedule", "mlir::ModuleOp"> {
     optimizer.
   }];
   let options = [
-    Option<"bucketBytes", "bucket-bytes", "int64_t", "4194304",
-           "gradient bucket size in bytes">
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "1048576",
+           "gradient bucket size in bytes (default chosen by hc-bench-allreduce)">
   ];
   let dependentDialects = ["hc::schedule::HCSDialect", "mlir::memref::MemRefDialect"];
 }
