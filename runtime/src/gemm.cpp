@@ -235,12 +235,35 @@ void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p,
       return;
     }
   }
-  parallel(r, [&](int i, int) {
-    // Consecutive slots (one cluster) share a column block.
-    int in = i / pm, im = i % pm;
+  const bool oneCluster =
+      hcrt_thread_cluster(r.first) == hcrt_thread_cluster(r.first + r.count - 1);
+  if (!oneCluster) {
+    parallel(r, [&](int i, int) {
+      // Consecutive slots (one cluster) share a column block.
+      int in = i / pm, im = i % pm;
+      int64_t m0, m1, n0, n1;
+      split(p.M, im, pm, k.mr, m0, m1);
+      split(p.N, in, pn, k.nr, n0, n1);
+      runBlock(k, bl, p, m0, m1, n0, n1);
+    });
+    return;
+  }
+  // Inside one cluster: the grid's split dimension cut into up to 4 pieces
+  // per thread (none under kMinPiece rows/columns, each piece packs its own
+  // copy of the other operand), taken dynamically so a thread slowed by
+  // other work on its core does less (fixed pieces: same results).
+  constexpr int64_t kMinPiece = 512;
+  int64_t fm = 1, fn = 1;
+  if (pm >= pn)
+    fm = std::max<int64_t>(1, std::min<int64_t>(4, p.M / (pm * kMinPiece)));
+  else
+    fn = std::max<int64_t>(1, std::min<int64_t>(4, p.N / (pn * kMinPiece)));
+  const int64_t gm = pm * fm, gn = pn * fn;
+  parallelPieces(r, gm * gn, [&](int64_t piece) {
+    int64_t im = piece % gm, in = piece / gm;
     int64_t m0, m1, n0, n1;
-    split(p.M, im, pm, k.mr, m0, m1);
-    split(p.N, in, pn, k.nr, n0, n1);
+    split(p.M, static_cast<int>(im), static_cast<int>(gm), k.mr, m0, m1);
+    split(p.N, static_cast<int>(in), static_cast<int>(gn), k.nr, n0, n1);
     runBlock(k, bl, p, m0, m1, n0, n1);
   });
 }

@@ -4,6 +4,7 @@
 
 #include "hc/runtime/kernels.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -28,6 +29,23 @@ template <class F> void parallel(Range r, F &&f) {
   runTeam(
       r, [](void *c, int i, int n) { (*static_cast<F *>(c))(i, n); },
       const_cast<void *>(static_cast<const void *>(&f)));
+}
+
+// Runs f(piece) for every piece in [0, pieces) over the range, pieces taken
+// in order from a shared counter (a thread slowed by other work on its core
+// takes fewer). The pieces are fixed, so the results are the same whichever
+// thread runs which piece; use only where pieces write disjoint outputs.
+template <class F> void parallelPieces(Range r, int64_t pieces, F &&f) {
+  if (r.count <= 1 || pieces <= 1) {
+    for (int64_t p = 0; p < pieces; ++p)
+      f(p);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  parallel(r, [&](int, int) {
+    for (int64_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces;)
+      f(p);
+  });
 }
 
 // [begin, end) of part i of n over total items, in multiples of `grain`.

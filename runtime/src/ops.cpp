@@ -32,14 +32,27 @@ Range shrink(Range r, int64_t work, int64_t serial) {
   return r;
 }
 
-template <class F> void forChunks(hc_threads t, int64_t n, F &&f) {
-  Range r = shrink(resolve(t), n, kSerialElems);
-  parallel(r, [&](int i, int cnt) {
+// f(begin, end) over [0, n) in fixed pieces (up to 4 per thread, none under
+// kSerialElems items but one per thread) taken dynamically: elementwise
+// kernels only (the pieces' outputs are disjoint, so the thread that runs a
+// piece does not change the result). grain: piece boundaries' multiple.
+template <class F>
+void forPieces(hc_threads t, int64_t n, int64_t work, int64_t grain, F &&f) {
+  Range r = shrink(resolve(t), work, kSerialElems);
+  const int64_t pieces =
+      r.count <= 1 ? 1
+                   : std::min<int64_t>(4 * r.count,
+                                       std::max<int64_t>(r.count, work / kSerialElems));
+  parallelPieces(r, pieces, [&](int64_t i) {
     int64_t b, e;
-    split(n, i, cnt, 64, b, e);
+    split(n, static_cast<int>(i), static_cast<int>(pieces), grain, b, e);
     if (e > b)
       f(b, e);
   });
+}
+
+template <class F> void forChunks(hc_threads t, int64_t n, F &&f) {
+  forPieces(t, n, n, 64, f);
 }
 
 } // namespace
@@ -78,12 +91,8 @@ void hc_silu_bwd(int64_t n, const float *x, const float *dy, float *dx,
 void hc_softmax_fwd(int64_t rows, int64_t cols, const float *x, int64_t ldx,
                     float *y, int64_t ldy, hc_threads t) {
   const OpsTable &o = ops();
-  Range r = shrink(resolve(t), rows * cols, kSerialElems);
-  parallel(r, [&](int i, int cnt) {
-    int64_t b, e;
-    split(rows, i, cnt, 1, b, e);
-    if (e > b)
-      o.softmax_fwd_rows(b, e, cols, x, ldx, y, ldy);
+  forPieces(t, rows, rows * cols, 1, [&](int64_t b, int64_t e) {
+    o.softmax_fwd_rows(b, e, cols, x, ldx, y, ldy);
   });
 }
 
@@ -91,24 +100,15 @@ void hc_softmax_bwd(int64_t rows, int64_t cols, const float *y, int64_t ldy,
                     const float *dy, int64_t lddy, float *dx, int64_t lddx,
                     hc_threads t) {
   const OpsTable &o = ops();
-  Range r = shrink(resolve(t), rows * cols, kSerialElems);
-  parallel(r, [&](int i, int cnt) {
-    int64_t b, e;
-    split(rows, i, cnt, 1, b, e);
-    if (e > b)
-      o.softmax_bwd_rows(b, e, cols, y, ldy, dy, lddy, dx, lddx);
+  forPieces(t, rows, rows * cols, 1, [&](int64_t b, int64_t e) {
+    o.softmax_bwd_rows(b, e, cols, y, ldy, dy, lddy, dx, lddx);
   });
 }
 
 void hc_layernorm_fwd(const hc_layernorm_args *a, hc_threads t) {
   const OpsTable &o = ops();
-  Range r = shrink(resolve(t), a->rows * a->D, kSerialElems);
-  parallel(r, [&](int i, int cnt) {
-    int64_t b, e;
-    split(a->rows, i, cnt, 1, b, e);
-    if (e > b)
-      o.layernorm_fwd_rows(*a, b, e);
-  });
+  forPieces(t, a->rows, a->rows * a->D, 1,
+            [&](int64_t b, int64_t e) { o.layernorm_fwd_rows(*a, b, e); });
 }
 
 void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
@@ -313,13 +313,11 @@ static void attentionRun(const hc_attention_args *a, hc_threads t, bool fwd) {
   Range r = resolve(t);
   if (r.count > tasks)
     r.count = static_cast<int>(tasks);
-  parallel(r, [&](int i, int cnt) {
-    int64_t b, e;
-    split(tasks, i, cnt, 1, b, e);
+  // one piece per (batch, head), taken dynamically (disjoint outputs)
+  parallelPieces(r, tasks, [&](int64_t k) {
     float *w = scratch(1, o.attention_scratch(a->Dh, a->Tq, Br, Bc));
-    for (int64_t k = b; k < e; ++k)
-      (fwd ? o.attention_fwd_bh : o.attention_bwd_bh)(*a, k / a->heads,
-                                                     k % a->heads, w, Br, Bc);
+    (fwd ? o.attention_fwd_bh : o.attention_bwd_bh)(*a, k / a->heads,
+                                                   k % a->heads, w, Br, Bc);
   });
 }
 

@@ -364,3 +364,31 @@ TEST(Gemm, KSplitAcrossThreads) {
   c.threads = 2;
   runGemm(c, seed++);
 }
+
+TEST(Gemm, DynamicPiecesAcrossThreads) {
+  // Tall and wide outputs are cut into more pieces than threads (taken from
+  // a shared counter): every piece edge, epilogues, beta; bit-identical
+  // run to run whichever thread takes which piece.
+  setenv("HC_GEMM_KSPLIT", "0", 1);
+  uint32_t seed = 7000;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    const GemmCase cases[] = {{4133, 37, 45, 0, 1}, {29, 4129, 41, 1, 0}};
+    for (GemmCase c : cases) {
+      c.threads = 2;
+      c.flags = HC_EPI_BIAS | HC_EPI_GELU_TANH;
+      c.preact = true;
+      runGemm(c, seed++);
+      c.flags = HC_EPI_RESIDUAL;
+      c.beta = 0.5f;
+      runGemm(c, seed++);
+    }
+  }
+  unsetenv("HC_GEMM_KSPLIT");
+  const int64_t M = 4100, N = 33, K = 70;
+  std::vector<float> A = randomVec(M * K, 1), B = randomVec(K * N, 2);
+  std::vector<float> C1 = nanVec(M * N), C2 = nanVec(M * N);
+  for (float *C : {C1.data(), C2.data()})
+    hc_sgemm_simple(0, 0, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C, N, threads(2));
+  EXPECT_EQ(0, std::memcmp(C1.data(), C2.data(), sizeof(float) * M * N));
+}

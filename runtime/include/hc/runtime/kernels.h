@@ -11,9 +11,11 @@
 // hcrt_num_threads). count <= 0 means "all team threads from first on". The
 // calling thread executes slot `first` itself and returns only when the whole
 // call is done. Two calls on disjoint ranges may run concurrently from two
-// different calling threads. Work partitions are static and reductions run
-// in a fixed order: the same inputs and the same range give bit-identical
-// outputs run to run.
+// different calling threads. Work is cut into pieces that depend only on the
+// shapes and the range (some kernels hand the pieces to threads dynamically,
+// so a thread slowed by other work does less; a piece's result does not
+// depend on which thread runs it) and reductions run in a fixed order: the
+// same inputs and the same range give bit-identical outputs run to run.
 //
 // Output contract: every element of every output (inside its shape; padding
 // between rows is never touched) is written. Outputs never alias inputs
