@@ -332,6 +332,18 @@ TEST(Gemm, SmallBlockingCrossesEveryBlockEdge) {
   unsetenv("HC_GEMM_NC");
 }
 
+namespace {
+// Two runs at 2 threads (A transposed or not) give bit-identical C.
+void expectRunToRunIdentical(int ta, int64_t M, int64_t N, int64_t K) {
+  std::vector<float> A = randomVec(M * K, 1), B = randomVec(K * N, 2);
+  std::vector<float> C1 = nanVec(M * N), C2 = nanVec(M * N);
+  for (float *C : {C1.data(), C2.data()})
+    hc_sgemm_simple(ta, 0, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), N, 0.0f, C, N,
+                    threads(2));
+  EXPECT_EQ(0, std::memcmp(C1.data(), C2.data(), sizeof(float) * M * N));
+}
+} // namespace
+
 TEST(Gemm, KSplitAcrossThreads) {
   // K split over the threads (partial products summed in slot order): forced
   // on for odd shapes, every layout, alpha/beta, batches; then chosen by the
@@ -353,12 +365,7 @@ TEST(Gemm, KSplitAcrossThreads) {
           runGemm(c, seed++);
         }
   }
-  const int64_t M = 57, N = 61, K = 7001;
-  std::vector<float> A = randomVec(M * K, 1), B = randomVec(K * N, 2);
-  std::vector<float> C1 = nanVec(M * N), C2 = nanVec(M * N);
-  for (float *C : {C1.data(), C2.data()})
-    hc_sgemm_simple(1, 0, M, N, K, 1.0f, A.data(), M, B.data(), N, 0.0f, C, N, threads(2));
-  EXPECT_EQ(0, std::memcmp(C1.data(), C2.data(), sizeof(float) * M * N));
+  expectRunToRunIdentical(1, 57, 61, 7001);
   unsetenv("HC_GEMM_KSPLIT");
   GemmCase c{48, 48, 20000, 1, 0};
   c.threads = 2;
@@ -385,10 +392,5 @@ TEST(Gemm, DynamicPiecesAcrossThreads) {
     }
   }
   unsetenv("HC_GEMM_KSPLIT");
-  const int64_t M = 4100, N = 33, K = 70;
-  std::vector<float> A = randomVec(M * K, 1), B = randomVec(K * N, 2);
-  std::vector<float> C1 = nanVec(M * N), C2 = nanVec(M * N);
-  for (float *C : {C1.data(), C2.data()})
-    hc_sgemm_simple(0, 0, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C, N, threads(2));
-  EXPECT_EQ(0, std::memcmp(C1.data(), C2.data(), sizeof(float) * M * N));
+  expectRunToRunIdentical(0, 4100, 33, 70);
 }
