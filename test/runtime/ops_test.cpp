@@ -29,7 +29,8 @@ const int64_t kSizes[] = {0, 1, 7, 15, 16, 17, 31, 1023, 100003};
 // Inputs over [-10, 10] plus the exact points where approximations switch.
 std::vector<float> activationInput(int64_t n, uint32_t seed) {
   std::vector<float> x = randomVec(n, seed, -10.0f, 10.0f);
-  const float special[] = {0.0f, -0.0f, 1e-7f, -1e-7f, 3.0f, -3.0f, 9.0f, 30.0f, -30.0f, 88.0f, -90.0f};
+  const float special[] = {0.0f, -0.0f, 1e-7f, -1e-7f, 3.0f, -3.0f, 9.0f, 30.0f, -30.0f, 88.0f, -90.0f,
+                           1e30f};
   for (size_t i = 0; i < sizeof special / sizeof *special && (int64_t)i < n; ++i)
     x[i] = special[i];
   return x;
@@ -77,6 +78,17 @@ TEST(Ops, GeluBackward) {
 // The fast tanh's worst case, measured over a dense sweep of [-12, 12].
 // Measured here: max |gelu_fast - gelu_exact| and stated bound 5e-7 absolute
 // (plus 4u relative) for the forward.
+TEST(Ops, GeluInfinity) {
+  // gelu(+inf) = +inf like torch (the x - x (1 - s) form must not give NaN).
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    std::vector<float> x(33, std::numeric_limits<float>::infinity()), y = nanVec(33);
+    hc_gelu_tanh_fwd(33, x.data(), y.data(), threads(1));
+    for (float v : y)
+      EXPECT_EQ(v, std::numeric_limits<float>::infinity()) << hcrt_isa_name(isa);
+  }
+}
+
 TEST(Ops, GeluApproximationMaxError) {
   const int64_t n = 2400001;
   std::vector<float> x(n), y = nanVec(n);

@@ -124,8 +124,9 @@ void hc_sgemm_simple(int32_t trans_a, int32_t trans_b, int64_t M, int64_t N,
 // ------------------------------------------------ elementwise activations ----
 // Flat arrays of n elements. y may alias x; dx may alias dy.
 // gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (PyTorch's
-// GELU(approximate='tanh')); the vector paths use a rational tanh whose error
-// is stated in runtime/README-kernels.md and checked by the tests.
+// GELU(approximate='tanh')); computed as x / (1 + exp(-2u)) with hc's own
+// vectorized exp; the error is stated in runtime/README-kernels.md and
+// checked by the tests.
 void hc_gelu_tanh_fwd(int64_t n, const float *x, float *y, hc_threads threads);
 // dx = dy * gelu_tanh'(x)   (x: the pre-activation)
 void hc_gelu_tanh_bwd(int64_t n, const float *x, const float *dy, float *dx,
