@@ -52,7 +52,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli import Parser as _Parser, fail  # noqa: E402
+from cli import PROG, Parser as _Parser, fail  # noqa: E402
 
 
 

@@ -45,7 +45,7 @@ import time
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli import Parser as _Parser, fail  # noqa: E402
+from cli import PROG, Parser as _Parser, fail  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

@@ -16,6 +16,14 @@ int Comm::firstFailingRank(bool failed) {
   return v == 0.0 ? -1 : size() - static_cast<int>(v);
 }
 
+int64_t Comm::startAllreduceSumF32(float *data, std::size_t n) {
+  if (!allreduceSumF32(data, n))
+    return -1;
+  return syncRequests_++;
+}
+
+bool Comm::wait(int64_t request) { return request >= 0 && request < syncRequests_; }
+
 namespace {
 class SelfComm final : public Comm {
 public:
@@ -58,6 +66,15 @@ extern "C" int hc_comm_allreduce_sum_f32(void *comm, float *data,
   if (!comm)
     return -1;
   return static_cast<Comm *>(comm)->allreduceSumF32(data, n) ? 0 : -1;
+}
+
+extern "C" int64_t hc_comm_allreduce_start_f32(void *comm, float *data,
+                                               std::size_t n) {
+  return comm ? static_cast<Comm *>(comm)->startAllreduceSumF32(data, n) : -1;
+}
+
+extern "C" int hc_comm_allreduce_wait(void *comm, int64_t request) {
+  return comm && static_cast<Comm *>(comm)->wait(request) ? 0 : -1;
 }
 
 } // namespace hc::rt

@@ -2,14 +2,24 @@
 // MPI_THREAD_MULTIPLE and refuses less; errors are returned (not fatal) so a
 // failed collective becomes a message; fail() prints and calls MPI_Abort,
 // which makes mpirun end every rank.
+//
+// Gradient buckets go through a dedicated comm thread on a duplicate of
+// MPI_COMM_WORLD: it issues MPI_Iallreduce per bucket in the order started
+// and drives progress by polling (with a short sleep, so it does not take a
+// core from compute), while the step computes the next gradients.
 #include "hc/runtime/comm.h"
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 namespace hc::rt {
 namespace {
@@ -18,7 +28,12 @@ constexpr std::size_t kChunk = static_cast<std::size_t>(INT_MAX) / 8;
 
 class MpiComm final : public Comm {
 public:
-  MpiComm(int rank, int size) : rank_(rank), size_(size) {}
+  MpiComm(int rank, int size) : rank_(rank), size_(size) {
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &buckets_) != MPI_SUCCESS)
+      buckets_ = MPI_COMM_NULL;
+    else
+      MPI_Comm_set_errhandler(buckets_, MPI_ERRORS_RETURN);
+  }
   ~MpiComm() override { finalize(); }
 
   int rank() const override { return rank_; }
@@ -45,6 +60,25 @@ public:
   }
   bool barrier() override { return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS; }
 
+  int64_t startAllreduceSumF32(float *data, std::size_t n) override {
+    if (buckets_ == MPI_COMM_NULL)
+      return -1;
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!thread_.joinable())
+      thread_ = std::thread([this] { serveBuckets(); });
+    queue_.push_back(Bucket{next_, data, n});
+    cv_.notify_all();
+    return next_++;
+  }
+
+  bool wait(int64_t request) override {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (request < 0 || request >= next_)
+      return false;
+    cv_.wait(lk, [&] { return done_ >= request; });
+    return !failed_;
+  }
+
   [[noreturn]] void fail(int code, const std::string &message) override {
     std::fflush(stdout);
     std::fprintf(stderr, "%s: rank %d: %s\n", prefix.c_str(), rank_,
@@ -55,13 +89,70 @@ public:
   }
 
   void finalize() override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable())
+      thread_.join();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized)
-      MPI_Finalize();
+      MPI_Finalize();  // also frees buckets_
   }
 
 private:
+  struct Bucket {
+    int64_t id;
+    float *data;
+    std::size_t n;
+  };
+
+  // The comm thread: one bucket at a time, in order (every rank starts the
+  // same sequence, so the collectives match).
+  void serveBuckets() {
+    for (;;) {
+      Bucket b;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty())
+          return;  // stopping with nothing left
+        b = queue_.front();
+        queue_.pop_front();
+      }
+      bool ok = true;
+      for (std::size_t done = 0; ok && done < b.n;) {
+        int c = static_cast<int>(std::min(kChunk, b.n - done));
+        MPI_Request req;
+        ok = MPI_Iallreduce(MPI_IN_PLACE, b.data + done, c, MPI_FLOAT, MPI_SUM,
+                            buckets_, &req) == MPI_SUCCESS &&
+             progress(req);
+        done += static_cast<std::size_t>(c);
+      }
+      std::lock_guard<std::mutex> lk(mu_);
+      done_ = b.id;
+      failed_ = failed_ || !ok;
+      cv_.notify_all();
+    }
+  }
+
+  // Polls `req` to completion: briefly hot (a bucket often completes within
+  // microseconds), then with sleeps growing to 200 us.
+  static bool progress(MPI_Request &req) {
+    for (int polls = 0;; ++polls) {
+      int flag = 0;
+      if (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return false;
+      if (flag)
+        return true;
+      if (polls >= 64)
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            std::min(200, 1 << std::min(polls - 64, 8))));
+    }
+  }
+
   bool allreduce(void *data, std::size_t n, MPI_Datatype type, MPI_Op op,
                  std::size_t item) {
     char *p = static_cast<char *>(data);
@@ -75,6 +166,13 @@ private:
     return true;
   }
   int rank_, size_;
+  MPI_Comm buckets_ = MPI_COMM_NULL;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Bucket> queue_;
+  int64_t next_ = 0, done_ = -1;
+  bool failed_ = false, stop_ = false;
 };
 
 } // namespace

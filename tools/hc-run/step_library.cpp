@@ -208,6 +208,13 @@ StepContext::StepContext(const StepLibrary &lib, hc::rt::Comm &comm)
   env_.rank = comm.rank();
   env_.world_size = comm.size();
   env_.allreduce_sum_f32 = hc::rt::hc_comm_allreduce_sum_f32;
+  // Buckets overlap backward through the comm thread unless
+  // HC_SYNC_ALLREDUCE=1 asks for the blocking form (to measure the overlap).
+  const char *sync = std::getenv("HC_SYNC_ALLREDUCE");
+  if (!(sync && std::string(sync) == "1")) {
+    env_.allreduce_start_f32 = hc::rt::hc_comm_allreduce_start_f32;
+    env_.allreduce_wait = hc::rt::hc_comm_allreduce_wait;
+  }
   env_.comm = &comm;
   char err[512] = {0};
   step_ = lib.api->create(&env_, err, sizeof err);

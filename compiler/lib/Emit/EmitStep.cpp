@@ -5,6 +5,7 @@
 #include "hc/Compiler/EmitStep.h"
 
 #include "hc/Schedule/ScheduleOps.h"
+#include "hc/runtime/step_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -42,7 +43,9 @@ struct Desc {
 };
 
 struct Call {
-  int kind;  // 0 kernel, 1 all-reduce (bucket), 2 wait
+  // 0 kernel; 1 start a bucket's all-reduce, 2 wait for it (`kernel` is then
+  // the bucket's ordinal, `first` its operand).
+  int kind;
   int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1;
 };
 
@@ -230,6 +233,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
   std::string named;
   int lossDesc = -1;
   std::set<std::string> trainable;
+  llvm::DenseMap<Value, Call> bucketOf;  // token -> its start call
+  int numBuckets = 0;
   for (Operation &op : f.getBody().front()) {
     if (auto buf = dyn_cast<hs::BufferOp>(op)) {
       Desc d;
@@ -297,15 +302,23 @@ bool Emitter::run(std::string &cpp, std::string &description,
       calls.push_back(c);
       flops += flopsOf(call);
     } else if (auto ar = dyn_cast<hs::AllReduceStartOp>(op)) {
-      Call c{1, -1, static_cast<int>(operands.size()), 1, 0, -1};
+      Call c{1, numBuckets++, static_cast<int>(operands.size()), 1, 0, -1};
       operands.push_back(descOf(ar.getBucket()));
       calls.push_back(c);
+      bucketOf[ar.getToken()] = c;
       auto t = ar.getBucket().getType();
       buckets.push_back(llvm::json::Object{
           {"offset", descs[operands.back()].byteOffset},
           {"bytes", hs::byteSize(t)}});
-    } else if (isa<hs::WaitOp>(op)) {
-      calls.push_back(Call{2});
+    } else if (auto wait = dyn_cast<hs::WaitOp>(op)) {
+      auto start = bucketOf.find(wait.getToken());
+      if (start == bucketOf.end()) {
+        error = "hcs.wait on a token no hcs.allreduce_start made";
+        return false;
+      }
+      Call c = start->second;
+      c.kind = 2;
+      calls.push_back(c);
     } else if (auto loss = dyn_cast<hs::LossOp>(op)) {
       lossDesc = descOf(loss.getValue());
     }
@@ -341,7 +354,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
     return *v;
   };
   llvm::json::Object desc{
-      {"abi_version", 1},
+      {"abi_version", HC_STEP_ABI_VERSION},
       {"model", info.model},
       {"batch_per_rank", batch},
       {"inputs", std::move(inputs)},
@@ -408,13 +421,15 @@ bool Emitter::run(std::string &cpp, std::string &description,
     os << "  {" << c.kind << ", " << c.kernel << ", " << c.first << ", " << c.nin
        << ", " << c.nout << ", " << c.attrs << "},\n";
   os << "};\n\nconst Named kNamed[] = {\n" << named << "};\n\n"
-     << "constexpr int32_t kLossDesc = " << lossDesc << ";\n\n";
+     << "constexpr int32_t kLossDesc = " << lossDesc << ";\n"
+     << "constexpr int32_t kNumBuckets = " << numBuckets << ";\n\n";
   os << R"cpp(} // namespace
 
 struct hc_step {
   hc_step_env env;
   char *arena[6] = {};
   std::vector<hcrt_tensor> tensors;  // kDescs resolved to addresses
+  int64_t requests[kNumBuckets + 1] = {};  // this step's bucket all-reduces
 };
 
 namespace {
@@ -514,15 +529,28 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
       }
       kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &kAttrs[c.attrs],
                          hc_threads{0, 0});
-    } else if (c.kind == 1 && s->env.world_size > 1) {
+    } else if (s->env.world_size > 1) {
+      // A bucket: start its sum (or, without the asynchronous callbacks, sum
+      // it now); at the wait, the mean is what the optimizer reads.
       const hcrt_tensor &b = s->tensors[kOperands[c.first]];
       float *data = static_cast<float *>(b.data);
-      int64_t n = numElements(b);
-      if (!s->env.allreduce_sum_f32 ||
-          s->env.allreduce_sum_f32(s->env.comm, data, static_cast<size_t>(n)) != 0)
+      size_t n = static_cast<size_t>(numElements(b));
+      bool async = s->env.allreduce_start_f32 && s->env.allreduce_wait;
+      if (c.kind == 1 && async) {
+        s->requests[c.kernel] = s->env.allreduce_start_f32(s->env.comm, data, n);
+        if (s->requests[c.kernel] < 0)
+          return -1;
+        continue;
+      }
+      if (c.kind == 1 && (!s->env.allreduce_sum_f32 ||
+                          s->env.allreduce_sum_f32(s->env.comm, data, n) != 0))
         return -1;
-      for (int64_t i = 0; i < n; ++i)
-        data[i] *= scale;
+      if (c.kind == 2 && async &&
+          s->env.allreduce_wait(s->env.comm, s->requests[c.kernel]) != 0)
+        return -1;
+      if ((c.kind == 1) != async)
+        for (size_t i = 0; i < n; ++i)
+          data[i] *= scale;
     }
   }
   float l = *static_cast<const float *>(s->tensors[kLossDesc].data);

@@ -26,6 +26,14 @@ public:
   virtual bool allreduceSumF32(float *data, std::size_t n) = 0;
   virtual bool allreduceSumF64(double *data, std::size_t n) = 0;
   virtual bool allreduceMaxF64(double *data, std::size_t n) = 0;
+  // Asynchronous in-place sum (a gradient bucket): starts it and returns a
+  // request id >= 0 for wait(), or -1. Requests run in the order started,
+  // which must be the same on every rank, on their own communicator, so they
+  // never interleave with the blocking collectives above. `data` must not be
+  // touched until wait() returns. This base version completes at once.
+  virtual int64_t startAllreduceSumF32(float *data, std::size_t n);
+  // Blocks until `request` is done; false if it (or one before it) failed.
+  virtual bool wait(int64_t request);
   // Copies `bytes` bytes from rank `root` into `data` on every rank.
   virtual bool broadcast(void *data, std::size_t bytes, int root) = 0;
   virtual bool barrier() = 0;
@@ -38,6 +46,9 @@ public:
   virtual void finalize() {}
 
   std::string prefix = "hc";
+
+private:
+  int64_t syncRequests_ = 0;  // the base start/wait's completed requests
 };
 
 // One rank, no communication.
@@ -60,6 +71,10 @@ std::unique_ptr<Comm> makeWorldComm(int *argc, char ***argv,
 // a Comm*. Returns 0 on success.
 extern "C" int hc_comm_allreduce_sum_f32(void *comm, float *data,
                                          std::size_t n);
+// Callbacks of hc_step_env::allreduce_start_f32 / allreduce_wait.
+extern "C" int64_t hc_comm_allreduce_start_f32(void *comm, float *data,
+                                               std::size_t n);
+extern "C" int hc_comm_allreduce_wait(void *comm, int64_t request);
 
 } // namespace hc::rt
 

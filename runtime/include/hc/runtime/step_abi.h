@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define HC_STEP_ABI_VERSION 1
+#define HC_STEP_ABI_VERSION 2
 
 // What the host gives a step: its place in the job and the collective.
 typedef struct hc_step_env {
@@ -27,6 +27,14 @@ typedef struct hc_step_env {
   // on success. May be NULL when world_size == 1.
   int (*allreduce_sum_f32)(void *comm, float *data, size_t n);
   void *comm;
+  // Asynchronous form for gradient buckets (version 2): start returns a
+  // request id >= 0 (or -1 on failure) and the sum is in `data` once wait
+  // returns 0. Requests complete in the order started; the step starts each
+  // bucket as soon as backward has written it and waits right before the
+  // optimizer reads it. Both NULL: the step sums each bucket with
+  // allreduce_sum_f32 where it would have started it.
+  int64_t (*allreduce_start_f32)(void *comm, float *data, size_t n);
+  int (*allreduce_wait)(void *comm, int64_t request);
 } hc_step_env;
 
 typedef struct hc_step hc_step;  // opaque context
