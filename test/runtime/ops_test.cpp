@@ -461,6 +461,28 @@ TEST(Ops, FlashAttention) {
   }
 }
 
+// No keys: the forward writes NaN (0 / 0, like torch), the backward dq = 0.
+TEST(Ops, FlashAttentionNoKeys) {
+  const int64_t Tq = 5, Dh = 3;
+  std::vector<float> q = randomVec(Tq * Dh, 1), o = nanVec(Tq * Dh), lse = nanVec(Tq);
+  std::vector<float> dout = randomVec(Tq * Dh, 2), dq = nanVec(Tq * Dh);
+  float kv = 0;
+  hc_attention_args a{};
+  a.batch = 1, a.heads = 1, a.Tq = Tq, a.Tk = 0, a.Dh = Dh, a.scale = 0.5f;
+  a.q = q.data(), a.q_st = Dh, a.k = &kv, a.k_st = Dh, a.v = &kv, a.v_st = Dh;
+  a.o = o.data(), a.o_st = Dh, a.lse = lse.data();
+  std::fill(o.begin(), o.end(), 1.0f);
+  hc_flash_attention_fwd(&a, threads(1));
+  for (float x : o)
+    EXPECT_TRUE(std::isnan(x));
+  a.dout = dout.data(), a.do_st = Dh, a.dq = dq.data(), a.dq_st = Dh;
+  a.dk = &kv, a.dk_st = Dh, a.dv = &kv, a.dv_st = Dh;
+  std::fill(o.begin(), o.end(), 0.0f);
+  hc_flash_attention_bwd(&a, threads(1));
+  for (float x : dq)
+    EXPECT_EQ(x, 0.0f);
+}
+
 // Many tiles, partial ones on both axes (the online-softmax rescaling, the
 // accumulating GEMMs, partial transposes): a tile of 16 or 48 rows forced
 // through HC_ATTENTION_TILE (the default comes from the L2 size).
