@@ -101,6 +101,14 @@ def case_resume(env):
           "--ckpt-keep 2 left %s" % sorted(os.listdir(env.path("N"))))
     same_checkpoint(env, ckpt("A", K), ckpt("N", K), "fresh --resume")
 
+    # An hc checkpoint as --init (fine-tuning from it): parameters and
+    # optimizer state load, its EMA is skipped with a note.
+    p = env.ok(["toy_b4.so", "--data", "data.npy", "--labels", "labels.npy", "--steps", "1",
+                "--init", ckpt("A", K), "--save-state", "I.safetensors"])
+    check("EMA tensors (ema:*) not loaded" in p.stderr, "no note on the skipped EMA:\n" + p.stderr)
+    check(int(st.load(env.path("I.safetensors"))["sgd.step"]) == K + 1,
+          "--init from a step-%d checkpoint did not load its optimizer state" % K)
+
     # -np 2: resumed equals unbroken bit for bit.
     env.ok(train_args("toy_b2.so", "A2", STEPS2K, *ema), np_=2)
     env.ok(train_args("toy_b2.so", "B2", K, *ema), np_=2)

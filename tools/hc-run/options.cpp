@@ -44,7 +44,8 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     progress bar (default: when stdout is a terminal and
                     not under mpirun)
   --init P          initial parameters (default: the description's
-                    init_file); optimizer state in P is loaded too
+                    init_file); optimizer state in P is loaded too; an hc
+                    checkpoint works (its ema:* tensors are skipped, with a note)
   --save-params F   parameters after the last step, under their names
   --save-grads F    the last step's averaged gradients, under parameter names
   --save-state F    optimizer state (e.g. adamw.m:NAME, adamw.step)

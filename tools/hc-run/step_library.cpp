@@ -253,9 +253,16 @@ void StepContext::loadTensors(const std::string &path) {
                  std::to_string(d.parameters.size()) + " expected)");
     check(p, *e, p.name);
   }
+  int64_t emaSkipped = 0;
   for (const auto &e : f.entries()) {
     if (d.parameter(e.name))
       continue;
+    // An hc checkpoint as --init (fine-tuning from it): its EMA copy is not
+    // what trains; --resume is what restores it.
+    if (e.name.rfind("ema:", 0) == 0) {
+      ++emaSkipped;
+      continue;
+    }
     const TensorSpec *s = nullptr;
     for (const auto &st : d.state)
       if (st.name == e.name)
@@ -265,6 +272,10 @@ void StepContext::loadTensors(const std::string &path) {
                  "optimizer state of " + lib_.path);
     check(*s, e, s->name);
   }
+  if (emaSkipped && env_.rank == 0)
+    std::fprintf(stderr, "hc-run: note: %s: %lld EMA tensors (ema:*) not loaded; "
+                 "--init starts training from the parameters\n",
+                 path.c_str(), static_cast<long long>(emaSkipped));
 }
 
 void StepContext::save(What what, const std::string &path,
