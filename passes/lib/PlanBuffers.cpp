@@ -1,5 +1,6 @@
 // Static buffer plan for the "act" arena (liveness + first fit) and its
-// verifier, which re-derives liveness and proves the plan sound.
+// verifier, which re-derives liveness and proves the plan sound, in-flight
+// gradient buckets included.
 #include "hc/Passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -107,9 +108,65 @@ struct PlanBuffersPass : impl::PlanBuffersBase<PlanBuffersPass> {
   }
 };
 
+// Byte range [first, second) of a buffer in its arena.
+std::pair<int64_t, int64_t> bytesOf(hs::BufferOp b) {
+  int64_t at = b.getOffset() ? static_cast<int64_t>(*b.getOffset()) : 0;
+  return {at, at + hs::byteSize(b.getType())};
+}
+
+// Between a bucket's all-reduce start and its wait the comm thread owns the
+// bucket's bytes: no kernel may read or write them, no other bucket may
+// share them. Fails naming the op.
+LogicalResult checkBucketsInFlight(func::FuncOp f) {
+  llvm::DenseMap<Value, hs::BufferOp> bufferOf;  // buffer or view -> buffer
+  struct InFlight {
+    hs::AllReduceStartOp start;
+    std::pair<int64_t, int64_t> range;
+  };
+  std::vector<InFlight> inFlight;
+  for (Operation &op : f.getBody().front()) {
+    if (auto buf = dyn_cast<hs::BufferOp>(op)) {
+      bufferOf[buf] = buf;
+      continue;
+    }
+    if (auto view = dyn_cast<hs::ViewOp>(op)) {
+      if (hs::BufferOp base = bufferOf.lookup(view.getSource()))
+        bufferOf[view] = base;
+      continue;
+    }
+    if (auto wait = dyn_cast<hs::WaitOp>(op)) {
+      llvm::erase_if(inFlight, [&](InFlight &b) {
+        return b.start.getToken() == wait.getToken();
+      });
+      continue;
+    }
+    for (Value v : op.getOperands()) {
+      hs::BufferOp buf = bufferOf.lookup(v);
+      if (!buf || buf.getArena() != "grad")
+        continue;
+      auto [lo, hi] = bytesOf(buf);
+      for (InFlight &b : inFlight)
+        if (lo < b.range.second && b.range.first < hi) {
+          InFlightDiagnostic d = op.emitError("touches gradient bytes [")
+                                 << lo << ", " << hi << ") of bucket "
+                                 << b.start.getBucketId()
+                                 << " while its all-reduce is in flight";
+          d.attachNote(b.start.getLoc()) << "the all-reduce starts here";
+          return failure();
+        }
+    }
+    if (auto start = dyn_cast<hs::AllReduceStartOp>(op))
+      if (hs::BufferOp buf = bufferOf.lookup(start.getBucket()))
+        inFlight.push_back({start, bytesOf(buf)});
+  }
+  return success();
+}
+
 struct VerifyPlanPass : impl::VerifyPlanBase<VerifyPlanPass> {
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>()) {
+      if (failed(checkBucketsInFlight(f)))
+        return signalPassFailure();
       auto sizes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes");
       std::vector<Interval> all = liveness(f);
       for (Interval &iv : all) {

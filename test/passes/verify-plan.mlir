@@ -40,3 +40,37 @@ func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64}} {
   %a = hcs.buffer "act" : memref<64xf32>
   return
 }
+
+// -----
+
+// A kernel writing into a gradient bucket whose all-reduce is in flight.
+func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, grad = 512 : i64}} {
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  %g0 = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  %g1 = hcs.buffer "grad" {offset = 256 : i64} : memref<64xf32>
+  hcs.call "tanh"(%a) -> (%g0) {} : (memref<64xf32>) -> memref<64xf32>
+  %b0 = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  // expected-note @+1 {{the all-reduce starts here}}
+  %t0 = hcs.allreduce_start %b0 {bucket_id = 0 : i64} : memref<64xf32>
+  // Another bucket's bytes may be written meanwhile...
+  hcs.call "exp"(%a) -> (%g1) {} : (memref<64xf32>) -> memref<64xf32>
+  %v = hcs.view %g0 : memref<64xf32> to memref<8x8xf32>
+  // ...but not this one's, not even through a view.
+  // expected-error @+1 {{touches gradient bytes [0, 256) of bucket 0 while its all-reduce is in flight}}
+  hcs.call "neg"(%v) -> (%a) {} : (memref<8x8xf32>) -> memref<64xf32>
+  hcs.wait %t0
+  return
+}
+
+// -----
+
+// The same read after the wait is fine.
+func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, grad = 256 : i64}} {
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  %g0 = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  hcs.call "tanh"(%a) -> (%g0) {} : (memref<64xf32>) -> memref<64xf32>
+  %t0 = hcs.allreduce_start %g0 {bucket_id = 0 : i64} : memref<64xf32>
+  hcs.wait %t0
+  hcs.call "neg"(%g0) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  return
+}

@@ -168,7 +168,9 @@ def VerifyPlan : Pass<"hc-verify-plan", "mlir::ModuleOp"> {
   let description = [{
     Recomputes liveness and fails, naming both buffers, if two buffers of an
     arena that are live at the same op share a byte, or if a buffer lies
-    outside its arena or has no offset.
+    outside its arena or has no offset. Also fails if an op touches the
+    bytes of a gradient bucket between its hcs.allreduce_start and hcs.wait
+    (the asynchronous all-reduce owns them then).
   }];
 }
 
