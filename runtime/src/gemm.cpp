@@ -37,7 +37,9 @@ int64_t envInt(const char *name, int64_t dflt) {
 // KC: a KC x NR sliver of B takes 1.5x L1d (mostly L1-resident, the rest
 // streams from L2; measured better here than a strictly L1-sized sliver
 // because C tiles are loaded/stored once per KC). MC: an MC x KC block of A
-// takes a quarter of L2. NC: a KC x NC panel of B takes a quarter of L3.
+// takes a quarter of L2. NC: a KC x NC panel of B takes the L2 size (the
+// paper's L2-resident B panel; measured here 5-8% faster on N >= 3456 than
+// a quarter of L3, equal on the rest).
 // HC_GEMM_MC/KC/NC override (tuning, tests).
 Blocking blocking(const GemmKernel &k) {
   const CacheInfo &c = cacheInfo();
@@ -48,7 +50,7 @@ Blocking blocking(const GemmKernel &k) {
   int64_t mc = static_cast<int64_t>(c.l2 / 4) / (b.kc * 4);
   mc = std::max<int64_t>(k.mr, std::min<int64_t>(4096, mc / k.mr * k.mr));
   b.mc = envInt("HC_GEMM_MC", mc);
-  int64_t nc = static_cast<int64_t>(c.l3 / 4) / (b.kc * 4);
+  int64_t nc = static_cast<int64_t>(c.l2) / (b.kc * 4);
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
   b.nc = envInt("HC_GEMM_NC", nc);
   return b;
