@@ -99,6 +99,9 @@ public:
   // Sets every parameter (and any optimizer state present) from a
   // safetensors file; checks names, dtypes and shapes. Throws Error(2).
   void loadTensors(const std::string &path);
+  // loadTensors(--init P, or the description's init_file next to the
+  // library when P is empty). Throws Error(2).
+  void loadInit(const std::string &given);
   // Writes parameters / last gradients (as NAME) / optimizer state to a
   // safetensors file atomically. Throws Error(1).
   enum class What { Params, Grads, State };

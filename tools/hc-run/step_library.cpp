@@ -228,6 +228,18 @@ StepContext::~StepContext() {
     lib_.api->destroy(step_);
 }
 
+void StepContext::loadInit(const std::string &given) {
+  const Description &d = lib_.desc;
+  std::string init = given;
+  if (init.empty()) {
+    if (d.initFile.empty())
+      usageError(lib_.path + ": its description names no init_file; give "
+                 "--init P.safetensors");
+    init = d.initFile[0] == '/' ? d.initFile : lib_.folder + "/" + d.initFile;
+  }
+  loadTensors(init);
+}
+
 void StepContext::loadTensors(const std::string &path) {
   hc::rt::SafetensorsFile f;
   std::string err;

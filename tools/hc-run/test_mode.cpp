@@ -48,14 +48,7 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
       ptrs[i] = arrays[i].data.data() + static_cast<std::size_t>(r) * in.bytes();
     }
     ctx = std::make_unique<StepContext>(lib, comm);
-    std::string init = opt.init;
-    if (init.empty()) {
-      if (d.initFile.empty())
-        usageError(lib.path + ": its description names no init_file; give "
-                   "--init P.safetensors");
-      init = d.initFile[0] == '/' ? d.initFile : lib.folder + "/" + d.initFile;
-    }
-    ctx->loadTensors(init);
+    ctx->loadInit(opt.init);
   } catch (const Error &e) {
     failure = e;
     failed = true;

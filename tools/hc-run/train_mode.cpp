@@ -195,14 +195,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     checkOutputPath("--metrics", opt.metrics);
     plan = checkData(opt, lib, R, images, labels);
     ctx = std::make_unique<StepContext>(lib, comm);
-    std::string init = opt.init;
-    if (init.empty()) {
-      if (d.initFile.empty())
-        usageError(lib.path + ": its description names no init_file; give "
-                   "--init P.safetensors");
-      init = d.initFile[0] == '/' ? d.initFile : lib.folder + "/" + d.initFile;
-    }
-    ctx->loadTensors(init);
+    ctx->loadInit(opt.init);
     if (r == 0 && ckpt.on())
       ckpt.prepare({G, plan.n, opt.data, opt.labels});
     if (r == 0 && !opt.metrics.empty())
