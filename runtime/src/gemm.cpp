@@ -27,11 +27,19 @@ const GemmKernel &kernel() {
 
 struct Blocking {
   int64_t mc, kc, nc;
+  bool directA;  // kernels that can read A in place may
 };
 
 int64_t envInt(const char *name, int64_t dflt) {
   const char *e = std::getenv(name);
   return e && std::atoll(e) > 0 ? std::atoll(e) : dflt;
+}
+
+// Whether A is read in place by the kernels that can (HC_GEMM_DIRECT_A=0:
+// always packed; tuning and tests of both paths).
+bool directA() {
+  const char *e = std::getenv("HC_GEMM_DIRECT_A");
+  return !e || std::atoi(e) != 0;
 }
 
 // KC: a KC x NR sliver of B takes 1.5x L1d (mostly L1-resident, the rest
@@ -53,6 +61,7 @@ Blocking blocking(const GemmKernel &k) {
   int64_t nc = static_cast<int64_t>(c.l2) / (b.kc * 4);
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
   b.nc = envInt("HC_GEMM_NC", nc);
+  b.directA = k.microDirect && directA();
   return b;
 }
 
@@ -91,6 +100,12 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   float *Ap = scratch(2, mcMax * kcMax + 64);
   float *Bp = scratch(3, ncMax * kcMax + 64);
   const EpiCtx &e = p.epi;
+  // A read in place: its panels stream from the source rows, which stay in
+  // L2 only beside a B panel that leaves room (measured here: 1.10-1.25x at
+  // 2 threads on S/2's shapes; 2-3% slower when a KC x NC panel of B fills
+  // L2, as at N = 1152).
+  const bool direct =
+      bl.directA && bl.kc * std::min(bl.nc, n1 - n0) * 4 <= cacheInfo().l2 * 3 / 4;
   for (int64_t jc = n0; jc < n1; jc += bl.nc) {
     const int64_t nc = std::min<int64_t>(bl.nc, n1 - jc);
     for (int64_t pc = 0; pc < p.K; pc += bl.kc) {
@@ -99,35 +114,47 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       k.packB(p.B, p.ldb, p.transB, pc, kc, jc, nc, Bp);
       for (int64_t ic = m0; ic < m1; ic += bl.mc) {
         const int64_t mc = std::min<int64_t>(bl.mc, m1 - ic);
-        k.packA(p.A, p.lda, p.transA, ic, mc, pc, kc, Ap);
+        // Read in place, A needs packing only for a last partial panel.
+        const int64_t mFull = direct ? mc / MR * MR : 0;
+        if (mFull < mc)
+          k.packA(p.A, p.lda, p.transA, ic + mFull, mc - mFull, pc, kc, Ap);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
           const float *b = Bp + jr * kc;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
-            const float *a = Ap + ir * kc;
             const int64_t m = ic + ir, n = jc + jr;
+            const bool inPlace = ir < mFull;
+            const float *a =
+                inPlace ? p.A + (p.transA ? pc * p.lda + m : m * p.lda + pc)
+                        : Ap + (ir - mFull) * kc;
+            auto micro = [&](float *c, int64_t ldc, float beta) {
+              if (inPlace)
+                k.microDirect(kc, a, p.lda, p.transA, b, c, ldc, p.alpha, beta);
+              else
+                k.micro(kc, a, b, c, ldc, p.alpha, beta);
+            };
             const bool full = mr == MR && nr == NR;
-            bool direct = false;
+            bool toC = false;  // the kernel writes C itself
             float betaEff = 1.0f;
             if (full) {
               if (e.kind == EpiKind::None) {
-                direct = true;
+                toC = true;
                 betaEff = first ? e.beta : 1.0f;
               } else if (e.kind == EpiKind::Nonlinear && !last) {
-                direct = true;
+                toC = true;
                 betaEff = first ? 0.0f : 1.0f;
               } else if (e.kind == EpiKind::Affine && !first && !e.gate) {
-                direct = true;
+                toC = true;
               }
             }
-            if (direct) {
-              k.micro(kc, a, b, p.C + m * p.ldc + n, p.ldc, p.alpha, betaEff);
+            if (toC) {
+              micro(p.C + m * p.ldc + n, p.ldc, betaEff);
             } else {
-              if (nr < NR)
+              if (nr < NR && !inPlace)
                 k.microEdge(kc, a, b, tile, p.alpha, nr);
               else
-                k.micro(kc, a, b, tile, NR, p.alpha, 0.0f);
+                micro(tile, NR, 0.0f);
               k.combine(tile, NR, mr, nr, p.C, p.ldc, m, n, e, first, last);
             }
           }

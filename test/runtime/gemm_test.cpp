@@ -394,3 +394,39 @@ TEST(Gemm, DynamicPiecesAcrossThreads) {
   unsetenv("HC_GEMM_KSPLIT");
   expectRunToRunIdentical(0, 4100, 33, 70);
 }
+
+TEST(Gemm, InPlaceAEqualsPackedA) {
+  // The AVX-512 kernel reads A in place (HC_GEMM_DIRECT_A, on by default)
+  // where the B panel leaves L2 room: same products in the same k order as
+  // the packed path, so C must be bit-identical, including partial panels
+  // (M % 8), both layouts of A, lda > K, epilogues and k blocks.
+  skipUnless(HC_ISA_AVX512);
+  IsaScope s(HC_ISA_AVX512);
+  setenv("HC_GEMM_KC", "40", 1);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int64_t M : {1, 7, 8, 9, 61, 200})
+      for (int64_t N : {5, 48, 100}) {
+        const int64_t K = 97, lda = (ta ? M : K) + 3, ldb = N + 1;
+        std::vector<float> A = randomVec((ta ? K : M) * lda, 5);
+        std::vector<float> B = randomVec(K * ldb, 6), bias = randomVec(N, 7);
+        std::vector<float> C[2] = {nanVec(M * N), nanVec(M * N)};
+        for (int direct = 0; direct < 2; ++direct) {
+          setenv("HC_GEMM_DIRECT_A", direct ? "1" : "0", 1);
+          hc_epilogue epi{};
+          epi.flags = HC_EPI_BIAS | HC_EPI_GELU_TANH;
+          epi.bias = bias.data();
+          hc_sgemm_args g{};
+          g.M = M, g.N = N, g.K = K, g.batch = 1, g.trans_a = ta;
+          g.alpha = 0.75f, g.A = A.data(), g.lda = lda, g.B = B.data();
+          g.ldb = ldb, g.C = C[direct].data(), g.ldc = N;
+          g.epi = N == 100 ? &epi : nullptr;
+          hc_sgemm(&g, threads(M >= 61 ? 2 : 1));
+        }
+        EXPECT_EQ(0, std::memcmp(C[0].data(), C[1].data(), sizeof(float) * M * N))
+            << "M=" << M << " N=" << N << " ta=" << ta;
+        for (float v : C[1])
+          ASSERT_FALSE(std::isnan(v)) << "M=" << M << " N=" << N << " ta=" << ta;
+      }
+  unsetenv("HC_GEMM_DIRECT_A");
+  unsetenv("HC_GEMM_KC");
+}
