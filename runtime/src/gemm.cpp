@@ -27,7 +27,7 @@ const GemmKernel &kernel() {
 
 struct Blocking {
   int64_t mc, kc, nc;
-  bool directA;  // kernels that can read A in place may
+  int directA;  // kernels that can read A in place: 0 no, 1 by rule, 2 yes
 };
 
 int64_t envInt(const char *name, int64_t dflt) {
@@ -35,11 +35,12 @@ int64_t envInt(const char *name, int64_t dflt) {
   return e && std::atoll(e) > 0 ? std::atoll(e) : dflt;
 }
 
-// Whether A is read in place by the kernels that can (HC_GEMM_DIRECT_A=0:
-// always packed; tuning and tests of both paths).
-bool directA() {
+// Whether A is read in place by the kernels that can: 1 where runBlock's
+// rule says so (the default), 0 never, 2 always (HC_GEMM_DIRECT_A; tuning
+// and tests of both paths).
+int directA() {
   const char *e = std::getenv("HC_GEMM_DIRECT_A");
-  return !e || std::atoi(e) != 0;
+  return e ? std::atoi(e) : 1;
 }
 
 // KC: a KC x NR sliver of B takes 1.5x L1d (mostly L1-resident, the rest
@@ -61,7 +62,7 @@ Blocking blocking(const GemmKernel &k) {
   int64_t nc = static_cast<int64_t>(c.l2) / (b.kc * 4);
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
   b.nc = envInt("HC_GEMM_NC", nc);
-  b.directA = k.microDirect && directA();
+  b.directA = k.microDirect ? directA() : 0;
   return b;
 }
 
@@ -100,12 +101,17 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   float *Ap = scratch(2, mcMax * kcMax + 64);
   float *Bp = scratch(3, ncMax * kcMax + 64);
   const EpiCtx &e = p.epi;
-  // A read in place: its panels stream from the source rows, which stay in
-  // L2 only beside a B panel that leaves room (measured here: 1.10-1.25x at
-  // 2 threads on S/2's shapes; 2-3% slower when a KC x NC panel of B fills
-  // L2, as at N = 1152).
+  // A read in place: saves a packing pass over A from memory; its panels
+  // then stream from the source rows, which stay in L2 only beside a B
+  // panel that leaves room. Measured here: 1.10-1.25x at 2 threads on S/2's
+  // shapes; 2-3% slower when a KC x NC panel of B fills L2 (N = 1152); and
+  // 5-10% slower than a packed copy when A is in cache anyway (attention's
+  // 256 x 64 tiles), where packing costs little.
+  const std::size_t l2 = cacheInfo().l2;
   const bool direct =
-      bl.directA && bl.kc * std::min(bl.nc, n1 - n0) * 4 <= cacheInfo().l2 * 3 / 4;
+      bl.directA == 2 ||
+      (bl.directA == 1 && static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
+       static_cast<std::size_t>(bl.kc * std::min(bl.nc, n1 - n0) * 4) <= l2 * 3 / 4);
   for (int64_t jc = n0; jc < n1; jc += bl.nc) {
     const int64_t nc = std::min<int64_t>(bl.nc, n1 - jc);
     for (int64_t pc = 0; pc < p.K; pc += bl.kc) {
@@ -130,7 +136,7 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
                         : Ap + (ir - mFull) * kc;
             auto micro = [&](float *c, int64_t ldc, float beta) {
               if (inPlace)
-                k.microDirect(kc, a, p.lda, p.transA, b, c, ldc, p.alpha, beta);
+                k.microDirect(kc, a, p.lda, p.transA, b, c, ldc, p.alpha, beta, nr);
               else
                 k.micro(kc, a, b, c, ldc, p.alpha, beta);
             };

@@ -134,11 +134,12 @@ struct GemmKernel {
                   int64_t ldc, int64_t m0, int64_t n0, const EpiCtx &e,
                   bool first, bool last);
   // micro with A's MR x kc panel read in place (not packed): element (i, k)
-  // at a[i * lda + k] (transA 0) or a[k * lda + i] (transA 1). Null where
-  // the ISA has none (then A is packed).
+  // at a[i * lda + k] (transA 0) or a[k * lda + i] (transA 1); columns
+  // [0, nr) of C (nr < NR: fewer are computed). Null where the ISA has none
+  // (then A is packed).
   void (*microDirect)(int64_t kc, const float *a, int64_t lda, int transA,
                       const float *b, float *c, int64_t ldc, float alpha,
-                      float beta);
+                      float beta, int nr);
 };
 const GemmKernel &gemmGeneric();
 const GemmKernel &gemmAvx2();

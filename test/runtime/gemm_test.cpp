@@ -396,22 +396,23 @@ TEST(Gemm, DynamicPiecesAcrossThreads) {
 }
 
 TEST(Gemm, InPlaceAEqualsPackedA) {
-  // The AVX-512 kernel reads A in place (HC_GEMM_DIRECT_A, on by default)
-  // where the B panel leaves L2 room: same products in the same k order as
-  // the packed path, so C must be bit-identical, including partial panels
-  // (M % 8), both layouts of A, lda > K, epilogues and k blocks.
+  // The AVX-512 kernel reads A in place (HC_GEMM_DIRECT_A=2 forces it; by
+  // default only where A is big and the B panel leaves L2 room): same
+  // products in the same k order as the packed path, so C must be
+  // bit-identical, including partial panels (M % 8), edge tiles (N % 48),
+  // both layouts of A, lda > K, epilogues and k blocks.
   skipUnless(HC_ISA_AVX512);
   IsaScope s(HC_ISA_AVX512);
   setenv("HC_GEMM_KC", "40", 1);
   for (int ta = 0; ta < 2; ++ta)
     for (int64_t M : {1, 7, 8, 9, 61, 200})
-      for (int64_t N : {5, 48, 100}) {
+      for (int64_t N : {5, 20, 48, 100}) {
         const int64_t K = 97, lda = (ta ? M : K) + 3, ldb = N + 1;
         std::vector<float> A = randomVec((ta ? K : M) * lda, 5);
         std::vector<float> B = randomVec(K * ldb, 6), bias = randomVec(N, 7);
         std::vector<float> C[2] = {nanVec(M * N), nanVec(M * N)};
         for (int direct = 0; direct < 2; ++direct) {
-          setenv("HC_GEMM_DIRECT_A", direct ? "1" : "0", 1);
+          setenv("HC_GEMM_DIRECT_A", direct ? "2" : "0", 1);
           hc_epilogue epi{};
           epi.flags = HC_EPI_BIAS | HC_EPI_GELU_TANH;
           epi.bias = bias.data();
