@@ -40,15 +40,19 @@ inline std::vector<int64_t> parseList(const char *s) {
   return v;
 }
 
-// Times `fns` interleaved: one warm-up call each, then `reps` rounds calling
-// each once; returns the median seconds per function.
+// Times `fns` interleaved: `reps` rounds, each calling every function
+// twice in turn and timing the second call; returns each one's median.
+// The untimed call absorbs what the previous function left running (an
+// OpenMP team still spinning on the other core, a thread team asleep):
+// measured here at 2 threads, a call timed right after oneDNN's ran 9-15%
+// slower than the same call timed after itself. So every library is timed
+// in its steady state, as in a training loop that calls it back to back.
 inline std::vector<double> timeInterleaved(const std::vector<std::function<void()>> &fns,
                                            int reps) {
   std::vector<std::vector<double>> t(fns.size());
-  for (const auto &f : fns)
-    f();
   for (int r = 0; r < reps; ++r)
     for (size_t i = 0; i < fns.size(); ++i) {
+      fns[i]();
       auto t0 = Clock::now();
       fns[i]();
       t[i].push_back(seconds(t0, Clock::now()));

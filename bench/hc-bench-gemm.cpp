@@ -2,7 +2,9 @@
 // linear-layer shapes, interleaved in one run, at 1 and 2 threads, plus a
 // measured FMA peak. Not a test: it prints a table and never fails on timing.
 //
-// Baselines: bench_common.h.
+// Baselines: bench_common.h. Each library is timed in its steady state: in
+// every round it is called twice and the second call is timed
+// (timeInterleaved), so no library pays for threads another left spinning.
 //
 //   hc-bench-gemm [--quick] [--reps N] [--threads 1,2] [--m 2048,8192]
 //                 [--model S|XL|all] [--no-fused]
@@ -125,32 +127,23 @@ void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
     for (size_t i = 0; i < B.size(); ++i)
       B[i] = static_cast<float>((i * 5 % 11) - 5) * 0.01f;
     const double flop = 2.0 * c.M * c.N * c.K;
-    std::vector<std::vector<double>> t(libs.size() + 1);
-    auto runHc = [&] {
+    std::vector<std::function<void()>> fns;
+    fns.push_back([&] {
       hc_sgemm_simple(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(),
                       ldb, 0.0f, C.data(), c.N, hc_threads{0, threads});
-    };
-    // warm-up once each, then interleave the repetitions
-    runHc();
+    });
     for (const Lib &l : libs)
-      l.gemm(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), c.N);
-    for (int r = 0; r < reps; ++r) {
-      auto t0 = Clock::now();
-      runHc();
-      t[0].push_back(seconds(t0, Clock::now()));
-      for (size_t li = 0; li < libs.size(); ++li) {
-        auto t1 = Clock::now();
-        libs[li].gemm(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(),
-                      ldb, 0.0f, C.data(), c.N);
-        t[li + 1].push_back(seconds(t1, Clock::now()));
-      }
-    }
-    double hcG = flop / median(t[0]) / 1e9, best = 0;
+      fns.push_back([&] {
+        l.gemm(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(), ldb,
+               0.0f, C.data(), c.N);
+      });
+    const std::vector<double> t = timeInterleaved(fns, reps);
+    double hcG = flop / t[0] / 1e9, best = 0;
     printf("%-26s %-4s %6lld %6lld %6lld | %7.1f (%3.0f%%)", c.model.c_str(),
            c.pass.c_str(), (long long)c.M, (long long)c.N, (long long)c.K, hcG,
            100 * hcG / peakGf);
     for (size_t li = 0; li < libs.size(); ++li) {
-      double g = flop / median(t[li + 1]) / 1e9;
+      double g = flop / t[li + 1] / 1e9;
       best = std::max(best, g);
       printf(" %7.1f (%3.0f%%)", g, 100 * g / peakGf);
     }
@@ -194,25 +187,16 @@ void benchFused(const std::vector<Lib> &libs, int threads, int reps,
         }
         hc_gelu_tanh_fwd(M * N, Y.data(), Y.data(), th);
       };
-      hc_sgemm(&g, th);
+      std::vector<std::function<void()>> fns;
+      fns.push_back([&] { hc_sgemm(&g, th); });
       for (const Lib &l : libs)
-        unfused(l);
-      std::vector<std::vector<double>> t(libs.size() + 1);
-      for (int r = 0; r < reps; ++r) {
-        auto t0 = Clock::now();
-        hc_sgemm(&g, th);
-        t[0].push_back(seconds(t0, Clock::now()));
-        for (size_t li = 0; li < libs.size(); ++li) {
-          auto t1 = Clock::now();
-          unfused(libs[li]);
-          t[li + 1].push_back(seconds(t1, Clock::now()));
-        }
-      }
-      double hcT = median(t[0]), best = 1e30;
+        fns.push_back([&] { unfused(l); });
+      const std::vector<double> t = timeInterleaved(fns, reps);
+      double hcT = t[0], best = 1e30;
       printf("%-5s M=%-5lld %4lldx%-5lld | %8.2f   |", f.model, (long long)M,
              (long long)K, (long long)N, hcT * 1e3);
       for (size_t li = 0; li < libs.size(); ++li) {
-        double tt = median(t[li + 1]);
+        double tt = t[li + 1];
         best = std::min(best, tt);
         printf(" %s %.2f", libs[li].name.c_str(), tt * 1e3);
       }
