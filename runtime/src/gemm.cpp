@@ -46,9 +46,13 @@ int directA() {
 // KC: a KC x NR sliver of B takes 1.5x L1d (mostly L1-resident, the rest
 // streams from L2; measured better here than a strictly L1-sized sliver
 // because C tiles are loaded/stored once per KC). MC: an MC x KC block of A
-// takes a quarter of L2. NC: a KC x NC panel of B takes the L2 size (the
-// paper's L2-resident B panel; measured here 5-8% faster on N >= 3456 than
-// a quarter of L3, equal on the rest).
+// takes a quarter of L2. NC: at most a KC x NC panel of B of twice the L2
+// size; runBlock cuts a column range into equal panels under it. Each
+// panel means another packing pass over A, and a sliver of B is reused
+// from L2 by all of an MC block once it is in, so a panel may spill to L3:
+// measured here, N = 1152 as one 2 MiB panel (A packed once) is 1-2% faster
+// at 1 thread and 2-5% at 2 than two 1 MiB ones; a quarter of L3 (5424)
+// was 5-8% slower on N >= 3456 than 1 MiB panels.
 // HC_GEMM_MC/KC/NC override (tuning, tests).
 Blocking blocking(const GemmKernel &k) {
   const CacheInfo &c = cacheInfo();
@@ -59,7 +63,7 @@ Blocking blocking(const GemmKernel &k) {
   int64_t mc = static_cast<int64_t>(c.l2 / 4) / (b.kc * 4);
   mc = std::max<int64_t>(k.mr, std::min<int64_t>(4096, mc / k.mr * k.mr));
   b.mc = envInt("HC_GEMM_MC", mc);
-  int64_t nc = static_cast<int64_t>(c.l2) / (b.kc * 4);
+  int64_t nc = static_cast<int64_t>(2 * c.l2) / (b.kc * 4);
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
   b.nc = envInt("HC_GEMM_NC", nc);
   b.directA = k.microDirect ? directA() : 0;
@@ -96,7 +100,10 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
     return;
   }
   const int64_t mcMax = std::min<int64_t>(bl.mc, (m1 - m0 + MR - 1) / MR * MR);
-  const int64_t ncMax = std::min<int64_t>(bl.nc, (n1 - n0 + NR - 1) / NR * NR);
+  // Equal panels under bl.nc (N = 1728 as 2 x 864, not 1344 + 384).
+  const int64_t panels = (n1 - n0 + bl.nc - 1) / bl.nc;
+  const int64_t ncBlk = ((n1 - n0 + panels - 1) / panels + NR - 1) / NR * NR;
+  const int64_t ncMax = std::min<int64_t>(ncBlk, (n1 - n0 + NR - 1) / NR * NR);
   const int64_t kcMax = std::min<int64_t>(bl.kc, p.K);
   float *Ap = scratch(2, mcMax * kcMax + 64);
   float *Bp = scratch(3, ncMax * kcMax + 64);
@@ -111,9 +118,9 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   const bool direct =
       bl.directA == 2 ||
       (bl.directA == 1 && static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
-       static_cast<std::size_t>(bl.kc * std::min(bl.nc, n1 - n0) * 4) <= l2 * 3 / 4);
-  for (int64_t jc = n0; jc < n1; jc += bl.nc) {
-    const int64_t nc = std::min<int64_t>(bl.nc, n1 - jc);
+       static_cast<std::size_t>(bl.kc * ncMax * 4) <= l2 * 3 / 4);
+  for (int64_t jc = n0; jc < n1; jc += ncBlk) {
+    const int64_t nc = std::min<int64_t>(ncBlk, n1 - jc);
     for (int64_t pc = 0; pc < p.K; pc += bl.kc) {
       const int64_t kc = std::min<int64_t>(bl.kc, p.K - pc);
       const bool first = pc == 0, last = pc + kc >= p.K;
@@ -286,12 +293,14 @@ void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // Inside one cluster: the grid's split dimension cut into up to 4 pieces
   // per thread (none under kMinPiece rows/columns, each piece packs its own
   // copy of the other operand), taken dynamically so a thread slowed by
-  // other work on its core does less (fixed pieces: same results).
+  // other work on its core does less (fixed pieces: same results). A single
+  // thread has no one to balance with: one piece (the extra packing passes
+  // of B cost it 1-3% on XL/2's shapes).
   constexpr int64_t kMinPiece = 512;
   int64_t fm = 1, fn = 1;
-  if (pm >= pn)
+  if (r.count > 1 && pm >= pn)
     fm = std::max<int64_t>(1, std::min<int64_t>(4, p.M / (pm * kMinPiece)));
-  else
+  else if (r.count > 1)
     fn = std::max<int64_t>(1, std::min<int64_t>(4, p.N / (pn * kMinPiece)));
   const int64_t gm = pm * fm, gn = pn * fn;
   parallelPieces(r, gm * gn, [&](int64_t piece) {
