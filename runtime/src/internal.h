@@ -77,9 +77,11 @@ struct OpsTable {
                            float *, int64_t);
   void (*softmax_bwd_rows)(int64_t, int64_t, int64_t, const float *, int64_t,
                            const float *, int64_t, float *, int64_t);
-  void (*layernorm_fwd_rows)(const hc_layernorm_args &, int64_t, int64_t);
+  // The layer norms' last bool: stream the output (non-temporal stores;
+  // ops.cpp decides, see streamOutput).
+  void (*layernorm_fwd_rows)(const hc_layernorm_args &, int64_t, int64_t, bool);
   void (*layernorm_bwd_rows)(const hc_layernorm_bwd_args &, int64_t, int64_t,
-                             float *, float *, float *, float *, float *);
+                             float *, float *, float *, float *, bool);
   void (*adamw)(int64_t, float *, const float *, float *, float *, float,
                 float, float, float, float, float, float);
   void (*sgd)(int64_t, float *, const float *, float *, float, float, float,

@@ -51,6 +51,19 @@ void forPieces(hc_threads t, int64_t n, int64_t work, int64_t grain, F &&f) {
   });
 }
 
+// Whether a row kernel writes its output with non-temporal stores: when
+// the output is bigger than the last-level cache it goes to memory anyway,
+// and streaming it skips reading each line for ownership first (a third of
+// a read+write kernel's traffic). Smaller outputs stay cached for the next
+// kernel. Measured here (1 thread, 8192 x 1152 layer norm + modulate,
+// 37.7 MB out, L3 32 MiB): 2.6-3.2 -> 2.1-2.3 ms. HC_STREAM_STORES=0/1
+// forces plain/streaming stores (tests, tuning).
+bool streamOutput(int64_t rows, int64_t cols) {
+  if (const char *e = std::getenv("HC_STREAM_STORES"))
+    return std::atoi(e) != 0;
+  return static_cast<double>(rows) * cols * 4 > static_cast<double>(cacheInfo().l3);
+}
+
 template <class F> void forChunks(hc_threads t, int64_t n, F &&f) {
   forPieces(t, n, n, 64, f);
 }
@@ -107,8 +120,10 @@ void hc_softmax_bwd(int64_t rows, int64_t cols, const float *y, int64_t ldy,
 
 void hc_layernorm_fwd(const hc_layernorm_args *a, hc_threads t) {
   const OpsTable &o = ops();
-  forPieces(t, a->rows, a->rows * a->D, 1,
-            [&](int64_t b, int64_t e) { o.layernorm_fwd_rows(*a, b, e); });
+  const bool stream = streamOutput(a->rows, a->D);
+  forPieces(t, a->rows, a->rows * a->D, 1, [&](int64_t b, int64_t e) {
+    o.layernorm_fwd_rows(*a, b, e, stream);
+  });
 }
 
 void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
@@ -123,7 +138,7 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
   Range r = shrink(resolve(t), rows * D, kSerialElems);
   struct Part {
     int64_t b = 0, e = 0, g0 = 0, ng = 0;
-    std::vector<float> g, bb, s, c, tmp;
+    std::vector<float> g, bb, s, c;
   };
   std::vector<Part> parts(r.count);
   for (int i = 0; i < r.count; ++i) {
@@ -141,15 +156,15 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
       p.s.assign(p.ng * D, 0.0f);
     if (wantC)
       p.c.assign(p.ng * D, 0.0f);
-    p.tmp.resize(2 * D);
   }
+  const bool stream = streamOutput(rows, D);
   parallel(r, [&](int i, int) {
     Part &p = parts[i];
     if (p.e > p.b)
       o.layernorm_bwd_rows(a, p.b, p.e, wantG ? p.g.data() : nullptr,
                            wantB ? p.bb.data() : nullptr,
                            wantS ? p.s.data() : nullptr,
-                           wantC ? p.c.data() : nullptr, p.tmp.data());
+                           wantC ? p.c.data() : nullptr, stream);
   });
   // Fixed-order reductions (slot order).
   auto reduceVec = [&](float *out, std::vector<float> Part::*field) {

@@ -310,6 +310,54 @@ TEST(Ops, LayerNorm) {
   }
 }
 
+TEST(Ops, LayerNormStreamedEqualsPlain) {
+  // Outputs bigger than the last-level cache are written with non-temporal
+  // stores from the first 64-byte boundary of each row (HC_STREAM_STORES=1
+  // forces it): the same values as plain stores, every element written,
+  // nothing between rows (ld > D) touched. Rows start at every alignment.
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int64_t D : {1, 5, 16, 17, 40, 100, 1153})
+      for (int form = 0; form < 3; ++form) {  // adaLN, affine + adaLN, plain
+        const int64_t R = 19, ld = D + 3, G = 4, gr = 5;
+        std::vector<float> x = randomVec(R * ld, 11, -2, 3), dy = randomVec(R * ld, 12);
+        std::vector<float> gamma = randomVec(D, 13, 0.5, 1.5), beta = randomVec(D, 14);
+        std::vector<float> shift = randomVec(G * D, 15), scale = randomVec(G * D, 16);
+        std::vector<float> y[2], dx[2], mean(R), rstd(R), dsc[2], dsh[2];
+        for (int stream = 0; stream < 2; ++stream) {
+          setenv("HC_STREAM_STORES", stream ? "1" : "0", 1);
+          y[stream] = nanVec(R * ld + 1), dx[stream] = nanVec(R * ld + 1);
+          dsc[stream] = nanVec(G * D), dsh[stream] = nanVec(G * D);
+          hc_layernorm_args a{};
+          a.rows = R, a.D = D, a.x = x.data(), a.ldx = ld, a.y = y[stream].data() + 1, a.ldy = ld;
+          a.gamma = form == 1 ? gamma.data() : nullptr, a.beta = form == 1 ? beta.data() : nullptr;
+          a.shift = form < 2 ? shift.data() : nullptr, a.scale = form < 2 ? scale.data() : nullptr;
+          a.group_rows = gr, a.ld_mod = D, a.eps = 1e-6f, a.mean = mean.data(), a.rstd = rstd.data();
+          hc_layernorm_fwd(&a, threads(2));
+          hc_layernorm_bwd_args b{};
+          b.rows = R, b.D = D, b.x = x.data(), b.ldx = ld, b.dy = dy.data(), b.lddy = ld;
+          b.dx = dx[stream].data() + 1, b.lddx = ld, b.gamma = a.gamma, b.beta = a.beta;
+          b.shift = a.shift, b.scale = a.scale, b.group_rows = gr, b.ld_mod = D;
+          b.mean = mean.data(), b.rstd = rstd.data();
+          b.dshift = form < 2 ? dsh[stream].data() : nullptr;
+          b.dscale = form < 2 ? dsc[stream].data() : nullptr;
+          hc_layernorm_bwd(&b, threads(2));
+        }
+        unsetenv("HC_STREAM_STORES");
+        const std::string what = std::string("isa=") + hcrt_isa_name(isa) +
+                                 " D=" + std::to_string(D) + " form=" + std::to_string(form);
+        EXPECT_EQ(0, std::memcmp(y[0].data(), y[1].data(), sizeof(float) * y[0].size())) << what;
+        EXPECT_EQ(0, std::memcmp(dx[0].data(), dx[1].data(), sizeof(float) * dx[0].size())) << what;
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t j = 0; j < ld; ++j) {
+            const bool inRow = j < D;
+            ASSERT_EQ(inRow, !std::isnan(y[1][1 + r * ld + j])) << what << " y r=" << r << " j=" << j;
+            ASSERT_EQ(inRow, !std::isnan(dx[1][1 + r * ld + j])) << what << " dx r=" << r << " j=" << j;
+          }
+      }
+  }
+}
+
 TEST(Ops, LayerNormAccumulatesParamGrads) {
   const int64_t R = 6, D = 9;
   std::vector<float> x = randomVec(R * D, 1), dy = randomVec(R * D, 2), mean(R), rstd(R),
