@@ -121,7 +121,7 @@ void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
     l.setThreads(threads);
   for (const Case &c : cases) {
     const int64_t lda = c.ta ? c.M : c.K, ldb = c.tb ? c.K : c.N;
-    std::vector<float> A(c.M * c.K), B(c.K * c.N), C(c.M * c.N);
+    Buf A(c.M * c.K), B(c.K * c.N), C(c.M * c.N);
     for (size_t i = 0; i < A.size(); ++i)
       A[i] = static_cast<float>((i * 7 % 13) - 6) * 0.01f;
     for (size_t i = 0; i < B.size(); ++i)
@@ -168,7 +168,7 @@ void benchFused(const std::vector<Lib> &libs, int threads, int reps,
   for (int64_t M : ms)
     for (const F &f : fs) {
       const int64_t N = f.out, K = f.in;
-      std::vector<float> X(M * K, 0.01f), W(N * K, 0.02f), bias(N, 0.1f), Y(M * N);
+      Buf X(M * K, 0.01f), W(N * K, 0.02f), bias(N, 0.1f), Y(M * N);
       hc_epilogue e{};
       e.flags = HC_EPI_BIAS | HC_EPI_GELU_TANH;
       e.bias = bias.data();

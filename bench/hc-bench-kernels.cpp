@@ -81,8 +81,8 @@ void rowSums(int threads, const float *x, int64_t rows, int64_t cols, float *out
   });
 }
 
-std::vector<float> filled(int64_t n, float lo, float hi, uint32_t seed) {
-  std::vector<float> v(n);
+Buf filled(int64_t n, float lo, float hi, uint32_t seed) {
+  Buf v(n);
   uint32_t s = seed * 2654435761u + 1;
   for (auto &x : v) {
     s = s * 1664525u + 1013904223u;
@@ -94,7 +94,7 @@ std::vector<float> filled(int64_t n, float lo, float hi, uint32_t seed) {
 // ---- STREAM-like triad a = b + s c, bytes 12 n ----
 double triadGBs(int threads, int reps) {
   const int64_t n = 16 << 20;  // 64 MiB per array, 3 arrays: well past L3
-  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  Buf a(n), b(n, 1.0f), c(n, 2.0f);
   const float s = 3.0f;
   auto run = [&] {
     par(threads, n, [&](int64_t lo, int64_t hi) {
@@ -133,15 +133,15 @@ void benchFused(int threads, int reps, double triad) {
   // 2048 tokens, S/2 attention probabilities (24 x 6 heads x 256 x 256).
   const int64_t T = 256, rows = 8192, D = 1152, n = rows * D;
   const int64_t srows = 24 * 6 * 256, scols = 256, sn = srows * scols;
-  std::vector<float> x = filled(n, -4, 4, 1), dy = filled(n, -1, 1, 2);
-  std::vector<float> y(n), dx(n), t1(n), t2(n), t3(n);
-  std::vector<float> sx = filled(sn, -6, 6, 3), sy(sn), sdy = filled(sn, -1, 1, 4), sdx(sn), st(sn);
+  Buf x = filled(n, -4, 4, 1), dy = filled(n, -1, 1, 2);
+  Buf y(n), dx(n), t1(n), t2(n), t3(n);
+  Buf sx = filled(sn, -6, 6, 3), sy(sn), sdy = filled(sn, -1, 1, 4), sdx(sn), st(sn);
   const int64_t groups = rows / T;
-  std::vector<float> shift = filled(groups * D, -1, 1, 5), scale = filled(groups * D, -1, 1, 6);
-  std::vector<float> mean(rows), rstd(rows), dshift(groups * D), dscale(groups * D);
-  std::vector<float> p = filled(n, -1, 1, 7), g = filled(n, -1, 1, 8), m1 = filled(n, -0.1f, 0.1f, 9),
+  Buf shift = filled(groups * D, -1, 1, 5), scale = filled(groups * D, -1, 1, 6);
+  Buf mean(rows), rstd(rows), dshift(groups * D), dscale(groups * D);
+  Buf p = filled(n, -1, 1, 7), g = filled(n, -1, 1, 8), m1 = filled(n, -0.1f, 0.1f, 9),
                      v1 = filled(n, 0, 0.01f, 10);
-  std::vector<float> pred = filled(n, -1, 1, 11), target = filled(n, -1, 1, 12);
+  Buf pred = filled(n, -1, 1, 11), target = filled(n, -1, 1, 12);
   float *X = x.data(), *Y = y.data(), *DY = dy.data(), *DX = dx.data(), *A1 = t1.data(),
         *A2 = t2.data(), *A3 = t3.data();
   std::vector<FusedCase> cs;
@@ -195,7 +195,7 @@ void benchFused(int threads, int reps, double triad) {
                 }});
   // Row softmax: max, exp(x - max), sum, divide.
   float *SX = sx.data(), *SY = sy.data(), *SDY = sdy.data(), *SDX = sdx.data(), *ST = st.data();
-  std::vector<float> rmax(srows), rsum(srows);
+  Buf rmax(srows), rsum(srows);
   cs.push_back({"softmax fwd 256", 8.0 * sn,
                 [&] { hc_softmax_fwd(srows, scols, SX, scols, SY, scols, th); }, [&] {
                   parRows(threads, srows, [&](int64_t b, int64_t e) {
@@ -273,7 +273,7 @@ void benchFused(int threads, int reps, double triad) {
   lb.shift = shift.data(), lb.scale = scale.data(), lb.group_rows = T, lb.ld_mod = D;
   lb.mean = MEAN, lb.rstd = RSTD, lb.dshift = dshift.data(), lb.dscale = dscale.data();
   float *DSH = dshift.data(), *DSC = dscale.data();
-  std::vector<float> r1(rows), r2(rows);
+  Buf r1(rows), r2(rows);
   cs.push_back({"layernorm+modulate bwd", 12.0 * n, [&] { hc_layernorm_bwd(&lb, th); }, [&] {
                   parRows(threads, rows, [&](int64_t b, int64_t e) {  // xhat
                     for (int64_t r = b; r < e; ++r)
@@ -409,9 +409,9 @@ void benchAttention(const std::vector<Lib> &libs, int threads, int reps) {
   for (const AttShape &s : shapes) {
     const int64_t B = s.B, H = s.H, T = s.T, Dh = s.Dh, HD = H * Dh, BH = B * H;
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
-    std::vector<float> qkv = filled(B * T * 3 * HD, -1, 1, 21), o(B * T * HD),
+    Buf qkv = filled(B * T * 3 * HD, -1, 1, 21), o(B * T * HD),
                        dout = filled(B * T * HD, -1, 1, 22), lse(BH * T);
-    std::vector<float> dq(B * T * HD), dk(B * T * HD), dv(B * T * HD);
+    Buf dq(B * T * HD), dk(B * T * HD), dv(B * T * HD);
     hc_attention_args a{};
     a.batch = B, a.heads = H, a.Tq = T, a.Tk = T, a.Dh = Dh, a.scale = scale;
     a.q = qkv.data(), a.k = qkv.data() + HD, a.v = qkv.data() + 2 * HD;
@@ -428,7 +428,7 @@ void benchAttention(const std::vector<Lib> &libs, int threads, int reps) {
       hc_flash_attention_bwd(&a, th);
     };
     // Unfused: P and dS stored, [B, H, T, T].
-    std::vector<float> S(BH * T * T), dP(BH * T * T);
+    Buf S(BH * T * T), dP(BH * T * T);
     auto unfused = [&](const GemmFn &gemm) {
       const int64_t ld = 3 * HD;
       for (int64_t bh = 0; bh < BH; ++bh) {
