@@ -27,7 +27,8 @@ const GemmKernel &kernel() {
 
 struct Blocking {
   int64_t mc, kc, nc;
-  int directA;  // kernels that can read A in place: 0 no, 1 by rule, 2 yes
+  // kernels that can read an operand in place: 0 no, 1 by rule, 2 yes
+  int directA, directB;
 };
 
 int64_t envInt(const char *name, int64_t dflt) {
@@ -35,11 +36,11 @@ int64_t envInt(const char *name, int64_t dflt) {
   return e && std::atoll(e) > 0 ? std::atoll(e) : dflt;
 }
 
-// Whether A is read in place by the kernels that can: 1 where runBlock's
-// rule says so (the default), 0 never, 2 always (HC_GEMM_DIRECT_A; tuning
-// and tests of both paths).
-int directA() {
-  const char *e = std::getenv("HC_GEMM_DIRECT_A");
+// Whether A (B) is read in place by the kernels that can: 1 where
+// runBlock's rule says so (the default), 0 never, 2 always
+// (HC_GEMM_DIRECT_A, HC_GEMM_DIRECT_B; tuning and tests of both paths).
+int directMode(const char *name) {
+  const char *e = std::getenv(name);
   return e ? std::atoi(e) : 1;
 }
 
@@ -66,7 +67,8 @@ Blocking blocking(const GemmKernel &k) {
   int64_t nc = static_cast<int64_t>(2 * c.l2) / (b.kc * 4);
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
   b.nc = envInt("HC_GEMM_NC", nc);
-  b.directA = k.microDirect ? directA() : 0;
+  b.directA = k.microDirect ? directMode("HC_GEMM_DIRECT_A") : 0;
+  b.directB = k.microDirect ? directMode("HC_GEMM_DIRECT_B") : 0;
   return b;
 }
 
@@ -119,12 +121,23 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       bl.directA == 2 ||
       (bl.directA == 1 && static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
        static_cast<std::size_t>(bl.kc * ncMax * 4) <= l2 * 3 / 4);
+  // B (row-major) read in place: where each sliver would serve few rows
+  // (packing is then a large share of the work) and the KC x NC block sits
+  // in half of L2. Attention's tiles (M = Dh = 64, B = P or dS, 256 x 256):
+  // packing B was 12% of flash attention at 1 thread. A last partial
+  // sliver is still packed (its columns end inside a vector).
+  const bool directB =
+      !p.transB && (bl.directB == 2 ||
+                    (bl.directB == 1 && m1 - m0 <= 16 * MR &&
+                     static_cast<std::size_t>(kcMax * ncMax * 4) <= l2 / 2));
   for (int64_t jc = n0; jc < n1; jc += ncBlk) {
     const int64_t nc = std::min<int64_t>(ncBlk, n1 - jc);
+    const int64_t nFull = directB ? nc / NR * NR : 0;  // slivers in place
     for (int64_t pc = 0; pc < p.K; pc += bl.kc) {
       const int64_t kc = std::min<int64_t>(bl.kc, p.K - pc);
       const bool first = pc == 0, last = pc + kc >= p.K;
-      k.packB(p.B, p.ldb, p.transB, pc, kc, jc, nc, Bp);
+      if (nFull < nc)
+        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull, nc - nFull, Bp);
       for (int64_t ic = m0; ic < m1; ic += bl.mc) {
         const int64_t mc = std::min<int64_t>(bl.mc, m1 - ic);
         // Read in place, A needs packing only for a last partial panel.
@@ -133,7 +146,9 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
           k.packA(p.A, p.lda, p.transA, ic + mFull, mc - mFull, pc, kc, Ap);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
-          const float *b = Bp + jr * kc;
+          const bool bInPlace = jr < nFull;
+          const float *b = bInPlace ? p.B + pc * p.ldb + jc + jr : Bp + (jr - nFull) * kc;
+          const int64_t ldbk = bInPlace ? p.ldb : NR;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
             const int64_t m = ic + ir, n = jc + jr;
@@ -142,8 +157,9 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
                 inPlace ? p.A + (p.transA ? pc * p.lda + m : m * p.lda + pc)
                         : Ap + (ir - mFull) * kc;
             auto micro = [&](float *c, int64_t ldc, float beta) {
-              if (inPlace)
-                k.microDirect(kc, a, p.lda, p.transA, b, c, ldc, p.alpha, beta, nr);
+              if (inPlace || bInPlace)
+                k.microDirect(kc, a, p.lda, inPlace ? 1 + p.transA : 0, b, ldbk,
+                              c, ldc, p.alpha, beta, nr);
               else
                 k.micro(kc, a, b, c, ldc, p.alpha, beta);
             };

@@ -135,13 +135,14 @@ struct GemmKernel {
   void (*combine)(const float *t, int64_t ldt, int mr, int nr, float *C,
                   int64_t ldc, int64_t m0, int64_t n0, const EpiCtx &e,
                   bool first, bool last);
-  // micro with A's MR x kc panel read in place (not packed): element (i, k)
-  // at a[i * lda + k] (transA 0) or a[k * lda + i] (transA 1); columns
-  // [0, nr) of C (nr < NR: fewer are computed). Null where the ISA has none
-  // (then A is packed).
-  void (*microDirect)(int64_t kc, const float *a, int64_t lda, int transA,
-                      const float *b, float *c, int64_t ldc, float alpha,
-                      float beta, int nr);
+  // micro with either operand read in place: A's MR x kc panel packed
+  // (aLayout 0), or element (i, k) at a[i * lda + k] (1) or a[k * lda + i]
+  // (2); B's kc x NR sliver rows ldbk apart (NR: packed; ldb: read in
+  // place); columns [0, nr) of C (nr < NR: fewer are computed). Null where
+  // the ISA has none (then both are packed).
+  void (*microDirect)(int64_t kc, const float *a, int64_t lda, int aLayout,
+                      const float *b, int64_t ldbk, float *c, int64_t ldc,
+                      float alpha, float beta, int nr);
 };
 const GemmKernel &gemmGeneric();
 const GemmKernel &gemmAvx2();

@@ -395,24 +395,26 @@ TEST(Gemm, DynamicPiecesAcrossThreads) {
   expectRunToRunIdentical(0, 4100, 33, 70);
 }
 
-TEST(Gemm, InPlaceAEqualsPackedA) {
-  // The AVX-512 kernel reads A in place (HC_GEMM_DIRECT_A=2 forces it; by
-  // default only where A is big and the B panel leaves L2 room): same
-  // products in the same k order as the packed path, so C must be
-  // bit-identical, including partial panels (M % 8), edge tiles (N % 48),
-  // both layouts of A, lda > K, epilogues and k blocks.
+TEST(Gemm, InPlaceOperandsEqualPacked) {
+  // The AVX-512 kernel reads A, B (row-major) or both in place
+  // (HC_GEMM_DIRECT_A/B=2 force it; by default only where the rules in
+  // runBlock say): same products in the same k order as the packed path,
+  // so C must be bit-identical, including partial panels (M % 8), edge
+  // tiles (N % 48), both layouts of A, lda > K, ldb > N, epilogues and k
+  // blocks.
   skipUnless(HC_ISA_AVX512);
   IsaScope s(HC_ISA_AVX512);
   setenv("HC_GEMM_KC", "40", 1);
   for (int ta = 0; ta < 2; ++ta)
     for (int64_t M : {1, 7, 8, 9, 61, 200})
-      for (int64_t N : {5, 20, 48, 100}) {
+      for (int64_t N : {5, 20, 48, 100, 145}) {
         const int64_t K = 97, lda = (ta ? M : K) + 3, ldb = N + 1;
         std::vector<float> A = randomVec((ta ? K : M) * lda, 5);
         std::vector<float> B = randomVec(K * ldb, 6), bias = randomVec(N, 7);
-        std::vector<float> C[2] = {nanVec(M * N), nanVec(M * N)};
-        for (int direct = 0; direct < 2; ++direct) {
-          setenv("HC_GEMM_DIRECT_A", direct ? "2" : "0", 1);
+        std::vector<float> C[4] = {nanVec(M * N), nanVec(M * N), nanVec(M * N), nanVec(M * N)};
+        for (int direct = 0; direct < 4; ++direct) {  // bit 0: A in place, bit 1: B
+          setenv("HC_GEMM_DIRECT_A", direct & 1 ? "2" : "0", 1);
+          setenv("HC_GEMM_DIRECT_B", direct & 2 ? "2" : "0", 1);
           hc_epilogue epi{};
           epi.flags = HC_EPI_BIAS | HC_EPI_GELU_TANH;
           epi.bias = bias.data();
@@ -423,11 +425,14 @@ TEST(Gemm, InPlaceAEqualsPackedA) {
           g.epi = N == 100 ? &epi : nullptr;
           hc_sgemm(&g, threads(M >= 61 ? 2 : 1));
         }
-        EXPECT_EQ(0, std::memcmp(C[0].data(), C[1].data(), sizeof(float) * M * N))
-            << "M=" << M << " N=" << N << " ta=" << ta;
-        for (float v : C[1])
-          ASSERT_FALSE(std::isnan(v)) << "M=" << M << " N=" << N << " ta=" << ta;
+        for (int direct = 1; direct < 4; ++direct) {
+          EXPECT_EQ(0, std::memcmp(C[0].data(), C[direct].data(), sizeof(float) * M * N))
+              << "M=" << M << " N=" << N << " ta=" << ta << " direct=" << direct;
+          for (float v : C[direct])
+            ASSERT_FALSE(std::isnan(v)) << "M=" << M << " N=" << N << " ta=" << ta;
+        }
       }
   unsetenv("HC_GEMM_DIRECT_A");
+  unsetenv("HC_GEMM_DIRECT_B");
   unsetenv("HC_GEMM_KC");
 }
