@@ -147,7 +147,8 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
           const bool bInPlace = jr < nFull;
-          const float *b = bInPlace ? p.B + pc * p.ldb + jc + jr : Bp + (jr - nFull) * kc;
+          const float *b =
+              bInPlace ? p.B + pc * p.ldb + jc + jr : Bp + (jr - nFull) * kc;
           const int64_t ldbk = bInPlace ? p.ldb : NR;
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
