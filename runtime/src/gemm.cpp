@@ -113,9 +113,10 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // A read in place: saves a packing pass over A from memory; its panels
   // then stream from the source rows, which stay in L2 only beside a B
   // panel that leaves room. Measured here: 1.10-1.25x at 2 threads on S/2's
-  // shapes; 2-3% slower when a KC x NC panel of B fills L2 (N = 1152); and
-  // 5-10% slower than a packed copy when A is in cache anyway (attention's
-  // 256 x 64 tiles), where packing costs little.
+  // shapes; 2-3% slower when a KC x NC panel of B fills L2 (N = 1152). When
+  // A is in cache anyway (attention's 256 x 64 tiles) packing costs little:
+  // in place was 5-10% slower there at 8f0c6c5, 1-3% faster (rows) or even
+  // (transposed) once B was read in place too (79cf6a6), within noise.
   const std::size_t l2 = cacheInfo().l2;
   const bool direct =
       bl.directA == 2 ||

@@ -61,7 +61,8 @@ void forPieces(hc_threads t, int64_t n, int64_t work, int64_t grain, F &&f) {
 bool streamOutput(int64_t rows, int64_t cols) {
   if (const char *e = std::getenv("HC_STREAM_STORES"))
     return std::atoi(e) != 0;
-  return static_cast<double>(rows) * cols * 4 > static_cast<double>(cacheInfo().l3);
+  const double bytes = static_cast<double>(rows) * cols * 4;
+  return bytes > static_cast<double>(cacheInfo().l3);
 }
 
 template <class F> void forChunks(hc_threads t, int64_t n, F &&f) {
