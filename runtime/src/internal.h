@@ -74,7 +74,7 @@ struct OpsTable {
   void (*silu_fwd)(int64_t, const float *, float *);
   void (*silu_bwd)(int64_t, const float *, const float *, float *);
   void (*softmax_fwd_rows)(int64_t, int64_t, int64_t, const float *, int64_t,
-                           float *, int64_t);
+                           float *, int64_t, bool stream);
   void (*softmax_bwd_rows)(int64_t, int64_t, int64_t, const float *, int64_t,
                            const float *, int64_t, float *, int64_t);
   // The layer norms' last bool: stream the output (non-temporal stores;

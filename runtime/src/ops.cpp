@@ -105,8 +105,9 @@ void hc_silu_bwd(int64_t n, const float *x, const float *dy, float *dx,
 void hc_softmax_fwd(int64_t rows, int64_t cols, const float *x, int64_t ldx,
                     float *y, int64_t ldy, hc_threads t) {
   const OpsTable &o = ops();
+  const bool stream = streamOutput(rows, cols);
   forPieces(t, rows, rows * cols, 1, [&](int64_t b, int64_t e) {
-    o.softmax_fwd_rows(b, e, cols, x, ldx, y, ldy);
+    o.softmax_fwd_rows(b, e, cols, x, ldx, y, ldy, stream);
   });
 }
 

@@ -184,6 +184,94 @@ TEST(Ops, Softmax) {
   }
 }
 
+// The first 64-byte aligned element of v (v has 15 floats to spare).
+static float *aligned64(std::vector<float> &v) {
+  uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
+  return v.data() + ((64 - p % 64) % 64) / sizeof(float);
+}
+
+TEST(Ops, SoftmaxStreamedEqualsPlain) {
+  // Streamed (HC_STREAM_STORES=1), rows of y 64-byte aligned and up to 2048
+  // columns stage their exponentials and write y once, non-temporally; the
+  // rest fall back to plain stores. The same values either way, in place
+  // too, every element written, the padding between rows untouched.
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int64_t cols : {16, 48, 64, 256, 272, 2048, 2064, 17})
+      for (int64_t rows : {1, 2, 3, 37})
+        for (int inPlace = 0; inPlace < 2; ++inPlace) {
+          const int64_t ld = cols + 16;
+          std::vector<float> x = randomVec(rows * ld + 16, cols * 7 + rows, -8, 8);
+          const float *px = aligned64(x);
+          std::vector<float> y[2];
+          float *py[2];
+          for (int stream = 0; stream < 2; ++stream) {
+            setenv("HC_STREAM_STORES", stream ? "1" : "0", 1);
+            y[stream] = nanVec(rows * ld + 16);
+            py[stream] = aligned64(y[stream]);
+            if (inPlace)
+              std::copy(px, px + rows * ld, py[stream]);
+            hc_softmax_fwd(rows, cols, inPlace ? py[stream] : px, ld, py[stream], ld, threads(2));
+          }
+          unsetenv("HC_STREAM_STORES");
+          const std::string what = std::string("isa=") + hcrt_isa_name(isa) + " cols=" +
+                                   std::to_string(cols) + " rows=" + std::to_string(rows) +
+                                   " inPlace=" + std::to_string(inPlace);
+          EXPECT_EQ(0, std::memcmp(py[0], py[1], sizeof(float) * rows * ld)) << what;
+          for (int64_t r = 0; r < rows; ++r) {
+            double sum = 0;
+            for (int64_t j = 0; j < cols; ++j)
+              sum += py[1][r * ld + j];
+            ASSERT_NEAR(sum, 1.0, 1e-4) << what << " r=" << r;
+            if (!inPlace)
+              for (int64_t j = cols; j < ld && r + 1 < rows; ++j)
+                ASSERT_TRUE(std::isnan(py[1][r * ld + j])) << what << " padding r=" << r;
+          }
+        }
+  }
+}
+
+TEST(Ops, SoftmaxSpecialRows) {
+  // Like torch: a NaN or +inf in a row makes the row NaN; an all -inf row
+  // is NaN (0 / 0); -inf elements give 0. Rows around them are unaffected
+  // (each row's max is found while the row before is exponentiated).
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const int64_t rows = 9, cols = 80;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int stream = 0; stream < 2; ++stream)
+      for (int th : {1, 2}) {
+        setenv("HC_STREAM_STORES", stream ? "1" : "0", 1);
+        std::vector<float> xv = randomVec(rows * cols + 16, 5, -3, 3), yv = nanVec(rows * cols + 16);
+        float *x = aligned64(xv), *y = aligned64(yv);
+        x[1 * cols + 70] = nan;                       // row 1: NaN
+        x[3 * cols + 5] = inf;                        // row 3: +inf
+        for (int64_t j = 0; j < cols; ++j)            // row 5: all -inf
+          x[5 * cols + j] = -inf;
+        x[7 * cols + 0] = -inf, x[7 * cols + 79] = -inf;  // row 7: some -inf
+        hc_softmax_fwd(rows, cols, x, cols, y, cols, threads(th));
+        unsetenv("HC_STREAM_STORES");
+        for (int64_t r = 0; r < rows; ++r) {
+          const bool nanRow = r == 1 || r == 3 || r == 5;
+          double m = -1e300, sum = 0;
+          for (int64_t j = 0; j < cols; ++j)
+            m = std::max(m, (double)x[r * cols + j]);
+          for (int64_t j = 0; j < cols; ++j)
+            sum += std::exp((double)x[r * cols + j] - m);
+          for (int64_t j = 0; j < cols; ++j) {
+            const float v = y[r * cols + j];
+            if (nanRow) {
+              ASSERT_TRUE(std::isnan(v)) << "r=" << r << " j=" << j;
+            } else {
+              const double want = std::exp((double)x[r * cols + j] - m) / sum;
+              ASSERT_NEAR(v, want, (cols + 8) * kU * want + kU) << "r=" << r << " j=" << j;
+            }
+          }
+        }
+      }
+  }
+}
+
 namespace {
 
 struct LnCase {
