@@ -68,8 +68,10 @@ inline std::vector<int64_t> parseList(const char *s) {
 // measured here at 2 threads, a call timed right after oneDNN's ran 9-15%
 // slower than the same call timed after itself. So every library is timed
 // in its steady state, as in a training loop that calls it back to back.
-inline std::vector<double> timeInterleaved(const std::vector<std::function<void()>> &fns,
-                                           int reps) {
+// Each round runs every function twice and times the second call; all
+// rounds' times per function.
+inline std::vector<std::vector<double>>
+timeInterleavedRuns(const std::vector<std::function<void()>> &fns, int reps) {
   std::vector<std::vector<double>> t(fns.size());
   for (int r = 0; r < reps; ++r)
     for (size_t i = 0; i < fns.size(); ++i) {
@@ -78,8 +80,14 @@ inline std::vector<double> timeInterleaved(const std::vector<std::function<void(
       fns[i]();
       t[i].push_back(seconds(t0, Clock::now()));
     }
+  return t;
+}
+
+// The median per function of timeInterleavedRuns.
+inline std::vector<double> timeInterleaved(const std::vector<std::function<void()>> &fns,
+                                           int reps) {
   std::vector<double> med;
-  for (auto &v : t)
+  for (auto &v : timeInterleavedRuns(fns, reps))
     med.push_back(median(v));
   return med;
 }
