@@ -144,6 +144,10 @@ struct GemmKernel {
                       const float *b, int64_t ldbk, float *c, int64_t ldc,
                       float alpha, float beta, int nr);
 };
+// hc_sgemm's problem (batch 1) on the calling thread, A read in place
+// where the kernel can: for operands already in cache (attention's tiles).
+void sgemmInCache(const hc_sgemm_args &g);
+
 const GemmKernel &gemmGeneric();
 const GemmKernel &gemmAvx2();
 const GemmKernel &gemmAvx512();
