@@ -85,6 +85,18 @@ struct Problem {
   EpiCtx epi;
 };
 
+// Asks for the lines of C's mr x nr tile at c (rows ldc apart) into L2,
+// for writing.
+void prefetchTile(const float *c, int64_t ldc, int mr, int nr) {
+  for (int i = 0; i < mr; ++i) {
+    const char *row = reinterpret_cast<const char *>(c + i * ldc);
+    const char *end = row + nr * sizeof(float) - 1;
+    for (const char *l = row; l <= end; l += 64)
+      __builtin_prefetch(l, 1, 2);
+    __builtin_prefetch(end, 1, 2);
+  }
+}
+
 // C[m0:m1, n0:n1] of one problem on the calling thread.
 void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
               int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
@@ -182,6 +194,12 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
             if (toC) {
               micro(p.C + m * p.ldc + n, p.ldc, betaEff);
             } else {
+              // The kernel asks for its output's lines ahead of its stores;
+              // here that is the tile, so ask for C's, which the combine
+              // then reads or writes (bias epilogue on a C bigger than
+              // L3, 1 thread, 2048 x 4608 x 1152: 107 -> 97-99 ms, 95
+              // without the epilogue).
+              prefetchTile(p.C + m * p.ldc + n, p.ldc, mr, nr);
               if (nr < NR && !inPlace)
                 k.microEdge(kc, a, b, tile, p.alpha, nr);
               else
