@@ -619,6 +619,48 @@ TEST(Ops, FlashAttentionNoKeys) {
     EXPECT_EQ(x, 0.0f);
 }
 
+// A NaN in one query of one head, +inf in another (scores of +inf: inf -
+// inf, NaN like torch): those queries' outputs and gradients are NaN (the
+// cheaper exp for exponents <= 0 must not turn them into numbers), their
+// head's dK and dV too (sums over queries), the other head is untouched.
+// At the default tile and at 16 (later tiles too).
+TEST(Ops, FlashAttentionNaNPropagates) {
+  const int64_t H = 2, T = 40, Dh = 16, ld = H * Dh;
+  for (const char *tile : {"", "16"}) {
+    if (*tile)
+      setenv("HC_ATTENTION_TILE", tile, 1);
+    for (int32_t isa : availableIsas()) {
+      IsaScope s(isa);
+      std::vector<float> q = randomVec(T * ld, 3), k = randomVec(T * ld, 4), v = randomVec(T * ld, 5);
+      std::vector<float> dout = randomVec(T * ld, 6), o = nanVec(T * ld), lse = nanVec(H * T);
+      std::vector<float> dq = nanVec(T * ld), dk = nanVec(T * ld), dv = nanVec(T * ld);
+      q[21 * ld + 0 * Dh + 5] = std::nanf("");  // head 0, query 21
+      q[7 * ld + 0 * Dh + 2] = std::numeric_limits<float>::infinity();  // query 7
+      hc_attention_args a{};
+      a.batch = 1, a.heads = H, a.Tq = T, a.Tk = T, a.Dh = Dh, a.scale = 0.25f;
+      a.q = q.data(), a.k = k.data(), a.v = v.data();
+      a.q_sh = a.k_sh = a.v_sh = a.o_sh = a.do_sh = a.dq_sh = a.dk_sh = a.dv_sh = Dh;
+      a.q_st = a.k_st = a.v_st = a.o_st = a.do_st = a.dq_st = a.dk_st = a.dv_st = ld;
+      a.o = o.data(), a.lse = lse.data(), a.dout = dout.data();
+      a.dq = dq.data(), a.dk = dk.data(), a.dv = dv.data();
+      hc_flash_attention_fwd(&a, threads(2));
+      hc_flash_attention_bwd(&a, threads(2));
+      const std::string what = std::string("isa=") + hcrt_isa_name(isa) + " tile=" + tile;
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < Dh; ++d) {
+          const int64_t h0 = t * ld + d, h1 = t * ld + Dh + d;
+          ASSERT_EQ(t == 21 || t == 7, std::isnan(o[h0])) << what << " o t=" << t;
+          ASSERT_EQ(t == 21 || t == 7, std::isnan(dq[h0])) << what << " dq t=" << t;
+          ASSERT_TRUE(std::isnan(dk[h0]) && std::isnan(dv[h0])) << what << " dk/dv t=" << t;
+          ASSERT_FALSE(std::isnan(o[h1]) || std::isnan(dq[h1]) || std::isnan(dk[h1]) ||
+                       std::isnan(dv[h1]))
+              << what << " head 1 t=" << t;
+        }
+    }
+  }
+  unsetenv("HC_ATTENTION_TILE");
+}
+
 // Many tiles, partial ones on both axes (the online-softmax rescaling, the
 // accumulating GEMMs, partial transposes): a tile of 16 or 48 rows forced
 // through HC_ATTENTION_TILE (the default comes from the L2 size).
