@@ -171,16 +171,19 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
                 inPlace ? p.A + (p.transA ? pc * p.lda + m : m * p.lda + pc)
                         : Ap + (ir - mFull) * kc;
             auto micro = [&](float *c, int64_t ldc, float beta) {
-              if (inPlace || bInPlace)
+              if (inPlace || bInPlace || nr < NR)
                 k.microDirect(kc, a, p.lda, inPlace ? 1 + p.transA : 0, b, ldbk,
                               c, ldc, p.alpha, beta, nr);
               else
                 k.micro(kc, a, b, c, ldc, p.alpha, beta);
             };
-            const bool full = mr == MR && nr == NR;
+            // Edge columns too where the kernel can write just those
+            // (S/2's Dh = 64 outputs: a quarter of the tiles were edges
+            // computed into the buffer and copied).
+            const bool whole = mr == MR && (nr == NR || k.microDirect);
             bool toC = false;  // the kernel writes C itself
             float betaEff = 1.0f;
-            if (full) {
+            if (whole) {
               if (e.kind == EpiKind::None) {
                 toC = true;
                 betaEff = first ? e.beta : 1.0f;

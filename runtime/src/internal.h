@@ -139,8 +139,9 @@ struct GemmKernel {
   // micro with either operand read in place: A's MR x kc panel packed
   // (aLayout 0), or element (i, k) at a[i * lda + k] (1) or a[k * lda + i]
   // (2); B's kc x NR sliver rows ldbk apart (NR: packed; ldb: read in
-  // place); columns [0, nr) of C (nr < NR: fewer are computed). Null where
-  // the ISA has none (then both are packed).
+  // place); writes exactly columns [0, nr) of C's MR rows (an edge tile
+  // goes straight to C). Null where the ISA has none (then both are
+  // packed).
   void (*microDirect)(int64_t kc, const float *a, int64_t lda, int aLayout,
                       const float *b, int64_t ldbk, float *c, int64_t ldc,
                       float alpha, float beta, int nr);
