@@ -91,8 +91,9 @@ struct OpsTable {
   void (*mse_bwd)(int64_t, const float *, const float *, float, float *);
   // (Dh, Tq, Br, Bc) -> floats; tiles of Br query x Bc key rows
   int64_t (*attention_scratch)(int64_t, int64_t, int64_t, int64_t);
+  // (args, batch, head, next task to prefetch or -1, scratch, Br, Bc)
   void (*attention_fwd_bh)(const hc_attention_args &, int64_t, int64_t,
-                           float *, int64_t, int64_t);
+                           int64_t, float *, int64_t, int64_t);
   void (*attention_bwd_bh)(const hc_attention_args &, int64_t, int64_t,
                            float *, int64_t, int64_t);
 };
