@@ -51,6 +51,7 @@ struct Team {
   std::vector<int> cores;                        // core (PU) per team thread
   std::vector<int> cluster;                      // cluster per team thread
   int size = 1;
+  bool pinned = false;                           // workers pinned to cores
 };
 
 std::mutex gTeamMu;
@@ -80,12 +81,16 @@ void loadTopology() {
     gCache.l3 = c0.l3Bytes;
 }
 
+// How long a worker spins before it sleeps, and its caller before it
+// yields, in pauses.
+constexpr int kSpin = 20000;
+
 void workerLoop(Worker *w) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t s = w->seq.load(std::memory_order_acquire);
     // Spin a while (back-to-back kernels), then sleep.
-    for (int spin = 0; s == seen && spin < 20000; ++spin) {
+    for (int spin = 0; s == seen && spin < kSpin; ++spin) {
       cpuRelax();
       s = w->seq.load(std::memory_order_acquire);
     }
@@ -111,17 +116,19 @@ void workerLoop(Worker *w) {
   }
 }
 
-void pinHandle(pthread_t thread, int core) {
+bool pinHandle(pthread_t thread, int core) {
   const char *pin = std::getenv("HC_PIN");
   if ((pin && std::strcmp(pin, "0") == 0) || core < 0 || core >= CPU_SETSIZE)
-    return;
+    return false;
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(core, &set);
-  pthread_setaffinity_np(thread, sizeof(set), &set);
+  return pthread_setaffinity_np(thread, sizeof(set), &set) == 0;
 }
 
-void pinTo(std::thread &t, int core) { pinHandle(t.native_handle(), core); }
+bool pinTo(std::thread &t, int core) {
+  return pinHandle(t.native_handle(), core);
+}
 
 void destroyTeam(Team *t) {
   if (!t)
@@ -207,7 +214,7 @@ Team *makeTeam(int n) {
     auto w = std::make_unique<Worker>();
     w->slot = i;
     w->thread = std::thread(workerLoop, w.get());
-    pinTo(w->thread, t->cores[i]);
+    t->pinned |= pinTo(w->thread, t->cores[i]);
     t->workers[i] = std::move(w);
   }
   return t;
@@ -247,6 +254,41 @@ Range resolve(hc_threads t) {
   return r;
 }
 
+// The workers are pinned but the calling thread is not (it is the user's):
+// the scheduler may leave it on the core of a worker of the range, where
+// the two then share that core while another idles until the periodic
+// load balancing moves one (measured here: the worker started 2-4.5 ms
+// late, a whole S/2 GEMM at 2 threads ran at one thread's speed in ~15%
+// of calls). For such a call the caller's affinity leaves out the range's
+// workers' cores and is put back afterwards (two system calls, only then).
+class CallerOffWorkerCores {
+public:
+  CallerOffWorkerCores(const Team &t, Range r) {
+    if (!t.pinned || r.count < 2)
+      return;
+    const int cpu = sched_getcpu();
+    bool onWorker = false;
+    for (int i = 1; i < r.count; ++i)
+      onWorker |= t.cores[r.first + i] == cpu;
+    if (!onWorker || sched_getaffinity(0, sizeof saved_, &saved_) != 0)
+      return;
+    cpu_set_t away = saved_;
+    for (int i = 1; i < r.count; ++i)
+      if (t.cores[r.first + i] >= 0 && t.cores[r.first + i] < CPU_SETSIZE)
+        CPU_CLR(t.cores[r.first + i], &away);
+    moved_ = CPU_COUNT(&away) > 0 &&
+             sched_setaffinity(0, sizeof away, &away) == 0;
+  }
+  ~CallerOffWorkerCores() {
+    if (moved_)
+      sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+
+private:
+  cpu_set_t saved_;
+  bool moved_ = false;
+};
+
 // One job per call; slot i of the range runs on team thread first + i (the
 // caller runs slot 0 whatever its own identity).
 void runTeam(Range r, TaskFn fn, void *ctx) {
@@ -264,6 +306,7 @@ void runTeam(Range r, TaskFn fn, void *ctx) {
   inner.ctx = &remap;
   inner.count = r.count;
   inner.remaining.store(r.count - 1, std::memory_order_relaxed);
+  CallerOffWorkerCores stepAside(*t, r);
   for (int i = 1; i < r.count; ++i) {
     Worker *w = t->workers[r.first + i].get();
     {
@@ -278,7 +321,7 @@ void runTeam(Range r, TaskFn fn, void *ctx) {
   // shared or oversubscribed node the worker we wait for may need our core.
   for (int spin = 0; inner.remaining.load(std::memory_order_acquire) != 0;
        ++spin) {
-    if (spin < 20000)
+    if (spin < kSpin)
       cpuRelax();
     else
       std::this_thread::yield();
