@@ -113,14 +113,29 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
                   m, n, p.epi, true, true);
     return;
   }
-  const int64_t mcMax = std::min<int64_t>(bl.mc, (m1 - m0 + MR - 1) / MR * MR);
+  const std::size_t l2 = cacheInfo().l2;
+  const int64_t kcMax = std::min<int64_t>(bl.kc, p.K);
+  const int64_t mRange = (m1 - m0 + MR - 1) / MR * MR;
+  // Few rows and a long K (the weight gradients dY^T X of DiT's narrow
+  // layers, M = 384): one k step's A block for all rows fits L2 beside a
+  // sliver, so A stays there while B's row-major source streams through
+  // read in place, each sliver once per k step, and the panel is the whole
+  // column range (nothing of B need stay in L2). Packing B there was 5% of
+  // the time; measured here, 1 thread, 384 x 384 x 8192: 233 -> 238
+  // GFLOP/s, 384 x 1536 x 8192: 231 -> 236. Short K (attention's in-cache
+  // tiles) keeps the rules below.
+  const bool streamB = !p.transB && p.K > bl.kc && bl.directB != 0 &&
+                       static_cast<std::size_t>(mRange * kcMax * 4) <= l2 * 5 / 8;
+  const int64_t mcBlk = streamB ? mRange : bl.mc;
+  const int64_t mcMax = std::min<int64_t>(mcBlk, mRange);
   // Equal panels under bl.nc (N = 1728 as 2 x 864, not 1344 + 384).
-  const int64_t panels = (n1 - n0 + bl.nc - 1) / bl.nc;
+  const int64_t ncLimit = streamB ? n1 - n0 : bl.nc;
+  const int64_t panels = (n1 - n0 + ncLimit - 1) / ncLimit;
   const int64_t ncBlk = ((n1 - n0 + panels - 1) / panels + NR - 1) / NR * NR;
   const int64_t ncMax = std::min<int64_t>(ncBlk, (n1 - n0 + NR - 1) / NR * NR);
-  const int64_t kcMax = std::min<int64_t>(bl.kc, p.K);
   float *Ap = scratch(2, mcMax * kcMax + 64);
-  float *Bp = scratch(3, ncMax * kcMax + 64);
+  // streamB packs only a last partial sliver
+  float *Bp = scratch(3, (streamB ? NR : ncMax) * kcMax + 64);
   const EpiCtx &e = p.epi;
   // A read in place: saves a packing pass over A from memory; its panels
   // then stream from the source rows, which stay in L2 only beside a B
@@ -129,7 +144,9 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // A is in cache anyway (attention's 256 x 64 tiles) packing costs little:
   // in place was 5-10% slower there at 8f0c6c5, 1-3% faster (rows) or even
   // (transposed) once B was read in place too (79cf6a6), within noise.
-  const std::size_t l2 = cacheInfo().l2;
+  // With streamB the same width rule holds for another reason: a wide
+  // panel reuses each A block over many slivers, packing it pays (dW 384 x
+  // 1536 x 8192: 221 in place, 230 packed; 384 x 384: 232 in place, 226).
   const bool direct =
       bl.directA == 2 ||
       (bl.directA == 1 && static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
@@ -140,7 +157,7 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // packing B was 12% of flash attention at 1 thread. A last partial
   // sliver is still packed (its columns end inside a vector).
   const bool directB =
-      !p.transB && (bl.directB == 2 ||
+      !p.transB && (bl.directB == 2 || streamB ||
                     (bl.directB == 1 && m1 - m0 <= 16 * MR &&
                      static_cast<std::size_t>(kcMax * ncMax * 4) <= l2 / 2));
   for (int64_t jc = n0; jc < n1; jc += ncBlk) {
@@ -151,8 +168,8 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       const bool first = pc == 0, last = pc + kc >= p.K;
       if (nFull < nc)
         k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull, nc - nFull, Bp);
-      for (int64_t ic = m0; ic < m1; ic += bl.mc) {
-        const int64_t mc = std::min<int64_t>(bl.mc, m1 - ic);
+      for (int64_t ic = m0; ic < m1; ic += mcBlk) {
+        const int64_t mc = std::min<int64_t>(mcBlk, m1 - ic);
         // Read in place, A needs packing only for a last partial panel.
         const int64_t mFull = direct ? mc / MR * MR : 0;
         if (mFull < mc)

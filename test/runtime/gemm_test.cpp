@@ -436,3 +436,40 @@ TEST(Gemm, InPlaceOperandsEqualPacked) {
   unsetenv("HC_GEMM_DIRECT_B");
   unsetenv("HC_GEMM_KC");
 }
+
+TEST(Gemm, FewRowsLongKStreamB) {
+  // Few rows and K over one k block (weight gradients of narrow layers):
+  // A's block stays in L2 and B is read in place, the panel the whole
+  // column range (runBlock's streamB). Against float64 with epilogues and
+  // beta over several k blocks, then bit-identical to the packed path
+  // (HC_GEMM_DIRECT_B=0 turns streaming off; same k order).
+  uint32_t seed = 9000;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int ta = 0; ta < 2; ++ta)
+      for (int64_t M : {1, 9, 37, 130})
+        for (int64_t N : {7, 48, 101, 1500}) {
+          GemmCase c{M, N, 1031, ta, 0};
+          c.threads = (M + N) % 2 ? 2 : 1;
+          c.flags = N == 101 ? HC_EPI_BIAS | HC_EPI_GELU_TANH
+                             : (N == 48 ? HC_EPI_RESIDUAL : 0);
+          c.preact = N == 101;
+          c.beta = N == 7 ? -0.5f : 0.0f;
+          runGemm(c, seed++);
+        }
+  }
+  for (int ta = 0; ta < 2; ++ta) {
+    const int64_t M = 37, N = 1500, K = 2000;
+    std::vector<float> A = randomVec(M * K, 11), B = randomVec(K * N, 12);
+    std::vector<float> C[2] = {nanVec(M * N), nanVec(M * N)};
+    for (int packed = 0; packed < 2; ++packed) {
+      if (packed)
+        setenv("HC_GEMM_DIRECT_B", "0", 1);
+      hc_sgemm_simple(ta, 0, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), N,
+                      0.0f, C[packed].data(), N, threads(1));
+      unsetenv("HC_GEMM_DIRECT_B");
+    }
+    EXPECT_EQ(0, std::memcmp(C[0].data(), C[1].data(), sizeof(float) * M * N))
+        << "ta=" << ta;
+  }
+}
