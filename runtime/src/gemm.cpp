@@ -97,6 +97,64 @@ void prefetchTile(const float *c, int64_t ldc, int mr, int nr) {
   }
 }
 
+// How runBlock walks a rows x cols block of p: block sizes and which
+// operand it reads in place. The grid and K-split estimates ask the same.
+struct BlockPlan {
+  bool streamB;          // A's block for all rows stays, B streams in place
+  int64_t mcBlk, ncBlk;  // row block, column panel
+  int64_t kcMax, mcMax, ncMax;
+  bool directA, directB;
+};
+
+BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                    int64_t rows, int64_t cols) {
+  const int MR = k.mr, NR = k.nr;
+  const std::size_t l2 = cacheInfo().l2;
+  BlockPlan b;
+  b.kcMax = std::min<int64_t>(bl.kc, p.K);
+  const int64_t mRange = (rows + MR - 1) / MR * MR;
+  // Few rows and a long K (the weight gradients dY^T X of DiT's narrow
+  // layers, M = 384): one k step's A block for all rows fits L2 beside a
+  // sliver, so A stays there while B's row-major source streams through
+  // read in place, each sliver once per k step, and the panel is the whole
+  // column range (nothing of B need stay in L2). Packing B there was 5% of
+  // the time; measured here, 1 thread, 384 x 384 x 8192: 233 -> 238
+  // GFLOP/s, 384 x 1536 x 8192: 231 -> 236. Short K (attention's in-cache
+  // tiles) keeps the rules below.
+  b.streamB = !p.transB && p.K > bl.kc && bl.directB != 0 &&
+              static_cast<std::size_t>(mRange * b.kcMax * 4) <= l2 * 5 / 8;
+  b.mcBlk = b.streamB ? mRange : bl.mc;
+  b.mcMax = std::min<int64_t>(b.mcBlk, mRange);
+  // Equal panels under bl.nc (N = 1728 as 2 x 864, not 1344 + 384).
+  const int64_t ncLimit = b.streamB ? cols : bl.nc;
+  const int64_t panels = (cols + ncLimit - 1) / ncLimit;
+  b.ncBlk = ((cols + panels - 1) / panels + NR - 1) / NR * NR;
+  b.ncMax = std::min<int64_t>(b.ncBlk, (cols + NR - 1) / NR * NR);
+  // A read in place: saves a packing pass over A from memory; its panels
+  // then stream from the source rows, which stay in L2 only beside a B
+  // panel that leaves room. Measured here: 1.10-1.25x at 2 threads on S/2's
+  // shapes; 2-3% slower when a KC x NC panel of B fills L2 (N = 1152). When
+  // A is in cache anyway (attention's 256 x 64 tiles) packing costs little:
+  // in place was 5-10% slower there at 8f0c6c5, 1-3% faster (rows) or even
+  // (transposed) once B was read in place too (79cf6a6), within noise.
+  // With streamB the same width rule holds for another reason: a wide
+  // panel reuses each A block over many slivers, packing it pays (dW 384 x
+  // 1536 x 8192: 221 in place, 230 packed; 384 x 384: 232 in place, 226).
+  b.directA = bl.directA == 2 ||
+              (bl.directA == 1 && static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
+               static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4);
+  // B (row-major) read in place: where each sliver would serve few rows
+  // (packing is then a large share of the work) and the KC x NC block sits
+  // in half of L2. Attention's tiles (M = Dh = 64, B = P or dS, 256 x 256):
+  // packing B was 12% of flash attention at 1 thread. A last partial
+  // sliver is still packed (its columns end inside a vector).
+  b.directB = !p.transB &&
+              (bl.directB == 2 || b.streamB ||
+               (bl.directB == 1 && rows <= 16 * MR &&
+                static_cast<std::size_t>(b.kcMax * b.ncMax * 4) <= l2 / 2));
+  return b;
+}
+
 // C[m0:m1, n0:n1] of one problem on the calling thread.
 void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
               int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
@@ -113,53 +171,13 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
                   m, n, p.epi, true, true);
     return;
   }
-  const std::size_t l2 = cacheInfo().l2;
-  const int64_t kcMax = std::min<int64_t>(bl.kc, p.K);
-  const int64_t mRange = (m1 - m0 + MR - 1) / MR * MR;
-  // Few rows and a long K (the weight gradients dY^T X of DiT's narrow
-  // layers, M = 384): one k step's A block for all rows fits L2 beside a
-  // sliver, so A stays there while B's row-major source streams through
-  // read in place, each sliver once per k step, and the panel is the whole
-  // column range (nothing of B need stay in L2). Packing B there was 5% of
-  // the time; measured here, 1 thread, 384 x 384 x 8192: 233 -> 238
-  // GFLOP/s, 384 x 1536 x 8192: 231 -> 236. Short K (attention's in-cache
-  // tiles) keeps the rules below.
-  const bool streamB = !p.transB && p.K > bl.kc && bl.directB != 0 &&
-                       static_cast<std::size_t>(mRange * kcMax * 4) <= l2 * 5 / 8;
-  const int64_t mcBlk = streamB ? mRange : bl.mc;
-  const int64_t mcMax = std::min<int64_t>(mcBlk, mRange);
-  // Equal panels under bl.nc (N = 1728 as 2 x 864, not 1344 + 384).
-  const int64_t ncLimit = streamB ? n1 - n0 : bl.nc;
-  const int64_t panels = (n1 - n0 + ncLimit - 1) / ncLimit;
-  const int64_t ncBlk = ((n1 - n0 + panels - 1) / panels + NR - 1) / NR * NR;
-  const int64_t ncMax = std::min<int64_t>(ncBlk, (n1 - n0 + NR - 1) / NR * NR);
-  float *Ap = scratch(2, mcMax * kcMax + 64);
+  const BlockPlan plan = planBlock(k, bl, p, m1 - m0, n1 - n0);
+  const int64_t mcBlk = plan.mcBlk, ncBlk = plan.ncBlk;
+  const bool direct = plan.directA, directB = plan.directB;
+  float *Ap = scratch(2, plan.mcMax * plan.kcMax + 64);
   // streamB packs only a last partial sliver
-  float *Bp = scratch(3, (streamB ? NR : ncMax) * kcMax + 64);
+  float *Bp = scratch(3, (plan.streamB ? NR : plan.ncMax) * plan.kcMax + 64);
   const EpiCtx &e = p.epi;
-  // A read in place: saves a packing pass over A from memory; its panels
-  // then stream from the source rows, which stay in L2 only beside a B
-  // panel that leaves room. Measured here: 1.10-1.25x at 2 threads on S/2's
-  // shapes; 2-3% slower when a KC x NC panel of B fills L2 (N = 1152). When
-  // A is in cache anyway (attention's 256 x 64 tiles) packing costs little:
-  // in place was 5-10% slower there at 8f0c6c5, 1-3% faster (rows) or even
-  // (transposed) once B was read in place too (79cf6a6), within noise.
-  // With streamB the same width rule holds for another reason: a wide
-  // panel reuses each A block over many slivers, packing it pays (dW 384 x
-  // 1536 x 8192: 221 in place, 230 packed; 384 x 384: 232 in place, 226).
-  const bool direct =
-      bl.directA == 2 ||
-      (bl.directA == 1 && static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
-       static_cast<std::size_t>(bl.kc * ncMax * 4) <= l2 * 3 / 4);
-  // B (row-major) read in place: where each sliver would serve few rows
-  // (packing is then a large share of the work) and the KC x NC block sits
-  // in half of L2. Attention's tiles (M = Dh = 64, B = P or dS, 256 x 256):
-  // packing B was 12% of flash attention at 1 thread. A last partial
-  // sliver is still packed (its columns end inside a vector).
-  const bool directB =
-      !p.transB && (bl.directB == 2 || streamB ||
-                    (bl.directB == 1 && m1 - m0 <= 16 * MR &&
-                     static_cast<std::size_t>(kcMax * ncMax * 4) <= l2 / 2));
   for (int64_t jc = n0; jc < n1; jc += ncBlk) {
     const int64_t nc = std::min<int64_t>(ncBlk, n1 - jc);
     const int64_t nFull = directB ? nc / NR * NR : 0;  // slivers in place
@@ -233,23 +251,41 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   }
 }
 
+// Estimated time of one thread's rows x cols block of q, as runBlock
+// would walk it (planBlock), in units of one float moved: compute, plus
+// the passes over each operand, weighted by `packWeight` (packing reads
+// sources the other threads read too). An operand read in place is no
+// separate pass, but its source still comes from memory through the
+// kernel: counted a quarter of a pass for A (rows the kernel prefetches)
+// and half for B (strided rows, a sliver re-read per row block). Measured
+// here, 2 threads: dW 1152 x 384 x 2048 split by columns (A in place for
+// both) 477 GFLOP/s against 419 by rows (B packed by both); 384 x 1536 x
+// 8192 by columns 454 against 422 by rows (B streamed by both).
+double blockCost(const GemmKernel &k, const Blocking &bl, const Problem &q,
+                 double rows, double cols, double packWeight) {
+  const double fpc = k.nr >= 48 ? 64.0 : (k.nr >= 16 && k.mr == 6 ? 32.0 : 8.0);
+  const double Mt = std::ceil(rows / k.mr) * k.mr;
+  const double Nt = std::ceil(cols / k.nr) * k.nr;
+  const double K = static_cast<double>(q.K);
+  const BlockPlan b = planBlock(k, bl, q, static_cast<int64_t>(Mt),
+                                static_cast<int64_t>(Nt));
+  const double passesA = Mt * K * std::ceil(Nt / b.ncBlk) * (b.directA ? 0.25 : 1.0);
+  const double passesB = K * Nt * (b.directB ? 0.5 : 1.0);
+  return 2.0 * Mt * Nt * K / fpc + packWeight * (passesA + passesB);
+}
+
 // Grid pm x pn over `P` threads minimizing estimated compute + packing time.
 void chooseGrid(const GemmKernel &k, const Blocking &bl, const Problem &p,
                 int P, int &pm, int &pn) {
-  const double fpc = k.nr >= 48 ? 64.0 : (k.nr >= 16 && k.mr == 6 ? 32.0 : 8.0);
   double best = 1e300;
   pm = P;
   pn = 1;
   for (int a = 1; a <= P; ++a) {
     if (P % a)
       continue;
-    int b = P / a;
-    double Mt = std::ceil(static_cast<double>(p.M) / a / k.mr) * k.mr;
-    double Nt = std::ceil(static_cast<double>(p.N) / b / k.nr) * k.nr;
-    double K = static_cast<double>(p.K);
-    double compute = 2.0 * Mt * Nt * K / fpc;
-    double pack = 0.7 * (Mt * K * std::ceil(Nt / bl.nc) + K * Nt);
-    double cost = compute + pack;
+    const int b = P / a;
+    const double cost = blockCost(k, bl, p, static_cast<double>(p.M) / a,
+                                  static_cast<double>(p.N) / b, 0.7);
     if (cost < best * 0.999) {
       best = cost;
       pm = a;
@@ -262,7 +298,8 @@ void chooseGrid(const GemmKernel &k, const Blocking &bl, const Problem &p,
 // K range, partial products summed afterwards in slot order) beats the
 // best 2-D grid: for small outputs with a long K (the weight gradients,
 // K = tokens), where every grid shape makes each thread pack a whole
-// operand that the other threads pack too. Estimated like chooseGrid,
+// operand that the other threads pack too. Estimated like chooseGrid
+// (passes counted double: every thread reads shared sources at once),
 // plus the reduction (P + 1 passes over C per thread's rows). Only without
 // an epilogue. HC_GEMM_KSPLIT=0/1 forces it off/on (tuning, tests).
 bool chooseKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
@@ -271,17 +308,11 @@ bool chooseKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
     return false;
   if (const char *e = std::getenv("HC_GEMM_KSPLIT"))
     return std::atoi(e) != 0;
-  const double fpc = k.nr >= 48 ? 64.0 : (k.nr >= 16 && k.mr == 6 ? 32.0 : 8.0);
-  auto cost = [&](double M, double N, double K) {
-    double Mt = std::ceil(M / k.mr) * k.mr, Nt = std::ceil(N / k.nr) * k.nr;
-    // packing reads sources that every thread reads at once: count it
-    // double (shared memory bandwidth), compared with chooseGrid's 0.7
-    return 2.0 * Mt * Nt * K / fpc + 1.4 * (Mt * K * std::ceil(Nt / bl.nc) + K * Nt);
-  };
-  const double M = static_cast<double>(p.M), N = static_cast<double>(p.N),
-               K = static_cast<double>(p.K);
-  double grid = cost(M / pm, N / pn, K);
-  double ks = cost(M, N, K / P) + 1.5 * M * N * (P + 1) / P;
+  const double M = static_cast<double>(p.M), N = static_cast<double>(p.N);
+  const double grid = blockCost(k, bl, p, M / pm, N / pn, 1.4);
+  Problem part = p;
+  part.K = (p.K + P - 1) / P;
+  const double ks = blockCost(k, bl, part, M, N, 1.4) + 1.5 * M * N * (P + 1) / P;
   return ks < 0.97 * grid;
 }
 
