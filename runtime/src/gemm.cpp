@@ -118,9 +118,9 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // sliver, so A stays there while B's row-major source streams through
   // read in place, each sliver once per k step, and the panel is the whole
   // column range (nothing of B need stay in L2). Packing B there was 5% of
-  // the time; measured here, 1 thread, 384 x 384 x 8192: 233 -> 238
-  // GFLOP/s, 384 x 1536 x 8192: 231 -> 236. Short K (attention's in-cache
-  // tiles) keeps the rules below.
+  // the time; measured here, 1 thread, 384 x 384 x 8192: 218-224 -> 233-238
+  // GFLOP/s (with the kernel's further prefetches), 384 x 1536 x 8192
+  // unchanged. Short K (attention's in-cache tiles) keeps the rules below.
   b.streamB = !p.transB && p.K > bl.kc && bl.directB != 0 &&
               static_cast<std::size_t>(mRange * b.kcMax * 4) <= l2 * 5 / 8;
   b.mcBlk = b.streamB ? mRange : bl.mc;
@@ -258,9 +258,10 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
 // separate pass, but its source still comes from memory through the
 // kernel: counted a quarter of a pass for A (rows the kernel prefetches)
 // and half for B (strided rows, a sliver re-read per row block). Measured
-// here, 2 threads: dW 1152 x 384 x 2048 split by columns (A in place for
-// both) 477 GFLOP/s against 419 by rows (B packed by both); 384 x 1536 x
-// 8192 by columns 454 against 422 by rows (B streamed by both).
+// here, 2 threads, interleaved: dW 1152 x 384 x 2048 split by columns (A
+// in place for both) 476-483 GFLOP/s against 419-480 by rows (B packed by
+// both); 384 x 1536 x 8192 by columns 454 against 422 by rows (B streamed
+// by both).
 double blockCost(const GemmKernel &k, const Blocking &bl, const Problem &q,
                  double rows, double cols, double packWeight) {
   const double fpc = k.nr >= 48 ? 64.0 : (k.nr >= 16 && k.mr == 6 ? 32.0 : 8.0);
