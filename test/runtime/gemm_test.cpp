@@ -438,7 +438,7 @@ TEST(Gemm, InPlaceOperandsEqualPacked) {
 }
 
 TEST(Gemm, FewRowsLongKStreamB) {
-  // Few rows and K over one k block (weight gradients of narrow layers):
+  // Few rows and K spanning several k blocks (dW of narrow layers):
   // A's block stays in L2 and B is read in place, the panel the whole
   // column range (runBlock's streamB). Against float64 with epilogues and
   // beta over several k blocks, then bit-identical to the packed path
