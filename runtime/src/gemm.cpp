@@ -97,6 +97,16 @@ void prefetchTile(const float *c, int64_t ldc, int mr, int nr) {
   }
 }
 
+// Asks for `rows` rows of an NR = 48 float sliver, `ld` floats apart,
+// into L2 (4 lines: a row that does not start a line spans 4).
+void prefetchRows(const float *b, int64_t ld, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const char *row = reinterpret_cast<const char *>(b + r * ld);
+    for (int off : {0, 64, 128, 191})
+      __builtin_prefetch(row + off, 0, 2);
+  }
+}
+
 // How runBlock walks a rows x cols block of p: block sizes and which
 // operand it reads in place. The grid and K-split estimates ask the same.
 struct BlockPlan {
@@ -104,7 +114,18 @@ struct BlockPlan {
   int64_t mcBlk, ncBlk;  // row block, column panel
   int64_t kcMax, mcMax, ncMax;
   bool directA, directB;
+  bool packSliver;  // streamB: each sliver packed just before its calls
+  bool copyA;       // transposed A in place: the first sliver's calls copy it
 };
+
+// Whether source rows `ld` floats apart crowd a few cache sets: a stride
+// that is a multiple of 2 KiB puts a column of rows into 2 of the 64 line
+// slots of a 4 KiB page, so kc = 384 rows of one column take ~12 ways of
+// each L2 set they reach (1 MiB, 16-way), more than an L2-resident block
+// beside them leaves. DiT's 1536- and 4608-wide activations are such rows.
+// (Measured here, 2 threads, dW 1536 x 384 x 8192 with A in place: 444-449
+// GFLOP/s with lda = 1536, 464-471 with lda = 1552.)
+bool crowdsSets(int64_t ld) { return (ld * 4) % 2048 == 0; }
 
 BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
                     int64_t rows, int64_t cols) {
@@ -152,6 +173,18 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
               (bl.directB == 2 || b.streamB ||
                (bl.directB == 1 && rows <= 16 * MR &&
                 static_cast<std::size_t>(b.kcMax * b.ncMax * 4) <= l2 / 2));
+  // B's rows crowding a few sets: a sliver read in place does not stay in
+  // L2 for its many calls beside A's block; packed just before them it
+  // does (1 thread, 384 x 1536 x 2048: 240 -> 243 GFLOP/s; 384 x 384,
+  // rows that spread: 242 -> 239, so only there).
+  b.packSliver = b.streamB && crowdsSets(p.ldb);
+  // Transposed A read in place is read again for every sliver of the
+  // block, from rows that stay in L2 only where they spread over its sets:
+  // the first sliver's calls copy each panel packed as they read it (an
+  // extra load and store per k), the others read the copy (2 threads, dW
+  // 1536 x 384 x 8192: 447-450 -> 453-464 GFLOP/s; neutral on the other
+  // dW shapes within noise).
+  b.copyA = b.directA && p.transA && b.ncMax > NR;
   return b;
 }
 
@@ -176,7 +209,9 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   const bool direct = plan.directA, directB = plan.directB;
   float *Ap = scratch(2, plan.mcMax * plan.kcMax + 64);
   // streamB packs only a last partial sliver
-  float *Bp = scratch(3, (plan.streamB ? NR : plan.ncMax) * plan.kcMax + 64);
+  float *Bp = scratch(3, (plan.streamB ? 2 * NR : plan.ncMax) * plan.kcMax + 64);
+  float *Bs = Bp + NR * plan.kcMax;  // a sliver packed just in time
+  const bool packSliver = plan.packSliver, copyA = plan.copyA;
   const EpiCtx &e = p.epi;
   for (int64_t jc = n0; jc < n1; jc += ncBlk) {
     const int64_t nc = std::min<int64_t>(ncBlk, n1 - jc);
@@ -190,25 +225,53 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
         const int64_t mc = std::min<int64_t>(mcBlk, m1 - ic);
         // Read in place, A needs packing only for a last partial panel.
         const int64_t mFull = direct ? mc / MR * MR : 0;
+        const int64_t aOff = copyA ? 0 : mFull;
         if (mFull < mc)
-          k.packA(p.A, p.lda, p.transA, ic + mFull, mc - mFull, pc, kc, Ap);
+          k.packA(p.A, p.lda, p.transA, ic + mFull, mc - mFull, pc, kc,
+                  Ap + (mFull - aOff) * kc);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
           const bool bInPlace = jr < nFull;
-          const float *b =
+          const float *b0 =
               bInPlace ? p.B + pc * p.ldb + jc + jr : Bp + (jr - nFull) * kc;
-          const int64_t ldbk = bInPlace ? p.ldb : NR;
+          int64_t ldbk = bInPlace ? p.ldb : NR;
+          // In place, the next sliver's rows are asked into L2 a share per
+          // call: its first call would otherwise wait on memory row by row
+          // (1 thread, 384 x 1536 x 2048: 234 -> 237 GFLOP/s).
+          const float *nextB = nullptr;
+          int64_t nextRows = 0;
+          if (bInPlace && jr + NR < nFull) {
+            nextB = b0 + NR;
+            nextRows = kc;
+          } else if (bInPlace && ic + mcBlk >= m1 && pc + kc < p.K) {
+            nextB = p.B + (pc + kc) * p.ldb + jc;
+            nextRows = std::min<int64_t>(bl.kc, p.K - pc - kc);
+          }
+          const int64_t calls = (mc + MR - 1) / MR;
+          const int64_t rowsPerCall = (nextRows + calls - 1) / calls;
+          const float *b = b0;
+          if (packSliver && bInPlace) {
+            k.packB(p.B, p.ldb, 0, pc, kc, jc + jr, NR, Bs);
+            b = Bs;
+            ldbk = NR;
+          }
           for (int64_t ir = 0; ir < mc; ir += MR) {
+            if (nextB) {
+              const int64_t r0 = ir / MR * rowsPerCall;
+              prefetchRows(nextB + r0 * p.ldb, p.ldb,
+                           std::min<int64_t>(rowsPerCall, nextRows - r0));
+            }
             const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
             const int64_t m = ic + ir, n = jc + jr;
-            const bool inPlace = ir < mFull;
+            const bool inPlace = ir < mFull && (!copyA || jr == 0);
             const float *a =
                 inPlace ? p.A + (p.transA ? pc * p.lda + m : m * p.lda + pc)
-                        : Ap + (ir - mFull) * kc;
+                        : Ap + (ir - aOff) * kc;
+            const int layout = !inPlace ? 0 : !p.transA ? 1 : copyA ? 3 : 2;
             auto micro = [&](float *c, int64_t ldc, float beta) {
               if (inPlace || bInPlace || nr < NR)
-                k.microDirect(kc, a, p.lda, inPlace ? 1 + p.transA : 0, b, ldbk,
-                              c, ldc, p.alpha, beta, nr);
+                k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, c,
+                              ldc, p.alpha, beta, nr);
               else
                 k.micro(kc, a, b, c, ldc, p.alpha, beta);
             };
@@ -270,7 +333,9 @@ double blockCost(const GemmKernel &k, const Blocking &bl, const Problem &q,
   const double K = static_cast<double>(q.K);
   const BlockPlan b = planBlock(k, bl, q, static_cast<int64_t>(Mt),
                                 static_cast<int64_t>(Nt));
-  const double passesA = Mt * K * std::ceil(Nt / b.ncBlk) * (b.directA ? 0.25 : 1.0);
+  const double inPlaceA = crowdsSets(q.lda) ? 0.5 : 0.25;
+  const double passesA =
+      Mt * K * std::ceil(Nt / b.ncBlk) * (b.directA ? inPlaceA : 1.0);
   const double passesB = K * Nt * (b.directB ? 0.5 : 1.0);
   return 2.0 * Mt * Nt * K / fpc + packWeight * (passesA + passesB);
 }

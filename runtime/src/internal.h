@@ -139,13 +139,13 @@ struct GemmKernel {
                   bool first, bool last);
   // micro with either operand read in place: A's MR x kc panel packed
   // (aLayout 0), or element (i, k) at a[i * lda + k] (1) or a[k * lda + i]
-  // (2); B's kc x NR sliver rows ldbk apart (NR: packed; ldb: read in
-  // place); writes exactly columns [0, nr) of C's MR rows (an edge tile
-  // goes straight to C). Null where the ISA has none (then both are
-  // packed).
+  // (2; 3: also copied packed to aCopy on the way); B's kc x NR sliver
+  // rows ldbk apart (NR: packed; ldb: read in place); writes exactly
+  // columns [0, nr) of C's MR rows (an edge tile goes straight to C). Null
+  // where the ISA has none (then both are packed).
   void (*microDirect)(int64_t kc, const float *a, int64_t lda, int aLayout,
-                      const float *b, int64_t ldbk, float *c, int64_t ldc,
-                      float alpha, float beta, int nr);
+                      float *aCopy, const float *b, int64_t ldbk, float *c,
+                      int64_t ldc, float alpha, float beta, int nr);
 };
 // hc_sgemm's problem (batch 1) on the calling thread, A read in place
 // where the kernel can: for operands already in cache (attention's tiles).
