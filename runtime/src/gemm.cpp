@@ -188,128 +188,154 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   return b;
 }
 
+// One (jc, pc) step of the loops: B's kc x nc block at (pc, jc), its
+// columns [jc + nFull, jc + nc) packed at Bp (the first nFull read in
+// place).
+struct PanelStep {
+  int64_t jc, nc, nFull, pc, kc;
+  bool first, last;  // pc is the first / last k block
+  const float *Bp;
+};
+
+// C[ic:ic+mc, jc:jc+nc] += this step's k block, on the calling thread: A's
+// row block packed into Ap (or read in place, as the plan says), then every
+// sliver of the step against it. Bs: room for one sliver packed just in
+// time (plan.packSliver). m1: the end of the caller's rows (the last row
+// block asks for the next k block's B).
+void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                 const BlockPlan &plan, const PanelStep &s, int64_t ic,
+                 int64_t mc, int64_t m1, float *Ap, float *Bs) {
+  const int MR = k.mr, NR = k.nr;
+  alignas(64) float tile[16 * 64];
+  const EpiCtx &e = p.epi;
+  const int64_t jc = s.jc, nc = s.nc, nFull = s.nFull, pc = s.pc, kc = s.kc;
+  const bool first = s.first, last = s.last, copyA = plan.copyA;
+  // Read in place, A needs packing only for a last partial panel.
+  const int64_t mFull = plan.directA ? mc / MR * MR : 0;
+  const int64_t aOff = copyA ? 0 : mFull;
+  if (mFull < mc)
+    k.packA(p.A, p.lda, p.transA, ic + mFull, mc - mFull, pc, kc,
+            Ap + (mFull - aOff) * kc);
+  for (int64_t jr = 0; jr < nc; jr += NR) {
+    const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+    const bool bInPlace = jr < nFull;
+    const float *b0 =
+        bInPlace ? p.B + pc * p.ldb + jc + jr : s.Bp + (jr - nFull) * kc;
+    int64_t ldbk = bInPlace ? p.ldb : NR;
+    // In place, the next sliver's rows are asked into L2 a share per
+    // call: its first call would otherwise wait on memory row by row
+    // (1 thread, 384 x 1536 x 2048: 234 -> 237 GFLOP/s).
+    const float *nextB = nullptr;
+    int64_t nextRows = 0;
+    if (bInPlace && jr + NR < nFull) {
+      nextB = b0 + NR;
+      nextRows = kc;
+    } else if (bInPlace && ic + plan.mcBlk >= m1 && pc + kc < p.K) {
+      nextB = p.B + (pc + kc) * p.ldb + jc;
+      nextRows = std::min<int64_t>(bl.kc, p.K - pc - kc);
+    }
+    const int64_t calls = (mc + MR - 1) / MR;
+    const int64_t rowsPerCall = (nextRows + calls - 1) / calls;
+    const float *b = b0;
+    if (plan.packSliver && bInPlace) {
+      k.packB(p.B, p.ldb, 0, pc, kc, jc + jr, NR, Bs);
+      b = Bs;
+      ldbk = NR;
+    }
+    for (int64_t ir = 0; ir < mc; ir += MR) {
+      if (nextB) {
+        const int64_t r0 = ir / MR * rowsPerCall;
+        prefetchRows(nextB + r0 * p.ldb, p.ldb,
+                     std::min<int64_t>(rowsPerCall, nextRows - r0));
+      }
+      const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+      const int64_t m = ic + ir, n = jc + jr;
+      const bool inPlace = ir < mFull && (!copyA || jr == 0);
+      const float *a =
+          inPlace ? p.A + (p.transA ? pc * p.lda + m : m * p.lda + pc)
+                  : Ap + (ir - aOff) * kc;
+      const int layout = !inPlace ? 0 : !p.transA ? 1 : copyA ? 3 : 2;
+      auto micro = [&](float *c, int64_t ldc, float beta) {
+        if (inPlace || bInPlace || nr < NR)
+          k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, c, ldc,
+                        p.alpha, beta, nr);
+        else
+          k.micro(kc, a, b, c, ldc, p.alpha, beta);
+      };
+      // Edge columns too where the kernel can write just those
+      // (S/2's Dh = 64 outputs: a quarter of the tiles were edges
+      // computed into the buffer and copied).
+      const bool whole = mr == MR && (nr == NR || k.microDirect);
+      bool toC = false;  // the kernel writes C itself
+      float betaEff = 1.0f;
+      if (whole) {
+        if (e.kind == EpiKind::None) {
+          toC = true;
+          betaEff = first ? e.beta : 1.0f;
+        } else if (e.kind == EpiKind::Nonlinear && !last) {
+          toC = true;
+          betaEff = first ? 0.0f : 1.0f;
+        } else if (e.kind == EpiKind::Affine && !first && !e.gate) {
+          toC = true;
+        }
+      }
+      if (toC) {
+        micro(p.C + m * p.ldc + n, p.ldc, betaEff);
+      } else {
+        // The kernel asks for its output's lines ahead of its stores;
+        // here that is the tile, so ask for C's, which the combine
+        // then reads or writes (bias epilogue on a C bigger than
+        // L3, 1 thread, 2048 x 4608 x 1152: 107 -> 97-99 ms, 95
+        // without the epilogue).
+        prefetchTile(p.C + m * p.ldc + n, p.ldc, mr, nr);
+        if (nr < NR && !inPlace)
+          k.microEdge(kc, a, b, tile, p.alpha, nr);
+        else
+          micro(tile, NR, 0.0f);
+        k.combine(tile, NR, mr, nr, p.C, p.ldc, m, n, e, first, last);
+      }
+    }
+  }
+}
+
+// C = its epilogue of alpha * 0 (K = 0) for rows [m0, m1), cols [n0, n1).
+void runEmptyK(const GemmKernel &k, const Problem &p, int64_t m0, int64_t m1,
+               int64_t n0, int64_t n1) {
+  alignas(64) float tile[16 * 64];
+  std::memset(tile, 0, sizeof tile);
+  for (int64_t m = m0; m < m1; m += k.mr)
+    for (int64_t n = n0; n < n1; n += k.nr)
+      k.combine(tile, k.nr, static_cast<int>(std::min<int64_t>(k.mr, m1 - m)),
+                static_cast<int>(std::min<int64_t>(k.nr, n1 - n)), p.C, p.ldc,
+                m, n, p.epi, true, true);
+}
+
 // C[m0:m1, n0:n1] of one problem on the calling thread.
 void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
               int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   if (m1 <= m0 || n1 <= n0)
     return;
-  const int MR = k.mr, NR = k.nr;
-  alignas(64) float tile[16 * 64];
   if (p.K == 0) {
-    std::memset(tile, 0, sizeof tile);
-    for (int64_t m = m0; m < m1; m += MR)
-      for (int64_t n = n0; n < n1; n += NR)
-        k.combine(tile, NR, static_cast<int>(std::min<int64_t>(MR, m1 - m)),
-                  static_cast<int>(std::min<int64_t>(NR, n1 - n)), p.C, p.ldc,
-                  m, n, p.epi, true, true);
+    runEmptyK(k, p, m0, m1, n0, n1);
     return;
   }
+  const int NR = k.nr;
   const BlockPlan plan = planBlock(k, bl, p, m1 - m0, n1 - n0);
-  const int64_t mcBlk = plan.mcBlk, ncBlk = plan.ncBlk;
-  const bool direct = plan.directA, directB = plan.directB;
   float *Ap = scratch(2, plan.mcMax * plan.kcMax + 64);
   // streamB packs only a last partial sliver
   float *Bp = scratch(3, (plan.streamB ? 2 * NR : plan.ncMax) * plan.kcMax + 64);
   float *Bs = Bp + NR * plan.kcMax;  // a sliver packed just in time
-  const bool packSliver = plan.packSliver, copyA = plan.copyA;
-  const EpiCtx &e = p.epi;
-  for (int64_t jc = n0; jc < n1; jc += ncBlk) {
-    const int64_t nc = std::min<int64_t>(ncBlk, n1 - jc);
-    const int64_t nFull = directB ? nc / NR * NR : 0;  // slivers in place
+  for (int64_t jc = n0; jc < n1; jc += plan.ncBlk) {
+    const int64_t nc = std::min<int64_t>(plan.ncBlk, n1 - jc);
+    const int64_t nFull = plan.directB ? nc / NR * NR : 0;  // slivers in place
     for (int64_t pc = 0; pc < p.K; pc += bl.kc) {
       const int64_t kc = std::min<int64_t>(bl.kc, p.K - pc);
-      const bool first = pc == 0, last = pc + kc >= p.K;
       if (nFull < nc)
         k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull, nc - nFull, Bp);
-      for (int64_t ic = m0; ic < m1; ic += mcBlk) {
-        const int64_t mc = std::min<int64_t>(mcBlk, m1 - ic);
-        // Read in place, A needs packing only for a last partial panel.
-        const int64_t mFull = direct ? mc / MR * MR : 0;
-        const int64_t aOff = copyA ? 0 : mFull;
-        if (mFull < mc)
-          k.packA(p.A, p.lda, p.transA, ic + mFull, mc - mFull, pc, kc,
-                  Ap + (mFull - aOff) * kc);
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
-          const bool bInPlace = jr < nFull;
-          const float *b0 =
-              bInPlace ? p.B + pc * p.ldb + jc + jr : Bp + (jr - nFull) * kc;
-          int64_t ldbk = bInPlace ? p.ldb : NR;
-          // In place, the next sliver's rows are asked into L2 a share per
-          // call: its first call would otherwise wait on memory row by row
-          // (1 thread, 384 x 1536 x 2048: 234 -> 237 GFLOP/s).
-          const float *nextB = nullptr;
-          int64_t nextRows = 0;
-          if (bInPlace && jr + NR < nFull) {
-            nextB = b0 + NR;
-            nextRows = kc;
-          } else if (bInPlace && ic + mcBlk >= m1 && pc + kc < p.K) {
-            nextB = p.B + (pc + kc) * p.ldb + jc;
-            nextRows = std::min<int64_t>(bl.kc, p.K - pc - kc);
-          }
-          const int64_t calls = (mc + MR - 1) / MR;
-          const int64_t rowsPerCall = (nextRows + calls - 1) / calls;
-          const float *b = b0;
-          if (packSliver && bInPlace) {
-            k.packB(p.B, p.ldb, 0, pc, kc, jc + jr, NR, Bs);
-            b = Bs;
-            ldbk = NR;
-          }
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            if (nextB) {
-              const int64_t r0 = ir / MR * rowsPerCall;
-              prefetchRows(nextB + r0 * p.ldb, p.ldb,
-                           std::min<int64_t>(rowsPerCall, nextRows - r0));
-            }
-            const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
-            const int64_t m = ic + ir, n = jc + jr;
-            const bool inPlace = ir < mFull && (!copyA || jr == 0);
-            const float *a =
-                inPlace ? p.A + (p.transA ? pc * p.lda + m : m * p.lda + pc)
-                        : Ap + (ir - aOff) * kc;
-            const int layout = !inPlace ? 0 : !p.transA ? 1 : copyA ? 3 : 2;
-            auto micro = [&](float *c, int64_t ldc, float beta) {
-              if (inPlace || bInPlace || nr < NR)
-                k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, c,
-                              ldc, p.alpha, beta, nr);
-              else
-                k.micro(kc, a, b, c, ldc, p.alpha, beta);
-            };
-            // Edge columns too where the kernel can write just those
-            // (S/2's Dh = 64 outputs: a quarter of the tiles were edges
-            // computed into the buffer and copied).
-            const bool whole = mr == MR && (nr == NR || k.microDirect);
-            bool toC = false;  // the kernel writes C itself
-            float betaEff = 1.0f;
-            if (whole) {
-              if (e.kind == EpiKind::None) {
-                toC = true;
-                betaEff = first ? e.beta : 1.0f;
-              } else if (e.kind == EpiKind::Nonlinear && !last) {
-                toC = true;
-                betaEff = first ? 0.0f : 1.0f;
-              } else if (e.kind == EpiKind::Affine && !first && !e.gate) {
-                toC = true;
-              }
-            }
-            if (toC) {
-              micro(p.C + m * p.ldc + n, p.ldc, betaEff);
-            } else {
-              // The kernel asks for its output's lines ahead of its stores;
-              // here that is the tile, so ask for C's, which the combine
-              // then reads or writes (bias epilogue on a C bigger than
-              // L3, 1 thread, 2048 x 4608 x 1152: 107 -> 97-99 ms, 95
-              // without the epilogue).
-              prefetchTile(p.C + m * p.ldc + n, p.ldc, mr, nr);
-              if (nr < NR && !inPlace)
-                k.microEdge(kc, a, b, tile, p.alpha, nr);
-              else
-                micro(tile, NR, 0.0f);
-              k.combine(tile, NR, mr, nr, p.C, p.ldc, m, n, e, first, last);
-            }
-          }
-        }
-      }
+      const PanelStep s{jc, nc, nFull, pc, kc, pc == 0, pc + kc >= p.K, Bp};
+      for (int64_t ic = m0; ic < m1; ic += plan.mcBlk)
+        runRowBlock(k, bl, p, plan, s, ic, std::min<int64_t>(plan.mcBlk, m1 - ic),
+                    m1, Ap, Bs);
     }
   }
 }
@@ -420,6 +446,80 @@ void gemmKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
   });
 }
 
+// Whether the threads of one cluster share each packed B panel (the
+// paper's scheme, gemmSharedPanel): where B is packed (not read in place
+// or streamed) and C has enough row blocks to balance over the threads.
+// HC_GEMM_SHARED_B=0 never, 2 wherever B is packed (tuning, tests).
+bool useSharedPanel(const BlockPlan &plan, const Problem &p, int threads) {
+  const char *e = std::getenv("HC_GEMM_SHARED_B");
+  const int mode = e ? std::atoi(e) : 1;
+  if (mode == 0 || threads <= 1 || plan.streamB || plan.directB)
+    return false;
+  const int64_t blocks = (p.M + plan.mcBlk - 1) / plan.mcBlk;
+  return mode == 2 || blocks >= 4 * threads;
+}
+
+// The paper's partition inside one cluster: for each (jc, pc) step the
+// team packs B's panel once, together, into one shared buffer (chunks of
+// 8 slivers handed out from a counter), then takes C's MC-row blocks from
+// another counter, each thread packing its block of A and running it
+// against the whole panel. Against one piece per thread (or a few), each
+// packing its own copy of B: B packed once, not once per piece, and
+// balance at the grain of one row block when a core is slowed by other
+// work. Two panel buffers: a thread done with its blocks packs the next
+// step's panel while the others finish theirs; a block waits only for its
+// own previous step (k blocks of a C tile stay in order, so results do
+// not depend on which thread ran what).
+void gemmSharedPanel(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                     const BlockPlan &plan, Range r) {
+  const int NR = k.nr;
+  const int64_t panels = (p.N + plan.ncBlk - 1) / plan.ncBlk;
+  const int64_t kSteps = (p.K + bl.kc - 1) / bl.kc;
+  const int64_t steps = panels * kSteps;
+  const int64_t blocks = (p.M + plan.mcBlk - 1) / plan.mcBlk;
+  const int64_t chunkCols = 8 * NR;
+  const int64_t bufFloats = (plan.ncMax * plan.kcMax + 64 + 15) / 16 * 16;
+  float *buf = scratch(3, 2 * bufFloats);
+  struct StepSync {
+    std::atomic<int64_t> packNext{0}, packDone{0}, blockNext{0}, blockDone{0};
+  };
+  struct Progress {
+    std::atomic<int64_t> stepsDone{0};
+  };
+  std::vector<StepSync> sync(static_cast<std::size_t>(steps));
+  std::vector<Progress> progress(static_cast<std::size_t>(blocks));
+  parallel(r, [&](int, int) {
+    float *Ap = scratch(2, plan.mcMax * plan.kcMax + 64);
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t jc = s / kSteps * plan.ncBlk, pc = s % kSteps * bl.kc;
+      const int64_t nc = std::min<int64_t>(plan.ncBlk, p.N - jc);
+      const int64_t kc = std::min<int64_t>(bl.kc, p.K - pc);
+      float *Bp = buf + (s % 2) * bufFloats;
+      StepSync &st = sync[static_cast<std::size_t>(s)];
+      if (s >= 2)  // the buffer's last readers are done
+        spinUntil(sync[static_cast<std::size_t>(s - 2)].blockDone, blocks);
+      const int64_t chunks = (nc + chunkCols - 1) / chunkCols;
+      for (int64_t c; (c = st.packNext.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+        const int64_t j0 = c * chunkCols;
+        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + j0,
+                std::min<int64_t>(chunkCols, nc - j0), Bp + j0 * kc);
+        st.packDone.fetch_add(1, std::memory_order_release);
+      }
+      spinUntil(st.packDone, chunks);
+      const PanelStep ps{jc, nc, 0, pc, kc, pc == 0, pc + kc >= p.K, Bp};
+      for (int64_t i; (i = st.blockNext.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+        Progress &pr = progress[static_cast<std::size_t>(i)];
+        spinUntil(pr.stepsDone, s);
+        const int64_t ic = i * plan.mcBlk;
+        runRowBlock(k, bl, p, plan, ps, ic, std::min<int64_t>(plan.mcBlk, p.M - ic),
+                    p.M, Ap, nullptr);
+        pr.stepsDone.store(s + 1, std::memory_order_release);
+        st.blockDone.fetch_add(1, std::memory_order_release);
+      }
+    }
+  });
+}
+
 void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p,
             Range r) {
   int pm = 1, pn = 1;
@@ -427,6 +527,13 @@ void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p,
     chooseGrid(k, bl, p, r.count, pm, pn);
     if (chooseKSplit(k, bl, p, r.count, pm, pn)) {
       gemmKSplit(k, bl, p, r);
+      return;
+    }
+  }
+  if (r.count > 1 && p.K > 0 && oneNumaNode(r)) {
+    const BlockPlan plan = planBlock(k, bl, p, p.M, p.N);
+    if (useSharedPanel(plan, p, r.count)) {
+      gemmSharedPanel(k, bl, p, plan, r);
       return;
     }
   }

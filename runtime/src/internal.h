@@ -49,6 +49,15 @@ template <class F> void parallelPieces(Range r, int64_t pieces, F &&f) {
   });
 }
 
+// Whether the range's threads all run on cores of one NUMA node (they may
+// sit in different clusters: an L3 or L2 group each).
+bool oneNumaNode(Range r);
+
+// Waits until `v` (acquire) reaches at least `target`: spins as long as a
+// team worker does before it sleeps, then yields (on a shared or
+// oversubscribed node the thread we wait for may need this core).
+void spinUntil(const std::atomic<int64_t> &v, int64_t target);
+
 // [begin, end) of part i of n over total items, in multiples of `grain`.
 inline void split(int64_t total, int i, int n, int64_t grain, int64_t &begin,
                   int64_t &end) {

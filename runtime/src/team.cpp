@@ -50,6 +50,7 @@ struct Team {
   std::vector<std::unique_ptr<Worker>> workers;  // index = team thread
   std::vector<int> cores;                        // core (PU) per team thread
   std::vector<int> cluster;                      // cluster per team thread
+  std::vector<int> numa;                         // NUMA node per team thread
   int size = 1;
   bool pinned = false;                           // workers pinned to cores
 };
@@ -205,6 +206,8 @@ Team *makeTeam(int n) {
   for (int i = 0; i < n; ++i) {
     t->cores.push_back(cores.empty() ? -1 : cores[i % cores.size()]);
     t->cluster.push_back(cluster.empty() ? 0 : cluster[i % cluster.size()]);
+    t->numa.push_back(gTopo->clusters[static_cast<std::size_t>(t->cluster.back())]
+                          .numaNode);
   }
   // Thread 0 is whoever calls; workers serve the other slots.
   if (partitioned) {
@@ -321,6 +324,23 @@ void runTeam(Range r, TaskFn fn, void *ctx) {
   // shared or oversubscribed node the worker we wait for may need our core.
   for (int spin = 0; inner.remaining.load(std::memory_order_acquire) != 0;
        ++spin) {
+    if (spin < kSpin)
+      cpuRelax();
+    else
+      std::this_thread::yield();
+  }
+}
+
+bool oneNumaNode(Range r) {
+  Team *t = team();
+  for (int i = r.first + 1; i < r.first + r.count && i < t->size; ++i)
+    if (t->numa[i] != t->numa[r.first])
+      return false;
+  return true;
+}
+
+void spinUntil(const std::atomic<int64_t> &v, int64_t target) {
+  for (int spin = 0; v.load(std::memory_order_acquire) < target; ++spin) {
     if (spin < kSpin)
       cpuRelax();
     else

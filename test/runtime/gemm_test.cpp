@@ -395,6 +395,42 @@ TEST(Gemm, DynamicPiecesAcrossThreads) {
   expectRunToRunIdentical(0, 4100, 33, 70);
 }
 
+TEST(Gemm, SharedPanelAcrossThreads) {
+  // The cluster's threads share each packed B panel and take row blocks
+  // from a counter (HC_GEMM_SHARED_B=2 forces it wherever B is packed):
+  // tiny blocks so there are many panels, k steps and row blocks, both
+  // panel buffers reused, edges inside each; nonlinear epilogues need the
+  // k blocks of every tile in order.
+  setenv("HC_GEMM_SHARED_B", "2", 1);
+  setenv("HC_GEMM_KSPLIT", "0", 1);
+  setenv("HC_GEMM_MC", "24", 1);
+  setenv("HC_GEMM_KC", "40", 1);
+  setenv("HC_GEMM_NC", "288", 1);  // panels of several 8-sliver pack chunks
+  uint32_t seed = 9000;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        GemmCase c{211, 701, 163, ta, tb};
+        c.threads = 2;
+        c.flags = HC_EPI_BIAS | HC_EPI_GELU_TANH;
+        c.preact = (ta + tb) % 2 == 1;
+        runGemm(c, seed++);
+        c.flags = HC_EPI_GATE | HC_EPI_RESIDUAL;
+        c.preact = false;
+        c.gateRows = 50;
+        c.beta = 0.5f;
+        runGemm(c, seed++);
+      }
+  }
+  expectRunToRunIdentical(1, 300, 200, 170);
+  unsetenv("HC_GEMM_MC");
+  unsetenv("HC_GEMM_KC");
+  unsetenv("HC_GEMM_NC");
+  unsetenv("HC_GEMM_KSPLIT");
+  unsetenv("HC_GEMM_SHARED_B");
+}
+
 TEST(Gemm, InPlaceOperandsEqualPacked) {
   // The AVX-512 kernel reads A, B (row-major) or both in place
   // (HC_GEMM_DIRECT_A/B=2 force it; by default only where the rules in
