@@ -29,6 +29,8 @@ struct Blocking {
   int64_t mc, kc, nc;
   // kernels that can read an operand in place: 0 no, 1 by rule, 2 yes
   int directA, directB;
+  // the rule reads a row-major A in place too (else only a transposed one)
+  bool rowsInPlace;
 };
 
 int64_t envInt(const char *name, int64_t dflt) {
@@ -69,6 +71,7 @@ Blocking blocking(const GemmKernel &k) {
   b.nc = envInt("HC_GEMM_NC", nc);
   b.directA = k.microDirect ? directMode("HC_GEMM_DIRECT_A") : 0;
   b.directB = k.microDirect ? directMode("HC_GEMM_DIRECT_B") : 0;
+  b.rowsInPlace = !cpuIsIntel();
   return b;
 }
 
@@ -161,8 +164,16 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // With streamB the same width rule holds for another reason: a wide
   // panel reuses each A block over many slivers, packing it pays (dW 384 x
   // 1536 x 8192: 221 in place, 230 packed; 384 x 384: 232 in place, 226).
+  // Those gains were measured on AMD (Zen 5). On Intel (a Sapphire
+  // Rapids-class VM, L2 2 MiB) a row-major A read in place was 3-6%
+  // slower than packed at 1 and 2 threads on every S/2 shape it applied
+  // to (1 thread, dX 2048 x 384 x 384: 172 -> 181 GFLOP/s packed; 2
+  // threads, fwd 8192 x 384 x 384: 324 -> 345), with the same L1 lines
+  // per step either way and no spill in the loop; a transposed A in place
+  // stays ahead there (dW +1-3%), so only rows follow the vendor.
   b.directA = bl.directA == 2 ||
-              (bl.directA == 1 && static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
+              (bl.directA == 1 && (p.transA || bl.rowsInPlace) &&
+               static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
                static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4);
   // B (row-major) read in place: where each sliver would serve few rows
   // (packing is then a large share of the work) and the KC x NC block sits

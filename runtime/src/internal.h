@@ -73,6 +73,11 @@ struct CacheInfo {
 };
 const CacheInfo &cacheInfo();
 
+// The CPU's vendor, for kernel choices measured to differ between
+// vendors beyond what the cache sizes say (gemm.cpp: a row-major A read
+// in place).
+bool cpuIsIntel();
+
 // Thread-local scratch, 64-byte aligned, grown on demand, one per `slot`.
 float *scratch(int slot, std::size_t floats);
 

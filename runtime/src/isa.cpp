@@ -45,6 +45,18 @@ std::atomic<int32_t> gIsa{-1};
 
 } // namespace
 
+namespace hc::rt {
+bool cpuIsIntel() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  static const bool intel = __builtin_cpu_is("intel");
+  return intel;
+#else
+  return false;
+#endif
+}
+} // namespace hc::rt
+
 extern "C" {
 
 int32_t hcrt_isa(void) {
