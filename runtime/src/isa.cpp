@@ -48,8 +48,10 @@ std::atomic<int32_t> gIsa{-1};
 namespace hc::rt {
 bool cpuIsIntel() {
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  static const bool intel = __builtin_cpu_is("intel");
+  static const bool intel = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel") != 0;
+  }();
   return intel;
 #else
   return false;
