@@ -89,6 +89,66 @@ TEST(Ops, GeluInfinity) {
   }
 }
 
+// Far below zero both directions are 0 (torch: gelu(-1e38) = -0, its grad
+// NaN from x^3 overflowing; gelu(-inf) NaN like torch), and no intermediate
+// is denormal (a microcode assist per vector on Intel: 11x slower).
+TEST(Ops, GeluFarNegative) {
+  const float xs[] = {-10.5f, -20.0f, -100.0f, -1e10f, -1e30f, -3e38f};
+  const int64_t n = sizeof xs / sizeof *xs;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    std::vector<float> x(xs, xs + n), y = nanVec(n), dx = nanVec(n), dy(n, 1.0f);
+    hc_gelu_tanh_fwd(n, x.data(), y.data(), threads(1));
+    hc_gelu_tanh_bwd(n, x.data(), dy.data(), dx.data(), threads(1));
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(y[i], 0.0f) << hcrt_isa_name(isa) << " gelu(" << x[i] << ")";
+      EXPECT_TRUE(std::signbit(y[i])) << hcrt_isa_name(isa) << " gelu(" << x[i] << ")";
+      EXPECT_EQ(dx[i], 0.0f) << hcrt_isa_name(isa) << " gelu'(" << x[i] << ")";
+    }
+    float ninf = -std::numeric_limits<float>::infinity(), r = 0;
+    hc_gelu_tanh_fwd(1, &ninf, &r, threads(1));
+    EXPECT_TRUE(std::isnan(r)) << hcrt_isa_name(isa);
+    // Around the switch the values stay tiny and normal (or 0).
+    for (float v : {-9.99f, -9.95f, -9.9f}) {
+      hc_gelu_tanh_fwd(1, &v, &r, threads(1));
+      EXPECT_LE(std::fabs(r), 1e-35f) << v;
+      EXPECT_TRUE(r == 0.0f || std::fpclassify(r) == FP_NORMAL) << v << " -> " << r;
+    }
+  }
+}
+
+// In place (y = x, dx = dy, as the API allows): the same bits as out of
+// place, on every path and at 1 and 2 threads.
+TEST(Ops, ActivationsInPlace) {
+  const int64_t n = 100003;
+  const std::vector<float> x = activationInput(n, 5), dy = randomVec(n, 6);
+  using Fwd = void (*)(int64_t, const float *, float *, hc_threads);
+  using Bwd = void (*)(int64_t, const float *, const float *, float *, hc_threads);
+  const std::pair<const char *, Fwd> fwds[] = {{"gelu_fwd", hc_gelu_tanh_fwd},
+                                              {"silu_fwd", hc_silu_fwd}};
+  const std::pair<const char *, Bwd> bwds[] = {{"gelu_bwd", hc_gelu_tanh_bwd},
+                                              {"silu_bwd", hc_silu_bwd}};
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int th : {1, 2}) {
+      for (const auto &[name, f] : fwds) {
+        std::vector<float> out = nanVec(n), inPlace = x;
+        f(n, x.data(), out.data(), threads(th));
+        f(n, inPlace.data(), inPlace.data(), threads(th));
+        EXPECT_EQ(0, std::memcmp(out.data(), inPlace.data(), n * sizeof(float)))
+            << name << " " << hcrt_isa_name(isa) << " threads=" << th;
+      }
+      for (const auto &[name, f] : bwds) {
+        std::vector<float> out = nanVec(n), inPlace = dy;
+        f(n, x.data(), dy.data(), out.data(), threads(th));
+        f(n, x.data(), inPlace.data(), inPlace.data(), threads(th));
+        EXPECT_EQ(0, std::memcmp(out.data(), inPlace.data(), n * sizeof(float)))
+            << name << " " << hcrt_isa_name(isa) << " threads=" << th;
+      }
+    }
+  }
+}
+
 TEST(Ops, GeluApproximationMaxError) {
   const int64_t n = 2400001;
   std::vector<float> x(n), y = nanVec(n);
