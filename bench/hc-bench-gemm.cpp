@@ -117,8 +117,6 @@ void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
   for (const Lib &l : libs)
     printf(" %14s", l.name.c_str());
   printf(" | %7s\n", "hc/best");
-  for (const Lib &l : libs)
-    l.setThreads(threads);
   for (const Case &c : cases) {
     const int64_t lda = c.ta ? c.M : c.K, ldb = c.tb ? c.K : c.N;
     Buf A(c.M * c.K), B(c.K * c.N), C(c.M * c.N);
@@ -208,7 +206,7 @@ void benchFused(const std::vector<Lib> &libs, int threads, int reps,
 } // namespace
 
 int main(int argc, char **argv) {
-  bool quick = false, fused = true;
+  bool quick = false, fused = true, plain = true;
   int reps = 5;
   std::vector<int64_t> threadList = {1, 2}, ms = {2048, 8192};
   std::string model = "all";
@@ -218,6 +216,8 @@ int main(int argc, char **argv) {
       quick = true;
     else if (a == "--no-fused")
       fused = false;
+    else if (a == "--fused-only")
+      plain = false;
     else if (a == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
     else if (a == "--threads" && i + 1 < argc)
@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
       model = argv[++i];
     else {
       fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads 1,2] [--m 2048,8192] "
-                      "[--model S|XL|all] [--no-fused]\n", argv[0]);
+                      "[--model S|XL|all] [--no-fused | --fused-only]\n", argv[0]);
       return 2;
     }
   }
@@ -266,8 +266,11 @@ int main(int argc, char **argv) {
     printf("\nmeasured FMA peak, %lld thread(s): AVX2 %.1f GFLOP/s, AVX-512 %.1f GFLOP/s\n",
            (long long)th, p256, p512);
     double pk = std::max(p256, p512);
+    for (const Lib &l : libs)  // both sections run the libraries at th
+      l.setThreads(static_cast<int>(th));
     std::vector<double> ratios, pct;
-    benchGemm(cases, libs, th, reps, pk, ratios, pct);
+    if (plain)
+      benchGemm(cases, libs, th, reps, pk, ratios, pct);
     if (!ratios.empty())
       printf("summary %lld thread(s): hc/best median %.3fx, min %.3fx; hc %% of peak on M=8192 "
              "cases: median %.0f%%\n",
