@@ -117,6 +117,31 @@ TEST(Ops, GeluFarNegative) {
   }
 }
 
+// SiLU likewise: 0 below -86 (torch: silu(-1e38) = -0), s never denormal.
+TEST(Ops, SiluFarNegative) {
+  const float xs[] = {-86.5f, -100.0f, -1e10f, -3e38f};
+  const int64_t n = sizeof xs / sizeof *xs;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    std::vector<float> x(xs, xs + n), y = nanVec(n), dx = nanVec(n), dy(n, 1.0f);
+    hc_silu_fwd(n, x.data(), y.data(), threads(1));
+    hc_silu_bwd(n, x.data(), dy.data(), dx.data(), threads(1));
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(y[i], 0.0f) << hcrt_isa_name(isa) << " silu(" << x[i] << ")";
+      EXPECT_TRUE(std::signbit(y[i])) << hcrt_isa_name(isa) << " silu(" << x[i] << ")";
+      EXPECT_EQ(dx[i], 0.0f) << hcrt_isa_name(isa) << " silu'(" << x[i] << ")";
+    }
+    float ninf = -std::numeric_limits<float>::infinity(), r = 0;
+    hc_silu_fwd(1, &ninf, &r, threads(1));
+    EXPECT_TRUE(std::isnan(r)) << hcrt_isa_name(isa);
+    for (float v : {-85.9f, -80.0f}) {
+      hc_silu_fwd(1, &v, &r, threads(1));
+      EXPECT_NEAR(r, v * std::exp(static_cast<double>(v)), 1e-40) << v;
+      EXPECT_TRUE(std::fpclassify(r) == FP_NORMAL) << v << " -> " << r;
+    }
+  }
+}
+
 // In place (y = x, dx = dy, as the API allows): the same bits as out of
 // place, on every path and at 1 and 2 threads.
 TEST(Ops, ActivationsInPlace) {
