@@ -476,17 +476,27 @@ void gemmKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
   });
 }
 
-// Whether the threads of one cluster share each packed B panel (the
-// paper's scheme, gemmSharedPanel): where B is packed (not read in place
-// or streamed) and C has enough row blocks to balance over the threads.
+// Whether the threads share each packed B panel (the paper's scheme,
+// gemmSharedPanel): where they share an L2 (one cluster), B is packed (not
+// read in place or streamed) and C has enough row blocks to balance over
+// them. Threads with private L2s each pack their own copy instead: a panel
+// shared across cores is read from the other core's cache, and on the Zen 4
+// VM (one L2 per core) the shared panel was slower at 2 threads on every
+// shape tried (interleaved, GFLOP/s, best of 9: 2048 x 384 x 384 dX 222 /
+// 229 static, medians often 175-195 against 220-225; XL/2 M = 2048 bench
+// median 0.98x -> 0.99x, S/2 M = 2048 0.93x -> 1.00x of the best library).
+// On the Zen 3 VM it had been 0-4% ahead under neighbours' load.
 // HC_GEMM_SHARED_B=0 never, 2 wherever B is packed (tuning, tests).
-bool useSharedPanel(const BlockPlan &plan, const Problem &p, int threads) {
+bool useSharedPanel(const BlockPlan &plan, const Problem &p, Range r) {
   const char *e = std::getenv("HC_GEMM_SHARED_B");
   const int mode = e ? std::atoi(e) : 1;
+  const int threads = r.count;
   if (mode == 0 || threads <= 1 || plan.streamB || plan.directB)
     return false;
+  const bool sharedL2 =
+      hcrt_thread_cluster(r.first) == hcrt_thread_cluster(r.first + r.count - 1);
   const int64_t blocks = (p.M + plan.mcBlk - 1) / plan.mcBlk;
-  return mode == 2 || blocks >= 4 * threads;
+  return mode == 2 || (sharedL2 && blocks >= 4 * threads);
 }
 
 // The paper's partition inside one cluster: for each (jc, pc) step the
@@ -562,7 +572,7 @@ void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p,
   }
   if (r.count > 1 && p.K > 0 && oneNumaNode(r)) {
     const BlockPlan plan = planBlock(k, bl, p, p.M, p.N);
-    if (useSharedPanel(plan, p, r.count)) {
+    if (useSharedPanel(plan, p, r)) {
       gemmSharedPanel(k, bl, p, plan, r);
       return;
     }
