@@ -272,19 +272,24 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
           inPlace ? p.A + (p.transA ? pc * p.lda + m : m * p.lda + pc)
                   : Ap + (ir - aOff) * kc;
       const int layout = !inPlace ? 0 : !p.transA ? 1 : copyA ? 3 : 2;
-      auto micro = [&](float *c, int64_t ldc, float beta) {
-        if (inPlace || bInPlace || nr < NR)
+      // kernelBias: the epilogue's bias added by the kernel as it stores
+      // (only kernels that read in place take it).
+      auto micro = [&](float *c, int64_t ldc, float beta,
+                       const float *kernelBias = nullptr) {
+        if (inPlace || bInPlace || nr < NR || kernelBias)
           k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, c, ldc,
-                        p.alpha, beta, nr);
+                        p.alpha, beta, nr, kernelBias);
         else
           k.micro(kc, a, b, c, ldc, p.alpha, beta);
       };
+      const float *biasN = e.bias && k.microDirect ? e.bias + n : nullptr;
       // Edge columns too where the kernel can write just those
       // (S/2's Dh = 64 outputs: a quarter of the tiles were edges
       // computed into the buffer and copied).
       const bool whole = mr == MR && (nr == NR || k.microDirect);
       bool toC = false;  // the kernel writes C itself
       float betaEff = 1.0f;
+      const float *toCBias = nullptr;
       if (whole) {
         if (e.kind == EpiKind::None) {
           toC = true;
@@ -294,6 +299,14 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
           betaEff = first ? 0.0f : 1.0f;
         } else if (e.kind == EpiKind::Affine && !first && !e.gate) {
           toC = true;
+        } else if (e.kind == EpiKind::Affine && first && biasN && !e.gate &&
+                   !e.residual) {
+          // bias alone (and beta): the kernel adds it as it stores, no
+          // tile buffer and combine pass (1 thread, 2048 x 1536 x 384 on
+          // Zen 4: bias over plain 1.95 -> 0.13 ms, interleaved).
+          toC = true;
+          betaEff = e.beta;
+          toCBias = biasN;
         }
       }
       // Nonlinear, last k block, nothing of C's old value left to scale or
@@ -306,7 +319,14 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       const bool finishInC = whole && e.kind == EpiKind::Nonlinear && last &&
                              (!first || e.beta == 0.0f) && e.residual != p.C;
       if (toC) {
-        micro(p.C + m * p.ldc + n, p.ldc, betaEff);
+        micro(p.C + m * p.ldc + n, p.ldc, betaEff, toCBias);
+      } else if (finishInC && biasN) {
+        // the kernel adds the bias too; the combine does the rest
+        float *cTile = p.C + m * p.ldc + n;
+        micro(cTile, p.ldc, first ? 0.0f : 1.0f, biasN);
+        EpiCtx rest = e;
+        rest.bias = nullptr;
+        k.combine(cTile, p.ldc, mr, nr, p.C, p.ldc, m, n, rest, true, true);
       } else if (finishInC) {
         float *cTile = p.C + m * p.ldc + n;
         micro(cTile, p.ldc, first ? 0.0f : 1.0f);

@@ -156,10 +156,12 @@ struct GemmKernel {
   // (2; 3: also copied packed to aCopy on the way); B's kc x NR sliver
   // rows ldbk apart (NR: packed; ldb: read in place); writes exactly
   // columns [0, nr) of C's MR rows (an edge tile goes straight to C). Null
-  // where the ISA has none (then both are packed).
+  // where the ISA has none (then both are packed). bias (nullable): nr
+  // column terms added to every row after alpha and beta.
   void (*microDirect)(int64_t kc, const float *a, int64_t lda, int aLayout,
                       float *aCopy, const float *b, int64_t ldbk, float *c,
-                      int64_t ldc, float alpha, float beta, int nr);
+                      int64_t ldc, float alpha, float beta, int nr,
+                      const float *bias);
 };
 // hc_sgemm's problem (batch 1) on the calling thread, A read in place
 // where the kernel can: for operands already in cache (attention's tiles).
