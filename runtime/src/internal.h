@@ -69,7 +69,7 @@ inline void split(int64_t total, int i, int n, int64_t grain, int64_t &begin,
 
 // Cache sizes (bytes) of the cores the team runs on, from hwloc.
 struct CacheInfo {
-  std::size_t l1d = 32 * 1024, l2 = 1024 * 1024, l3 = 8 * 1024 * 1024;
+  std::size_t l2 = 1024 * 1024, l3 = 8 * 1024 * 1024;
 };
 const CacheInfo &cacheInfo();
 

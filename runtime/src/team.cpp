@@ -74,8 +74,6 @@ void loadTopology() {
     gTopo->clusters.push_back(c);
   }
   const Cluster &c0 = gTopo->clusters.front();
-  if (c0.l1dBytes)
-    gCache.l1d = c0.l1dBytes;
   if (c0.l2Bytes)
     gCache.l2 = c0.l2Bytes;
   if (c0.l3Bytes)
