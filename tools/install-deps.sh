@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   # build
   cmake ninja-build ccache g++ clang-19 lld-19
+  pkg-config  # CMake's FindPkgConfig (hwloc); not pulled in without recommends
   libclang-rt-19-dev  # ASan/UBSan runtime for the sanitizer test build
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler
