@@ -1,4 +1,5 @@
 #include "hc/runtime/checkpoint.h"
+#include "hc/runtime/files.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,7 +14,9 @@ namespace hc::rt {
 namespace {
 
 constexpr const char *kPrefix = "ckpt-", *kSuffix = ".safetensors";
-constexpr const char *kChecksumKey = "hc.data_checksum";
+constexpr const char *kChecksumKey = "hc.checksum";
+// Format 1 checksummed the data only; its metadata could be edited unseen.
+constexpr const char *kDataOnlyChecksumKey = "hc.data_checksum";
 
 // Step of a checkpoint file name, or -1 when `name` is not one.
 int64_t stepOfName(const std::string &name) {
@@ -29,27 +32,31 @@ int64_t stepOfName(const std::string &name) {
   return std::strtoll(digits.c_str(), nullptr, 10);
 }
 
-// 64-bit multiply-xor hash over 8-byte words (several GB/s; a DiT-XL/2
-// checkpoint is 8 GB with its moments and EMA).
-uint64_t hashBytes(uint64_t h, const void *data, std::size_t n) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0x100000001b3ull;
-    h ^= h >> 29;
-  }
-  for (; i < n; ++i)
-    h = (h ^ p[i]) * 0x100000001b3ull;
-  h = (h ^ n ^ (h >> 33)) * 0x9e3779b97f4a7c15ull; // every bit reaches all
-  return h ^ (h >> 29);
+// The checksum covers the metadata (every key but the checksum's own, in key
+// order) and, per tensor in file order, its name, dtype, shape and bytes: an
+// edited step or seed, a renamed tensor and damaged data all change it.
+uint64_t hashString(uint64_t h, const std::string &s) {
+  uint64_t n = s.size();
+  h = contentHash(h, &n, sizeof n);
+  return contentHash(h, s.data(), s.size());
 }
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
+uint64_t hashMetadata(const std::map<std::string, std::string> &metadata) {
+  uint64_t h = kContentHashSeed;
+  for (const auto &[key, value] : metadata)
+    if (key != kChecksumKey)
+      h = hashString(hashString(h, key), value);
+  return h;
+}
+
+uint64_t hashTensor(uint64_t h, const std::string &name, const std::string &dtype,
+                    const std::vector<int64_t> &shape, const void *data,
+                    std::size_t bytes) {
+  h = hashString(hashString(h, name), dtype);
+  uint64_t rank = shape.size();
+  h = contentHash(h, &rank, sizeof rank);
+  h = contentHash(h, shape.data(), shape.size() * sizeof(int64_t));
+  return contentHash(h, data, bytes);
 }
 
 // Bytes the crash hook still allows (process-wide), or -1 when unset.
@@ -114,14 +121,14 @@ bool writeCheckpoint(const std::string &dir, int64_t step,
                      const std::vector<SafetensorsTensorRef> &tensors,
                      std::map<std::string, std::string> metadata, int keep,
                      std::string &error) {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = hashMetadata(metadata);
   for (const auto &t : tensors) {
     std::size_t n = safetensorsItemSize(t.dtype);
     for (int64_t d : t.shape)
       n *= static_cast<std::size_t>(d);
-    h = hashBytes(h, t.data, n);
+    h = hashTensor(h, t.name, t.dtype, t.shape, t.data, n);
   }
-  metadata[kChecksumKey] = hex(h);
+  metadata[kChecksumKey] = hashHex(h);
   const std::string path = checkpointPath(dir, step);
   int64_t &budget = crashBudget();
   if (!writeSafetensors(path, tensors, metadata, error, budget))
@@ -149,16 +156,19 @@ bool openCheckpoint(const std::string &path, SafetensorsFile &file,
     return false;
   auto it = file.metadata().find(kChecksumKey);
   if (it == file.metadata().end()) {
-    error = path + ": not an hc checkpoint (no " + kChecksumKey + " metadata)";
+    error = file.metadata().count(kDataOnlyChecksumKey)
+                ? path + ": written by an older hc-run (checkpoint format 1), "
+                         "whose checksum does not cover the metadata (step, "
+                         "seed, model); it cannot be verified, so it is not resumed"
+                : path + ": not an hc checkpoint (no " + kChecksumKey + " metadata)";
     return false;
   }
-  // The writer hashes tensors in the order it wrote them: file order.
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = hashMetadata(file.metadata());
   for (const auto &e : file.entries())
-    h = hashBytes(h, file.data(e), e.bytes);
-  if (hex(h) != it->second) {
-    error = path + ": corrupt: the data checksum does not match (" + hex(h) +
-            ", written " + it->second + ")";
+    h = hashTensor(h, e.name, e.dtype, e.shape, file.data(e), e.bytes);
+  if (hashHex(h) != it->second) {
+    error = path + ": corrupt or edited: the checksum over its metadata and "
+            "data does not match (" + hashHex(h) + ", written " + it->second + ")";
     return false;
   }
   return true;

@@ -5,16 +5,19 @@
 #include "hc/Compiler/OnnxImport.h"
 #include "hc/Compiler/Pipeline.h"
 
+#include "hc/runtime/files.h"
 #include "hc/runtime/safetensors.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -71,6 +74,56 @@ bool writeOutput(const std::string &path, const std::string &text) {
   return true;
 }
 
+// The initial parameters (and training_info's non-default optimizer state).
+bool writeInit(const hc::ImportedModel &model, const std::string &input,
+               const std::string &path, std::string &error) {
+  std::vector<hc::rt::SafetensorsTensorRef> tensors;
+  for (const auto &[name, p] : model.params)
+    tensors.push_back({name, "F32", p.shape, p.data});
+  const hc::TrainingInfo &ti = model.training;
+  if (ti.initialT != 0)
+    tensors.push_back({"adam.T", "I64", {}, &ti.initialT});
+  for (const auto &[key, values] : ti.initialMoments)
+    tensors.push_back({key, "F32", model.params.at(key.substr(key.find(':') + 1)).shape,
+                       values.data()});
+  return hc::rt::writeSafetensors(path, tensors,
+                                  {{"format", "pt"}, {"source", input}}, error);
+}
+
+// Refuses (exit 2, before any work) an output that is a folder, whose folder
+// is missing or read-only, or that is the input model itself (compared by
+// file identity, so another spelling or a link is caught too).
+void checkOutput(const std::string &input, const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    usageError("-o " + path + " is a folder, not a file name");
+  if (hc::rt::sameFile(path, input))
+    usageError("-o " + path + " is the input model " + input +
+               ": it would be overwritten; choose another output name");
+  std::size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0                ? "/"
+                                                : path.substr(0, slash);
+  if (slash != std::string::npos && slash + 1 == path.size())
+    usageError("-o " + path + " is a folder, not a file name");
+  if (access(dir.c_str(), W_OK) != 0)
+    usageError("-o " + path + ": folder " + dir + " " +
+               (access(dir.c_str(), F_OK) != 0 ? "does not exist" : "is not writable"));
+}
+
+// Temporary names beside the outputs; removed again unless renamed into place.
+struct Temporaries {
+  std::vector<std::string> paths;
+  std::string add(const std::string &path) {
+    paths.push_back(path + ".tmp." + std::to_string(getpid()));
+    return paths.back();
+  }
+  ~Temporaries() {
+    for (const auto &p : paths)
+      std::remove(p.c_str());
+  }
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -99,7 +152,10 @@ int main(int argc, char **argv) {
         usageError(error);
     } else if (arg == "--target") {
       target = value(arg);
-      if (target.empty() || target.find_first_of(" '\"$;&|`") != std::string::npos)
+      // A name, not a flag or words: it becomes one "-march=" argument.
+      if (target.empty() || target[0] == '-' ||
+          target.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "0123456789_.-+") != std::string::npos)
         usageError("--target needs an -march name, got '" + target + "'");
     } else if (arg == "--emit") {
       emit = value(arg);
@@ -115,6 +171,11 @@ int main(int argc, char **argv) {
   }
   if (input.empty())
     usageError("no model given");
+  if (!output.empty() && output != "-") {
+    checkOutput(input, output);
+    if (emit.empty())
+      checkOutput(input, output + ".init.safetensors");
+  }
   if (!emit.empty() && emit != "hc" && emit != "train" && emit != "schedule" &&
       emit != "cpp")
     usageError("--emit must be hc, train, schedule or cpp, got '" + emit + "'");
@@ -141,7 +202,8 @@ int main(int argc, char **argv) {
     return badInput ? 2 : 1;
   }
 
-  std::string text;
+  std::string text, initTmp;
+  Temporaries temps;
   if (emit.empty() || emit == "cpp") {
     hc::EmitInfo info;
     info.model = input;
@@ -151,6 +213,21 @@ int main(int argc, char **argv) {
     info.optimizerJson = optimizerJson;
     std::string base = output.substr(output.rfind('/') + 1);
     info.initFile = base + ".init.safetensors";
+    if (emit.empty()) {
+      // The initial parameters first, under a temporary name: the library's
+      // description carries the hash of exactly these bytes.
+      initTmp = temps.add(output + ".init.safetensors");
+      if (!writeInit(model, input, initTmp, error)) {
+        std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
+        return 1;
+      }
+      uint64_t hash = 0;
+      if (!hc::rt::hashFile(initTmp, hash, error)) {
+        std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
+        return 1;
+      }
+      info.initHash = hc::rt::hashHex(hash);
+    }
     std::string description;
     if (!hc::emitStepCpp(*model.module, info, text, description, error)) {
       std::fprintf(stderr, "hc-compile: %s: internal error: %s\n", input.c_str(),
@@ -159,32 +236,28 @@ int main(int argc, char **argv) {
     }
   }
   if (emit.empty()) {
-    // Initial parameters beside the library, then the library itself.
-    std::vector<hc::rt::SafetensorsTensorRef> tensors;
-    for (const auto &[name, p] : model.params)
-      tensors.push_back({name, "F32", p.shape, p.data});
-    // training_info's initial optimizer state where it is not the default
-    // (step 0, zero moments).
-    const hc::TrainingInfo &ti = model.training;
-    if (ti.initialT != 0)
-      tensors.push_back({"adam.T", "I64", {}, &ti.initialT});
-    for (const auto &[key, values] : ti.initialMoments)
-      tensors.push_back({key, "F32", model.params.at(key.substr(key.find(':') + 1)).shape,
-                         values.data()});
-    if (!hc::rt::writeSafetensors(output + ".init.safetensors", tensors,
-                                  {{"format", "pt"}, {"source", input}}, error)) {
-      std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
-      return 2;
+    // The library under a temporary name, then both renamed into place, the
+    // library last: a failure before that leaves the old pair untouched, and
+    // a crash between the renames leaves a pair whose hashes disagree, which
+    // hc-run refuses.
+    std::string cppPath = output + "." + std::to_string(getpid()) + ".cpp";
+    std::string soTmp = temps.add(output);
+    if (!writeOutput(cppPath, text)) {
+      std::fprintf(stderr, "hc-compile: %s: cannot write\n", cppPath.c_str());
+      return 1;
     }
-    std::string cppPath = output + ".cpp";
-    if (!writeOutput(cppPath, text) ||
-        !hc::compileStepLibrary(cppPath, output, target, error)) {
-      std::fprintf(stderr, "hc-compile: %s\n",
-                   error.empty() ? (cppPath + ": cannot write").c_str()
-                                 : error.c_str());
+    if (!hc::compileStepLibrary(cppPath, soTmp, target, error)) {
+      std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
       return 1;
     }
     std::remove(cppPath.c_str());
+    const std::string initPath = output + ".init.safetensors";
+    if (std::rename(initTmp.c_str(), initPath.c_str()) != 0 ||
+        std::rename(soTmp.c_str(), output.c_str()) != 0) {
+      std::fprintf(stderr, "hc-compile: %s: cannot write: %s\n", output.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
     return 0;
   }
   if (emit != "cpp") {

@@ -370,6 +370,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
                                         {"arena_bytes", std::move(arenas)}}}}}},
       {"buckets", std::move(buckets)},
       {"init_file", info.initFile},
+      {"init_hash", info.initHash},
       {"dit_config", parse(info.ditConfigJson)}};
   description = llvm::formatv("{0:2}", llvm::json::Value(std::move(desc))).str();
 
@@ -588,32 +589,6 @@ bool emitStepCpp(ModuleOp schedule, const EmitInfo &info, std::string &cpp,
     return false;
   }
   return Emitter(step, info).run(cpp, description, error);
-}
-
-bool compileStepLibrary(const std::string &cppPath, const std::string &soPath,
-                        const std::string &target, std::string &error) {
-  const char *cxx = std::getenv("HC_CXX");
-  std::string tmp = soPath + ".tmp";
-  std::string log = cppPath + ".log";
-  std::string cmd = std::string(cxx ? cxx : "c++") +
-                    " -std=c++17 -O2 -shared -fPIC -fvisibility=hidden -march=" +
-                    target + " -I" HC_RUNTIME_INCLUDE_DIR " '" + cppPath +
-                    "' -o '" + tmp + "' -L" HC_RUNTIME_LIB_DIR
-                    " -lhcrt -Wl,-rpath," HC_RUNTIME_LIB_DIR " > '" + log +
-                    "' 2>&1";
-  int rc = std::system(cmd.c_str());
-  if (rc != 0) {
-    std::remove(tmp.c_str());
-    error = "internal error: the generated C++ failed to compile (an hc bug); "
-            "source kept at " + cppPath + ", compiler output in " + log;
-    return false;
-  }
-  std::remove(log.c_str());
-  if (std::rename(tmp.c_str(), soPath.c_str()) != 0) {
-    error = soPath + ": cannot write";
-    return false;
-  }
-  return true;
 }
 
 } // namespace hc

@@ -16,6 +16,8 @@ struct EmitInfo {
   std::string ditConfigJson;  // ONNX metadata "hc.dit_config" (or "{}")
   std::string optimizerJson;  // {"name": ..., hyper-parameters}
   std::string initFile;       // file name of the initial parameters
+  std::string initHash;       // hashHex(hashFile(init file)): hc-run checks
+                              // that the pair on disk belongs together
 };
 
 // Generates the C++ source and the JSON description of a planned schedule.
@@ -23,8 +25,10 @@ bool emitStepCpp(mlir::ModuleOp schedule, const EmitInfo &info,
                  std::string &cpp, std::string &description, std::string &error);
 
 // Compiles `cppPath` into the shared library `soPath` with the system C++
-// compiler against libhcrt (-O3, -march=`target`). On failure the source is
-// kept and `error` names it and the compiler's first error line.
+// compiler ($HC_CXX, one program name, default c++) against libhcrt
+// (-O2, -march=`target`), started with an argument vector, never a shell,
+// so no file name is ever interpreted. On failure `soPath` is removed, the
+// source kept, and `error` names it and the compiler's log.
 bool compileStepLibrary(const std::string &cppPath, const std::string &soPath,
                         const std::string &target, std::string &error);
 

@@ -3,8 +3,10 @@
 // written atomically (a temporary ".ckpt-*.tmp.*" in DIR, fsync, rename,
 // fsync DIR), so a crash leaves either the previous set of checkpoints or the
 // new one, never a half-written file under a checkpoint name. The metadata
-// carries a checksum of the data section ("hc.data_checksum"), so a file
-// damaged after the fact (truncated copy, bit rot) is refused, not loaded.
+// carries a checksum ("hc.checksum") over the other metadata and every
+// tensor's name, dtype, shape and bytes, so a file damaged or edited after
+// the fact (truncated copy, bit rot, a changed step or seed) is refused, not
+// loaded. Format 1 files ("hc.data_checksum", data only) are refused too.
 //
 // What goes into a checkpoint (tensor names, model description) is the
 // host's business (hc-run); this layer only names, lists, writes, verifies
@@ -40,7 +42,7 @@ bool listCheckpoints(const std::string &dir, std::vector<CheckpointFile> &out,
 // Removes temporary files a crashed writer left in `dir`; returns how many.
 int removeStaleCheckpointTemporaries(const std::string &dir);
 
-// Writes checkpoint `step` atomically with the data checksum added to
+// Writes checkpoint `step` atomically with the checksum added to
 // `metadata`, then removes all but the newest `keep` checkpoints (keep <= 0:
 // keep all). False + a one-line `error` naming the file.
 bool writeCheckpoint(const std::string &dir, int64_t step,
@@ -48,7 +50,7 @@ bool writeCheckpoint(const std::string &dir, int64_t step,
                      std::map<std::string, std::string> metadata, int keep,
                      std::string &error);
 
-// Opens a checkpoint and verifies its data checksum. False + `error`.
+// Opens a checkpoint and verifies its checksum. False + `error`.
 bool openCheckpoint(const std::string &path, SafetensorsFile &file,
                     std::string &error);
 
