@@ -28,6 +28,11 @@ from run_check import case_main, check, expect_exit2, make_data  # noqa: E402
 STEPS2K, K = 8, 4
 
 
+def listing(d):
+    """The folder's files but the run lock (.hc-run.lock, kept between runs)."""
+    return sorted(f for f in os.listdir(d) if f != ".hc-run.lock")
+
+
 def ckpt(d, step):
     return os.path.join(d, "ckpt-%08d.safetensors" % step)
 
@@ -97,8 +102,8 @@ def case_resume(env):
     # --resume with an empty folder starts at step 0; --ckpt-keep prunes.
     p = env.ok(train_args("toy_b4.so", "N", K, "--resume", "--ckpt-keep", "2", "--ckpt-every", "1", *ema))
     check("no checkpoint in N" in p.stdout, p.stdout)
-    check(sorted(os.listdir(env.path("N"))) == [os.path.basename(ckpt("", s)) for s in (K - 1, K)],
-          "--ckpt-keep 2 left %s" % sorted(os.listdir(env.path("N"))))
+    check(listing(env.path("N")) == [os.path.basename(ckpt("", s)) for s in (K - 1, K)],
+          "--ckpt-keep 2 left %s" % listing(env.path("N")))
     same_checkpoint(env, ckpt("A", K), ckpt("N", K), "fresh --resume")
 
     # An hc checkpoint as --init (fine-tuning from it): parameters and
@@ -136,7 +141,7 @@ def case_crash(env):
         d = env.path(tag)
         p = env.run(train_args("toy_b4.so", tag, 6, *args), env={"HC_CKPT_CRASH_AFTER_BYTES": str(budget)})
         check(p.returncode == -9, "%s: expected death by SIGKILL, got exit %d\n%s" % (tag, p.returncode, p.stderr))
-        files = sorted(os.listdir(d))
+        files = listing(d)
         partial = [f for f in files if f.startswith(".ckpt-00000004.safetensors.tmp.")]
         check(len(files) == 2 and files[1] == "ckpt-00000002.safetensors" and len(partial) == 1,
               "%s: folder after the crash: %s" % (tag, files))
@@ -147,8 +152,8 @@ def case_crash(env):
         p = env.ok(train_args("toy_b4.so", tag, 6, "--resume", *args))
         check("removed 1 unfinished checkpoint" in p.stdout and "resuming from %s/ckpt-00000002" % tag in p.stdout,
               "%s: resume output:\n%s" % (tag, p.stdout))
-        check(sorted(os.listdir(d)) == [os.path.basename(ckpt("", s)) for s in (2, 4, 6)],
-              "%s: after the resume: %s" % (tag, sorted(os.listdir(d))))
+        check(listing(d) == [os.path.basename(ckpt("", s)) for s in (2, 4, 6)],
+              "%s: after the resume: %s" % (tag, listing(d)))
         same_checkpoint(env, ckpt("U", 6), ckpt(tag, 6), tag + " resumed")
     # A crash in the very first checkpoint: nothing to resume, start at 0.
     p = env.run(train_args("toy_b4.so", "first", 6, *args), env={"HC_CKPT_CRASH_AFTER_BYTES": str(size // 2)})
@@ -167,12 +172,57 @@ def case_crash(env):
           % p.elapsed)
 
 
+M64 = (1 << 64) - 1
+
+
+def content_hash(h, data):
+    """runtime/src/files.cpp's contentHash."""
+    n, i = len(data), 0
+    while i + 8 <= n:
+        h = ((h ^ int.from_bytes(data[i:i + 8], "little")) * 0x100000001b3) & M64
+        h ^= h >> 29
+        i += 8
+    for b in data[i:]:
+        h = ((h ^ b) * 0x100000001b3) & M64
+    h = ((h ^ n ^ (h >> 33)) * 0x9e3779b97f4a7c15) & M64
+    return h ^ (h >> 29)
+
+
+def hash_string(h, s):
+    b = s.encode()
+    return content_hash(content_hash(h, struct.pack("<Q", len(b))), b)
+
+
+def checkpoint_checksum(header, data):
+    """hc.checksum of a checkpoint (runtime/src/checkpoint.cpp): the metadata
+    but the checksum in key order, then per tensor in file order its name,
+    dtype, rank, shape and bytes."""
+    h = 0xcbf29ce484222325
+    for k in sorted(header["__metadata__"]):
+        if k != "hc.checksum":
+            h = hash_string(hash_string(h, k), header["__metadata__"][k])
+    entries = sorted(((k, v) for k, v in header.items() if k != "__metadata__"),
+                     key=lambda kv: kv[1]["data_offsets"][0])
+    for name, e in entries:
+        h = hash_string(hash_string(h, name), e["dtype"])
+        h = content_hash(h, struct.pack("<Q", len(e["shape"])))
+        h = content_hash(h, struct.pack("<%dq" % len(e["shape"]), *e["shape"]))
+        a, b = e["data_offsets"]
+        h = content_hash(h, data[a:b])
+    return "%016x" % h
+
+
 def rewrite_metadata(path, **changes):
-    """Rewrites the safetensors header's metadata in place, data untouched."""
+    """Rewrites the safetensors header's metadata in place, data untouched,
+    and seals it again with a matching checksum: what another hc-run version
+    would have written, so the checks behind the checksum are reached."""
     blob = open(path, "rb").read()
     (n,) = struct.unpack("<Q", blob[:8])
     header = json.loads(blob[8:8 + n])
+    check(checkpoint_checksum(header, blob[8 + n:]) == header["__metadata__"]["hc.checksum"],
+          "%s: the test's checksum differs from the one hc-run wrote" % path)
     header["__metadata__"].update(changes)
+    header["__metadata__"]["hc.checksum"] = checkpoint_checksum(header, blob[8 + n:])
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
     open(path, "wb").write(struct.pack("<Q", len(h)) + h + blob[8 + n:])
@@ -205,6 +255,12 @@ def case_refuse(env):
         model["dit_config"]["num_classes"] = 5
         rewrite_metadata(p, **{"hc.model": json.dumps(model)})
 
+    def format1(p):
+        t, m = st.load(p, with_metadata=True)
+        m["hc.data_checksum"] = m.pop("hc.checksum")
+        m["hc.checkpoint_version"] = "1"
+        st.save(p, t, metadata=m)
+
     resume = lambda d, *x: train_args("toy_b4.so", d, 8, "--resume", *x)  # noqa: E731
     cases = [
         ("resume without dir", ["toy_b4.so", "--data", "data.npy", "--steps", "2", "--resume"], "--resume needs --ckpt-dir"),
@@ -215,12 +271,13 @@ def case_refuse(env):
         ("dir parent missing", train_args("toy_b4.so", "no/such/dir", 2), "cannot create"),
         ("test mode", ["toy_b4.so", "--inputs", "in", "--steps", "1", "--ckpt-dir", "R"], "train-mode flag"),
         ("fresh run into checkpoints", train_args("toy_b4.so", "R", 8), "add --resume"),
-        ("corrupt", resume(variant("corrupt", flip_last_byte)), "corrupt: the data checksum"),
+        ("corrupt", resume(variant("corrupt", flip_last_byte)), "corrupt or edited: the checksum"),
         ("truncated", resume(variant("truncated", truncate)), "outside the"),
         ("abi", resume(variant("abi", lambda p: rewrite_metadata(p, **{"hc.step_abi": "999"}))),
          "written for step ABI version 999"),
         ("other model", resume(variant("model", other_model)), "another model: dit_config.num_classes is 5"),
-        ("not hc", resume(variant("plain", lambda p: st.save(p, st.load(p)))), "not an hc checkpoint"),
+        ("not hc", resume(variant("plain", lambda p: st.save(p, st.load(p)))), "not an hc"),
+        ("format 1", resume(variant("v1", format1)), "older hc-run (checkpoint format 1)"),
         ("global batch", train_args("toy_b2.so", "R", 8, "--resume"), "trained with global batch 4"),
         ("data size", train_args("toy_b4.so", "R", 8, "--resume") + ["--data", "data12.npy", "--labels", "labels12.npy"],
          "trained on 10 samples"),
@@ -229,11 +286,11 @@ def case_refuse(env):
         ("ema added", train_args("toy_b4.so", "R_noema", 8, "--resume", "--ema"), "trained without --ema"),
         ("steps", train_args("toy_b4.so", "R", 3, "--resume"), "past --steps 3"),
     ]
-    before = {f: open(os.path.join(env.path("R"), f), "rb").read() for f in os.listdir(env.path("R"))}
+    before = {f: open(os.path.join(env.path("R"), f), "rb").read() for f in listing(env.path("R"))}
     seen = []
     for what, args, contains in cases:
         seen.append(expect_exit2(env, args, what, contains=contains))
-    after = {f: open(os.path.join(env.path("R"), f), "rb").read() for f in os.listdir(env.path("R"))}
+    after = {f: open(os.path.join(env.path("R"), f), "rb").read() for f in listing(env.path("R"))}
     check(before == after, "a refused run changed the checkpoint folder R")
     expect_exit2(env, train_args("toy_b2.so", "corrupt", 8, "--resume"), "np2 corrupt", np_=2, contains="corrupt")
     print("refused with exit 2 and one line (%d cases, np2 too), R untouched, e.g.\n  %s"

@@ -292,7 +292,7 @@ def case_bad_input(env):
     write_inputs(env.path("in"), 4)
     st.save(env.path("keep.safetensors"), {"x": np.ones(3, np.float32)})
     keep = open(env.path("keep.safetensors"), "rb").read()
-    save = ["--save-params", "keep.safetensors", "--save-grads", "keep.safetensors"]
+    save = ["--save-params", "keep.safetensors", "--save-grads", "keep-grads.safetensors"]
     base = ["toy_b4.so", "--steps", "2"] + save
 
     def variant(name, **kw):

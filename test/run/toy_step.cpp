@@ -16,6 +16,8 @@
 // HC_TOY_FAIL_STEP=0 makes create() fail on rank r (a rank that cannot start,
 // e.g. a node without the memory or files the others have).
 // HC_TOY_NAN_STEP=k makes step k's loss NaN on every rank.
+// HC_TOY_INF_PARAM_STEP=k makes step k's update overflow lin.weight[0] to
+// +inf on every rank while its loss stays finite (a learning rate of 1e40).
 // HC_TOY_DUMP_DIR=DIR writes each step's inputs to DIR/r<rank>_s<step>.bin
 // (x_t, t, y, noise back to back) so tests can check what hc-run fed.
 #include "hc/runtime/step_abi.h"
@@ -239,6 +241,8 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
   *loss = static_cast<double>(buf[kGradElems] * inv);
   if (now == envInt("HC_TOY_NAN_STEP", -1))
     *loss = std::nan("");
+  if (now == envInt("HC_TOY_INF_PARAM_STEP", -1))
+    c->params[kOffLin] = INFINITY;
   c->step = now;
   return 0;
 }

@@ -8,12 +8,17 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace hcrun {
 namespace {
 using json = nlohmann::json;
+
+// 2: the checksum covers the metadata too (runtime/src/checkpoint.cpp).
+constexpr const char *kCheckpointVersion = "2";
 
 json specsJson(const std::vector<TensorSpec> &specs) {
   json out = json::array();
@@ -147,6 +152,40 @@ void Ema::update(const StepLibrary &lib, StepContext &ctx) {
 }
 
 // ---------------------------------------------------------- checkpoints
+void Checkpointer::lockFolder(const std::string &dir) {
+  const std::string path = dir + "/" + kLockFile;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    usageError("--ckpt-dir " + dir + ": cannot create the lock file " + path +
+               ": " + std::strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    char holder[256] = {0};
+    ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+    std::string who = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
+    while (!who.empty() && (who.back() == '\n' || who.back() == ' '))
+      who.pop_back();
+    ::close(fd);
+    if (e == EWOULDBLOCK)
+      usageError("--ckpt-dir " + dir + " is in use by another hc-run (" +
+                 (who.empty() ? std::string("holder unknown") : who) +
+                 "): two runs would overwrite each other's checkpoints; wait "
+                 "for it to end or give another folder");
+    usageError("--ckpt-dir " + dir + ": cannot lock " + path + ": " +
+               std::strerror(e) + (e == ENOLCK ? " (a network file system "
+               "without a lock service: see tools/hc-run/README.md)" : ""));
+  }
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  std::string me = "host " + std::string(host) + ", pid " +
+                   std::to_string(getpid()) + "\n";
+  if (ftruncate(fd, 0) != 0 ||
+      pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
+    usageError("--ckpt-dir " + dir + ": cannot write the lock file " + path +
+               ": " + std::strerror(errno));
+  lockFd_ = fd; // held until the process ends, however it ends
+}
+
 void Checkpointer::prepare(const DataIdentity &data) {
   data_ = data;
   const std::string &dir = opt_.ckptDir;
@@ -159,6 +198,7 @@ void Checkpointer::prepare(const DataIdentity &data) {
   }
   if (access(dir.c_str(), W_OK) != 0)
     usageError("--ckpt-dir " + dir + ": not writable");
+  lockFolder(dir);
   if (int n = hc::rt::removeStaleCheckpointTemporaries(dir))
     std::printf("hc-run: removed %d unfinished checkpoint file(s) from %s "
                 "(left by a crashed write)\n", n, dir.c_str());
@@ -178,6 +218,21 @@ void Checkpointer::prepare(const DataIdentity &data) {
                 dir.c_str());
     return;
   }
+  // The stored step, not the file name, says which checkpoint is newest: a
+  // copied or renamed file whose name disagrees is refused, not trusted.
+  for (const auto &c : all) {
+    hc::rt::SafetensorsFile f;
+    if (!f.open(c.path, err))
+      usageError(err + " (move it out of " + dir + " to resume)");
+    auto it = f.metadata().find("hc.step");
+    if (it == f.metadata().end())
+      usageError(c.path + ": not an hc-run checkpoint (no metadata hc.step); "
+                 "move it out of " + dir + " to resume");
+    if (metaInt(f, it->second, "hc.step") != c.step)
+      usageError(c.path + ": its name says step " + std::to_string(c.step) +
+                 ", but it holds step " + it->second + " (a renamed or copied "
+                 "file?); move it out of " + dir + " to resume");
+  }
   const std::string &path = all.back().path;
   if (!hc::rt::openCheckpoint(path, file_, err))
     usageError(err + " (move it away to resume from an older checkpoint)");
@@ -196,9 +251,9 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
     return it->second;
   };
   const std::string version = get("hc.checkpoint_version");
-  if (version != "1")
+  if (version != kCheckpointVersion)
     usageError(path + ": checkpoint format version " + version +
-               ", this hc-run reads version 1");
+               ", this hc-run reads version " + kCheckpointVersion);
   const std::string abi = get("hc.step_abi");
   if (abi != std::to_string(HC_STEP_ABI_VERSION))
     usageError(path + ": written for step ABI version " + abi + ", " +
@@ -319,7 +374,7 @@ Checkpointer::metadata(const Ema &ema, int64_t step, uint64_t seed) const {
   return {
       {"format", "pt"},
       {"producer", std::string("hc-run (runtime ") + hcrt_version_string() + ")"},
-      {"hc.checkpoint_version", "1"},
+      {"hc.checkpoint_version", kCheckpointVersion},
       {"hc.step_abi", std::to_string(HC_STEP_ABI_VERSION)},
       {"hc.model", modelIdentity(d)},
       {"hc.description", d.raw.dump()},
@@ -358,13 +413,18 @@ void Checkpointer::write(StepContext &ctx, const Ema &ema, int64_t step,
     if (lib_.api->get_tensor(ctx.handle(), s.name.c_str(), buf.data() + off,
                              s.bytes()) != 0)
       throw Error(1, lib_.path + ": cannot read tensor '" + s.name + "'");
+    requireFinite(i < d.parameters.size() ? "parameter" : "optimizer state",
+                  s.name, s.dtype, buf.data() + off, s.numElements(), step);
     refs.push_back({s.name, s.dtype, s.shape, buf.data() + off});
     off += s.bytes();
     // DiT's checkpoint order: model, ema, optimizer.
     if (ema.on() && i + 1 == d.parameters.size())
-      for (std::size_t k = 0; k < d.parameters.size(); ++k)
+      for (std::size_t k = 0; k < d.parameters.size(); ++k) {
+        requireFinite("EMA of parameter", d.parameters[k].name, "F32", ema.of(k),
+                      d.parameters[k].numElements(), step);
         refs.push_back({"ema:" + d.parameters[k].name, "F32",
                         d.parameters[k].shape, ema.of(k)});
+      }
   }
   std::string err;
   if (!hc::rt::writeCheckpoint(opt_.ckptDir, step, refs,

@@ -47,9 +47,12 @@ public:
   Checkpointer(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       : opt_(opt), lib_(lib), comm_(comm) {}
   bool on() const { return !opt_.ckptDir.empty(); }
-  // Rank 0, during setup: creates the folder, removes a crashed writer's
-  // temporary files and, with --resume, picks and checks the newest
-  // checkpoint against this run. Throws Error(2) naming the file.
+  // Rank 0, during setup: creates the folder, takes its lock (kLockFile,
+  // flock: a second run on the folder is refused naming the holder's host
+  // and pid; a killed run's lock goes with its process), removes a crashed
+  // writer's temporary files and, with --resume, picks the newest checkpoint
+  // by its stored step and checks it against this run. Throws Error(2)
+  // naming the file.
   void prepare(const DataIdentity &data);
   // Step of the checkpoint prepare() picked (0: none); rank 0 only.
   int64_t pickedStep() const { return picked_.step; }
@@ -59,10 +62,15 @@ public:
   int64_t restore(StepContext &ctx, Ema &ema, uint64_t &seed);
   // Whether step `done` (1-based) ends with a checkpoint.
   bool due(int64_t done) const;
-  // Rank 0: writes checkpoint `step`; prints one line. Throws Error(1).
+  // Rank 0: writes checkpoint `step`; prints one line. Throws Error(1),
+  // writing nothing, when a parameter, optimizer state or EMA value is not
+  // finite: a diverged run never replaces or prunes a finite checkpoint.
   void write(StepContext &ctx, const Ema &ema, int64_t step, uint64_t seed);
 
+  static constexpr const char *kLockFile = ".hc-run.lock";
+
 private:
+  void lockFolder(const std::string &dir);
   std::map<std::string, std::string> metadata(const Ema &ema, int64_t step,
                                               uint64_t seed) const;
   void checkAgainstRun(const hc::rt::SafetensorsFile &f);
@@ -76,6 +84,7 @@ private:
     double emaDecay = -1;
   } picked_;
   hc::rt::SafetensorsFile file_;
+  int lockFd_ = -1;
 };
 
 // The model's identity as stored in a checkpoint ("hc.model"): parameters

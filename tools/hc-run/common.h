@@ -74,6 +74,7 @@ struct Description {
   std::vector<std::string> gradients;
   double flopsPerStep = 0;
   std::string initFile;         // as written; resolved against the .so folder
+  std::string initHash;         // hashHex of the init file's bytes ("": unchecked)
   nlohmann::json ditConfig;     // object or null
   bool graphDropsLabels = false; // the graph has its own random ops
   const TensorSpec *input(const std::string &name) const;
@@ -86,6 +87,8 @@ struct StepLibrary {
   const hc_step_api *api = nullptr;
   Description desc;
   void load(const std::string &path);
+  // --init P when given, else the description's init_file beside the library.
+  std::string initPath(const std::string &given) const;
 };
 
 // One context of the step, bound to the job's communicator.
@@ -107,6 +110,9 @@ public:
   enum class What { Params, Grads, State };
   void save(What what, const std::string &path,
             const std::map<std::string, std::string> &metadata) const;
+  // Reads every tensor `what` would save and throws Error(1) at the first
+  // non-finite value (requireFinite), before anything is written.
+  void checkFinite(What what, int64_t step) const;
   // FNV-1a of every parameter's bytes (ranks compare it).
   uint64_t parameterHash() const;
   // One step; throws Error(1) when the library reports failure.
@@ -118,11 +124,24 @@ private:
   hc_step *step_ = nullptr;
 };
 
+// Throws Error(1) naming `kind` (e.g. "parameter"), the tensor, the first
+// non-finite element and `step` when an F32 tensor holds NaN or infinity:
+// hc-run never writes non-finite training state.
+void requireFinite(const char *kind, const std::string &name,
+                   const std::string &dtype, const void *data,
+                   std::size_t elements, int64_t step);
+
 // "{rank}" in a save path: every rank writes its own file; otherwise rank 0.
 bool pathIsPerRank(const std::string &path);
 std::string pathForRank(const std::string &path, int rank);
-// Throws Error(2) when the folder of `path` does not exist or is not writable.
+// Throws Error(2) when the folder of `path` does not exist or is not
+// writable, or `path` is a folder.
 void checkOutputPath(const std::string &flag, const std::string &path);
+// Every output flag of this run (--save-*, --metrics) checked with
+// checkOutputPath, against every input of the run (library, init file,
+// data, labels, test inputs) by file identity, and against each other:
+// no output may overwrite an input or another output. Throws Error(2).
+void checkOutputs(const Options &opt, const StepLibrary &lib, int rank);
 
 // Saves what --save-params/--save-grads/--save-state ask for, then compares
 // parameters across ranks (they must be bit-identical).

@@ -2,6 +2,7 @@
 // out (safetensors), and the collective settling of errors.
 #include "common.h"
 
+#include "hc/runtime/files.h"
 #include "hc/runtime/safetensors.h"
 
 #include <cerrno>
@@ -145,6 +146,8 @@ Description parseDescription(const std::string &where, const char *text) {
     d.flopsPerStep = r["flops_per_step"].get<double>();
   if (r.contains("init_file") && r["init_file"].is_string())
     d.initFile = r["init_file"].get<std::string>();
+  if (r.contains("init_hash") && r["init_hash"].is_string())
+    d.initHash = r["init_hash"].get<std::string>();
   if (r.contains("dit_config") && r["dit_config"].is_object())
     d.ditConfig = r["dit_config"];
   else if (r.contains("dit_config") && r["dit_config"].is_string()) {
@@ -228,14 +231,31 @@ StepContext::~StepContext() {
     lib_.api->destroy(step_);
 }
 
+std::string StepLibrary::initPath(const std::string &given) const {
+  if (!given.empty())
+    return given;
+  if (desc.initFile.empty())
+    usageError(path + ": its description names no init_file; give "
+               "--init P.safetensors");
+  return desc.initFile[0] == '/' ? desc.initFile : folder + "/" + desc.initFile;
+}
+
 void StepContext::loadInit(const std::string &given) {
+  const std::string init = lib_.initPath(given);
+  // The library's own init file must be the one it was compiled with: a
+  // recompile that failed halfway, or files copied from two builds, would
+  // otherwise train one model's code on another's weights without a word.
   const Description &d = lib_.desc;
-  std::string init = given;
-  if (init.empty()) {
-    if (d.initFile.empty())
-      usageError(lib_.path + ": its description names no init_file; give "
-                 "--init P.safetensors");
-    init = d.initFile[0] == '/' ? d.initFile : lib_.folder + "/" + d.initFile;
+  if (given.empty() && !d.initHash.empty()) {
+    uint64_t h = 0;
+    std::string err;
+    if (!hc::rt::hashFile(init, h, err))
+      usageError(err);
+    if (hc::rt::hashHex(h) != d.initHash)
+      usageError(init + " does not belong to " + lib_.path + " (content hash " +
+                 hc::rt::hashHex(h) + ", the library was compiled with " +
+                 d.initHash + "): recompile the model, or give --init P to "
+                 "start from other parameters on purpose");
   }
   loadTensors(init);
 }
@@ -290,16 +310,16 @@ void StepContext::loadTensors(const std::string &path) {
                  path.c_str(), static_cast<long long>(emaSkipped));
 }
 
-void StepContext::save(What what, const std::string &path,
-                       const std::map<std::string, std::string> &metadata) const {
-  const Description &d = lib_.desc;
-  std::vector<TensorSpec> specs;
-  std::vector<std::string> getNames;
-  if (what == What::Params) {
+namespace {
+// What a save of `what` holds: the specs and the names to read them by.
+void savedTensors(const Description &d, StepContext::What what,
+                  std::vector<TensorSpec> &specs,
+                  std::vector<std::string> &getNames) {
+  if (what == StepContext::What::Params) {
     specs = d.parameters;
     for (const auto &p : specs)
       getNames.push_back(p.name);
-  } else if (what == What::Grads) {
+  } else if (what == StepContext::What::Grads) {
     for (const auto &g : d.gradients) {
       specs.push_back(*d.parameter(g));
       getNames.push_back("grad:" + g);
@@ -309,6 +329,53 @@ void StepContext::save(What what, const std::string &path,
     for (const auto &s : specs)
       getNames.push_back(s.name);
   }
+}
+const char *kindOf(StepContext::What what) {
+  return what == StepContext::What::Params  ? "parameter"
+         : what == StepContext::What::Grads ? "gradient"
+                                            : "optimizer state";
+}
+} // namespace
+
+void requireFinite(const char *kind, const std::string &name,
+                   const std::string &dtype, const void *data,
+                   std::size_t elements, int64_t step) {
+  if (dtype != "F32")
+    return;
+  const float *x = static_cast<const float *>(data);
+  for (std::size_t i = 0; i < elements; ++i)
+    if (!std::isfinite(x[i])) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%g", static_cast<double>(x[i]));
+      throw Error(1, std::string("non-finite training state after step ") +
+                         std::to_string(step) + ": " + kind + " '" + name +
+                         "' holds " + value + " (element " + std::to_string(i) +
+                         "); stopping, nothing written (earlier checkpoints, "
+                         "all finite, are kept)");
+    }
+}
+
+void StepContext::checkFinite(What what, int64_t step) const {
+  std::vector<TensorSpec> specs;
+  std::vector<std::string> getNames;
+  savedTensors(lib_.desc, what, specs, getNames);
+  std::vector<char> buf;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    buf.resize(specs[i].bytes());
+    if (lib_.api->get_tensor(step_, getNames[i].c_str(), buf.data(),
+                             buf.size()) != 0)
+      throw Error(1, lib_.path + ": cannot read tensor '" + getNames[i] +
+                         "' from the step");
+    requireFinite(kindOf(what), specs[i].name, specs[i].dtype, buf.data(),
+                  specs[i].numElements(), step);
+  }
+}
+
+void StepContext::save(What what, const std::string &path,
+                       const std::map<std::string, std::string> &metadata) const {
+  std::vector<TensorSpec> specs;
+  std::vector<std::string> getNames;
+  savedTensors(lib_.desc, what, specs, getNames);
   std::vector<std::vector<char>> buffers(specs.size());
   std::vector<hc::rt::SafetensorsTensorRef> refs;
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -359,20 +426,6 @@ std::string pathForRank(const std::string &path, int rank) {
   return out;
 }
 
-void checkOutputPath(const std::string &flag, const std::string &path) {
-  if (path.empty())
-    return;
-  std::string p = pathForRank(path, 0);
-  std::size_t slash = p.find_last_of('/');
-  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : p.substr(0, slash));
-  if (slash != std::string::npos && slash + 1 == p.size())
-    usageError(flag + " " + path + " is a folder, not a file name");
-  if (access(dir.c_str(), W_OK) != 0)
-    usageError(flag + " " + path + ": folder " + dir + " " +
-               (access(dir.c_str(), F_OK) != 0 ? "does not exist"
-                                                 : "is not writable"));
-}
-
 void agreeOrExit(hc::rt::Comm &comm, const Error *local) {
   int bad = comm.firstFailingRank(local != nullptr);
   if (bad < 0)
@@ -408,6 +461,10 @@ void finishRun(const Options &opt, StepContext &ctx, hc::rt::Comm &comm,
   Error failure(0, "");
   bool failed = false;
   try {
+    // Every output checked before the first is written.
+    for (const Out &o : outs)
+      if (!o.path.empty())
+        ctx.checkFinite(o.what, stepsDone);
     for (const Out &o : outs) {
       if (o.path.empty())
         continue;

@@ -19,9 +19,7 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
   Error failure(0, "");
   bool failed = false;
   try {
-    checkOutputPath("--save-params", opt.saveParams);
-    checkOutputPath("--save-grads", opt.saveGrads);
-    checkOutputPath("--save-state", opt.saveState);
+    checkOutputs(opt, lib, r);
     for (std::size_t i = 0; i < d.inputs.size(); ++i) {
       const TensorSpec &in = d.inputs[i];
       std::string path = opt.inputs + "/" + in.name + ".npy";

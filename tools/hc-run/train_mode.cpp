@@ -189,10 +189,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   Error failure(0, "");
   bool failed = false;
   try {
-    checkOutputPath("--save-params", opt.saveParams);
-    checkOutputPath("--save-grads", opt.saveGrads);
-    checkOutputPath("--save-state", opt.saveState);
-    checkOutputPath("--metrics", opt.metrics);
+    checkOutputs(opt, lib, r);
     plan = checkData(opt, lib, R, images, labels);
     ctx = std::make_unique<StepContext>(lib, comm);
     ctx->loadInit(opt.init);

@@ -1,0 +1,103 @@
+// hc-run's outputs checked before step 1: each in a writable folder, none a
+// folder itself, none the same file as an input or another output. Inputs
+// and outputs are compared by file identity (device, inode), so another
+// spelling, a hard link or a symlink is caught too.
+#include "common.h"
+
+#include "hc/runtime/files.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hcrun {
+namespace {
+
+std::string folderOf(const std::string &p) {
+  std::size_t slash = p.find_last_of('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
+}
+
+// The path an output will have once written: its folder resolved, its name
+// kept (the file itself may not exist yet).
+std::string canonicalOutput(const std::string &p) {
+  char resolved[PATH_MAX];
+  std::string dir = folderOf(p);
+  std::string name = p.substr(p.find_last_of('/') + 1);
+  return realpath(dir.c_str(), resolved) ? std::string(resolved) + "/" + name : p;
+}
+
+struct Named {
+  std::string flag, path;
+};
+
+} // namespace
+
+void checkOutputPath(const std::string &flag, const std::string &path) {
+  if (path.empty())
+    return;
+  std::string p = pathForRank(path, 0);
+  struct stat st;
+  if (p.back() == '/' || (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    usageError(flag + " " + path + " is a folder, not a file name");
+  std::string dir = folderOf(p);
+  if (access(dir.c_str(), W_OK) != 0)
+    usageError(flag + " " + path + ": folder " + dir + " " +
+               (access(dir.c_str(), F_OK) != 0 ? "does not exist"
+                                                 : "is not writable"));
+}
+
+void checkOutputs(const Options &opt, const StepLibrary &lib, int rank) {
+  std::vector<Named> outputs;
+  for (const Named &o : {Named{"--save-params", opt.saveParams},
+                         Named{"--save-grads", opt.saveGrads},
+                         Named{"--save-state", opt.saveState},
+                         Named{"--metrics", opt.metrics}}) {
+    if (o.path.empty())
+      continue;
+    checkOutputPath(o.flag, o.path);
+    outputs.push_back({o.flag, pathForRank(o.path, rank)});
+  }
+  if (outputs.empty())
+    return;
+
+  std::vector<Named> inputs = {{"the step library", lib.path},
+                               {"the initial parameters", lib.initPath(opt.init)}};
+  if (!opt.data.empty())
+    inputs.push_back({"--data", opt.data});
+  if (!opt.labels.empty())
+    inputs.push_back({"--labels", opt.labels});
+  if (!opt.inputs.empty())
+    for (const TensorSpec &in : lib.desc.inputs)
+      inputs.push_back({"--inputs", opt.inputs + "/" + in.name + ".npy"});
+
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Named &o = outputs[i];
+    for (const Named &in : inputs)
+      if (hc::rt::sameFile(o.path, in.path))
+        usageError(o.flag + " " + o.path + " is " + in.flag + " " + in.path +
+                   ": it would be overwritten; choose another file name");
+    for (std::size_t k = 0; k < i; ++k)
+      if (canonicalOutput(o.path) == canonicalOutput(outputs[k].path) ||
+          hc::rt::sameFile(o.path, outputs[k].path))
+        usageError(o.flag + " and " + outputs[k].flag + " both name " + o.path +
+                   ": give each output its own file");
+  }
+  // A checkpoint name in the checkpoint folder would be replaced or pruned.
+  if (!opt.ckptDir.empty()) {
+    std::string ck = canonicalOutput(opt.ckptDir + "/x");
+    ck.resize(ck.size() - 1);
+    for (const Named &o : outputs) {
+      std::string c = canonicalOutput(o.path);
+      if (c.compare(0, ck.size(), ck) == 0 &&
+          c.compare(ck.size(), 5, "ckpt-") == 0)
+        usageError(o.flag + " " + o.path + " is a checkpoint name in --ckpt-dir " +
+                   opt.ckptDir + ": choose another file name");
+    }
+  }
+}
+
+} // namespace hcrun
