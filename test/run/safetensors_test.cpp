@@ -1,9 +1,11 @@
 // libhcrt's safetensors reader and atomic writer.
+#include "hc/runtime/files.h"
 #include "hc/runtime/safetensors.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
@@ -20,9 +22,13 @@ namespace {
 struct TempDirs {
   std::vector<std::string> dirs;
   ~TempDirs() {
-    for (const auto &d : dirs)
-      if (std::system(("rm -rf '" + d + "'").c_str()) != 0)
-        std::fprintf(stderr, "cannot remove %s\n", d.c_str());
+    for (const auto &d : dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+      if (ec)
+        std::fprintf(stderr, "cannot remove %s: %s\n", d.c_str(),
+                     ec.message().c_str());
+    }
   }
 } tempDirs;
 
@@ -191,4 +197,59 @@ TEST(Safetensors, ReadsOtherWritersLayout) {
   EXPECT_EQ(f.entries()[0].name, "z");
   EXPECT_EQ(*static_cast<const int64_t *>(f.data(*f.find("z"))), -5);
   EXPECT_EQ(*static_cast<const float *>(f.data(*f.find("a"))), 0.5f);
+}
+
+// hc/runtime/files.h: the content hash behind checkpoint checksums and the
+// library's init_hash, and file identity behind "outputs never overwrite
+// inputs".
+TEST(Files, HashFileIsTheContentHashOfItsBytes) {
+  std::string d = tempDir();
+  for (std::size_t n : {0u, 1u, 7u, 8u, 13u, 4099u}) {
+    std::string bytes;
+    for (std::size_t i = 0; i < n; ++i)
+      bytes.push_back(static_cast<char>(i * 131 + 7));
+    std::string p = d + "/h" + std::to_string(n);
+    std::ofstream(p, std::ios::binary) << bytes;
+    uint64_t h = 0;
+    std::string err;
+    ASSERT_TRUE(hashFile(p, h, err)) << err;
+    EXPECT_EQ(h, contentHash(kContentHashSeed, bytes.data(), bytes.size())) << n;
+  }
+}
+
+TEST(Files, HashFileSeesEveryByteAcrossChunks) {
+  // 8 MiB chunks: a file of two and a bit chunks, one byte changed in each.
+  std::string d = tempDir();
+  std::string bytes(2 * (8u << 20) + 5, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  std::string p = d + "/big";
+  std::ofstream(p, std::ios::binary) << bytes;
+  uint64_t base = 0, h = 0;
+  std::string err;
+  ASSERT_TRUE(hashFile(p, base, err)) << err;
+  const std::size_t chunk = 8u << 20;
+  for (std::size_t at : {std::size_t{0}, chunk - 1, chunk,
+                         bytes.size() - 1}) {
+    std::string changed = bytes;
+    changed[at] ^= 1;
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << changed;
+    ASSERT_TRUE(hashFile(p, h, err)) << err;
+    EXPECT_NE(h, base) << "byte " << at;
+  }
+  EXPECT_FALSE(hashFile(d + "/missing", h, err));
+  EXPECT_NE(err.find("missing: cannot open"), std::string::npos) << err;
+}
+
+TEST(Files, SameFileByIdentityNotSpelling) {
+  std::string d = tempDir();
+  std::ofstream(d + "/a") << "a";
+  std::ofstream(d + "/b") << "a";
+  ASSERT_EQ(::link((d + "/a").c_str(), (d + "/hard").c_str()), 0);
+  ASSERT_EQ(::symlink("a", (d + "/soft").c_str()), 0);
+  EXPECT_TRUE(sameFile(d + "/a", d + "/./a"));
+  EXPECT_TRUE(sameFile(d + "/a", d + "/hard"));
+  EXPECT_TRUE(sameFile(d + "/soft", d + "/a"));
+  EXPECT_FALSE(sameFile(d + "/a", d + "/b"));      // same bytes, other file
+  EXPECT_FALSE(sameFile(d + "/a", d + "/absent")); // a missing file is none
 }
