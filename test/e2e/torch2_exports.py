@@ -12,7 +12,9 @@ the PyTorch results stored beside it (NAME.ref.npz):
     (lr 1e-4, eps 1e-8, no weight decay; judged on the elements whose
     reference gradient exceeds 1e-4 of the tensor's largest: the attention
     key bias has a true gradient of zero, which Adam turns into full steps of
-    random sign) and for SGD (lr 0.1, every element).
+    random sign) and for SGD (lr 0.1, every element);
+  * hc-run's train mode trains it (no hc metadata: the classes come from the
+    label table).
 
 The folder is ../shared/exports-torch2 from the repository (CI has it
 there); a missing folder or file is a failure, never a skip."""
@@ -118,6 +120,21 @@ def main():
         if "model.pos_embed" in after and not np.array_equal(
                 after["model.pos_embed"], start["model.pos_embed"]):
             errors.append("%s: the frozen pos_embed moved" % key)
+    # Train mode on this plain export (no hc metadata): classes from its
+    # label table; 3 steps on random data move the parameters, losses finite.
+    rng = np.random.default_rng(0)
+    x = np.load(os.path.join(inputs, "x_t.npy"))
+    np.save(w("x.npy"), rng.standard_normal((8,) + x.shape[1:]).astype(np.float32))
+    np.save(w("y.npy"), rng.integers(0, 10, 8).astype(np.int64))
+    out = run([hc_run, w("adamw3.so"), "--data", w("x.npy"), "--labels", w("y.npy"),
+               "--steps", "3", "--no-progress", "--log-every", "1",
+               "--save-params", w("train.safetensors")])
+    losses = [float(m) for m in re.findall(r"Train Loss: ([^,\s]+)", out)]
+    trained = read_safetensors(w("train.safetensors"))
+    print("train mode: losses %s" % losses)
+    if len(losses) != 3 or not np.all(np.isfinite(losses)) or all(
+            np.array_equal(trained[k], start[k]) for k in init):
+        errors.append("train mode on the plain export: losses %s" % losses)
     print("worst relative errors: loss %.3e, first-step gradient %.3e, change after "
           "3 AdamW steps %.3e, after 3 SGD steps %.3e"
           % (worst["loss"], worst["grad"], worst["adamw3"], worst["sgd3"]))
