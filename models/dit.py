@@ -20,7 +20,8 @@ Deliberate differences from upstream, all for a clean training-graph export:
   * class-label dropout runs only when asked for explicitly
     (`label_dropout=True` or `force_drop_ids`); DiTLoss never asks, so the
     export carries no random subgraph (hc-run drops labels itself);
-  * attention is written out (reshape/permute, q@k^T*scale, softmax, @v);
+  * attention is written out (reshape/permute, q@k^T*scale, softmax, @v)
+    by default; `attention="unbind"|"sdpa"` gives timm's and torch 2's forms;
   * the timestep frequency table is a float32 constant computed once, so the
     graph holds a Constant (not a Range/Exp chain) and a float64 run of the
     module uses exactly the same (upcast) values as the graph.
@@ -162,13 +163,41 @@ class LabelEmbedder(nn.Module):
 # Transformer parts
 # --------------------------------------------------------------------------
 
+# How Attention.forward takes q, k, v and scales the scores; each is a form
+# DiT code in the wild writes, and hc fuses every one into hc.attention:
+#   index   qkv[0], qkv[1], qkv[2]; softmax(q @ k^T * scale)  (upstream DiT)
+#   unbind  q, k, v = qkv.unbind(0); the same product         (timm >= 0.6)
+#   sdpa    F.scaled_dot_product_attention(q, k, v)            (torch >= 2.0)
+ATTENTION_FORMS = ("index", "unbind", "sdpa")
+
+
+def scaled_dot_product_attention(q, k, v):
+    """softmax(q @ k^T / sqrt(head_dim)) @ v. torch >= 2.0 has it as
+    F.scaled_dot_product_attention; torch 1.13 (Debian's) does not, so it is
+    written here the way the TorchScript exporter decomposes that op (opsets
+    14-17): the scale computed from q's shape (Shape -> Slice [-1:] -> Cast
+    -> Sqrt -> Div) and its square root applied to q and to k^T."""
+    sdpa = getattr(nn.functional, "scaled_dot_product_attention", None)
+    if sdpa is not None:
+        return sdpa(q, k, v)
+    head_dim = torch._shape_as_tensor(q)[-1:].to(q.dtype)
+    scale = torch.ones(1, dtype=q.dtype) / torch.sqrt(head_dim)
+    root = torch.sqrt(scale)
+    attn = (q * root) @ (k.transpose(-2, -1) * root)
+    return attn.softmax(dim=-1) @ v
+
+
 class Attention(nn.Module):
-    def __init__(self, dim, num_heads):
+    def __init__(self, dim, num_heads, form="index"):
         super().__init__()
         assert dim % num_heads == 0, "hidden size must be divisible by num_heads"
+        if form not in ATTENTION_FORMS:
+            raise ValueError("unknown attention form %r (expected one of: %s)"
+                             % (form, ", ".join(ATTENTION_FORMS)))
         self.num_heads = num_heads
         self.head_dim = dim // num_heads
         self.scale = self.head_dim ** -0.5
+        self.form = form
         self.qkv = nn.Linear(dim, dim * 3, bias=True)
         self.proj = nn.Linear(dim, dim, bias=True)
 
@@ -176,10 +205,16 @@ class Attention(nn.Module):
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim)
         qkv = qkv.permute(2, 0, 3, 1, 4)            # [3, B, heads, N, head_dim]
-        q, k, v = qkv[0], qkv[1], qkv[2]
-        attn = (q @ k.transpose(-2, -1)) * self.scale
-        attn = attn.softmax(dim=-1)
-        x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+        if self.form == "index":
+            q, k, v = qkv[0], qkv[1], qkv[2]
+        else:
+            q, k, v = qkv.unbind(0)
+        if self.form == "sdpa":
+            x = scaled_dot_product_attention(q, k, v)
+        else:
+            attn = (q @ k.transpose(-2, -1)) * self.scale
+            x = attn.softmax(dim=-1) @ v
+        x = x.transpose(1, 2).reshape(B, N, C)
         return self.proj(x)
 
 
@@ -197,10 +232,10 @@ class Mlp(nn.Module):
 class DiTBlock(nn.Module):
     """Transformer block with adaLN-Zero conditioning."""
 
-    def __init__(self, hidden_size, num_heads, mlp_ratio=4.0):
+    def __init__(self, hidden_size, num_heads, mlp_ratio=4.0, attention="index"):
         super().__init__()
         self.norm1 = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
-        self.attn = Attention(hidden_size, num_heads)
+        self.attn = Attention(hidden_size, num_heads, attention)
         self.norm2 = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
         self.mlp = Mlp(hidden_size, int(hidden_size * mlp_ratio))
         self.adaLN_modulation = nn.Sequential(
@@ -235,7 +270,7 @@ class DiT(nn.Module):
     def __init__(self, image_size=32, patch_size=2, in_channels=4, hidden_size=1152,
                  depth=28, num_heads=16, mlp_ratio=4.0, class_dropout_prob=0.1,
                  num_classes=1000, learn_sigma=True, init="default", seed=None,
-                 model_name=None):
+                 model_name=None, attention="index"):
         super().__init__()
         if image_size % patch_size != 0:
             raise ValueError("image size %d is not divisible by patch size %d"
@@ -250,7 +285,8 @@ class DiT(nn.Module):
             model=model_name, depth=depth, hidden_size=hidden_size, num_heads=num_heads,
             patch_size=patch_size, in_channels=in_channels, image_size=image_size,
             num_classes=num_classes, learn_sigma=bool(learn_sigma),
-            mlp_ratio=float(mlp_ratio), class_dropout_prob=float(class_dropout_prob))
+            mlp_ratio=float(mlp_ratio), class_dropout_prob=float(class_dropout_prob),
+            attention=attention)
         self.learn_sigma = learn_sigma
         self.in_channels = in_channels
         self.out_channels = in_channels * 2 if learn_sigma else in_channels
@@ -264,7 +300,7 @@ class DiT(nn.Module):
         self.pos_embed = nn.Parameter(torch.zeros(1, num_patches, hidden_size),
                                       requires_grad=False)
         self.blocks = nn.ModuleList(
-            [DiTBlock(hidden_size, num_heads, mlp_ratio) for _ in range(depth)])
+            [DiTBlock(hidden_size, num_heads, mlp_ratio, attention) for _ in range(depth)])
         self.final_layer = FinalLayer(hidden_size, patch_size, self.out_channels)
         self.initialize_weights(init, seed)
 
@@ -368,7 +404,7 @@ class DiTLoss(nn.Module):
 
 def make_dit(model="tiny", image_size=32, in_channels=4, num_classes=1000,
              learn_sigma=True, init="default", seed=0, class_dropout_prob=0.1,
-             mlp_ratio=4.0):
+             mlp_ratio=4.0, attention="index"):
     if model not in MODEL_CONFIGS:
         raise ValueError("unknown model %r (expected one of: %s)"
                          % (model, ", ".join(MODEL_CONFIGS)))
@@ -376,7 +412,8 @@ def make_dit(model="tiny", image_size=32, in_channels=4, num_classes=1000,
     return DiT(image_size=image_size, patch_size=patch, in_channels=in_channels,
                hidden_size=hidden, depth=depth, num_heads=heads, mlp_ratio=mlp_ratio,
                class_dropout_prob=class_dropout_prob, num_classes=num_classes,
-               learn_sigma=learn_sigma, init=init, seed=seed, model_name=model)
+               learn_sigma=learn_sigma, init=init, seed=seed, model_name=model,
+               attention=attention)
 
 
 def dit_from_config(cfg):
@@ -390,4 +427,4 @@ def dit_from_config(cfg):
                mlp_ratio=cfg.get("mlp_ratio", 4.0),
                class_dropout_prob=cfg.get("class_dropout_prob", 0.1),
                num_classes=cfg["num_classes"], learn_sigma=cfg["learn_sigma"],
-               model_name=cfg.get("model"))
+               model_name=cfg.get("model"), attention=cfg.get("attention", "index"))

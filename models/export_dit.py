@@ -6,6 +6,7 @@ usage: /usr/bin/python3 models/export_dit.py --model DiT-S/2|tiny|...
            [--learn-sigma|--no-learn-sigma] [--opset 13|17] [--batch 2]
            [--dynamic-batch] [--init default|random] [--seed 0]
            [--with-output] [--class-dropout-prob 0.1] [--external-data|--no-external-data]
+           [--attention index|unbind|sdpa]
            [--print-ops] [--quiet]
            [--training-info [--lr R] [--beta1 A] [--beta2 B] [--eps E]
             [--weight-decay C] [--weight-decay-post P]]
@@ -63,6 +64,10 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--with-output", action="store_true")
     ap.add_argument("--class-dropout-prob", type=float, default=0.1)
+    ap.add_argument("--attention", default="index", choices=ditlib.ATTENTION_FORMS,
+                    help="how attention takes q, k, v: qkv[0..2] (index, upstream DiT), "
+                         "qkv.unbind(0) (unbind, timm) or scaled_dot_product_attention "
+                         "(sdpa, torch 2's op; torch 1.13 gets its exporter decomposition)")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--external-data", dest="external_data", action="store_true", default=None,
                     help="weights in OUT.onnx.data (default: only past 1 GiB of parameters)")
@@ -159,7 +164,7 @@ def example_inputs(model_cfg, batch, seed):
 def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=True,
            opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
            with_output=False, class_dropout_prob=0.1, output="out.onnx", external_data=None,
-           training=None):
+           training=None, attention="index"):
     """Export and check; returns (onnx.ModelProto, seconds). `training`: Adam
     hyper-parameters (onnx_training.add_training_info's keywords) to add the
     model's own training step, or None."""
@@ -171,7 +176,8 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
     torch.manual_seed(seed)
     dit = ditlib.make_dit(model, image_size=image_size, in_channels=in_channels,
                           num_classes=num_classes, learn_sigma=learn_sigma, init=init,
-                          seed=seed, class_dropout_prob=class_dropout_prob)
+                          seed=seed, class_dropout_prob=class_dropout_prob,
+                          attention=attention)
     module = ditlib.DiTLoss(dit, in_channels, with_output=with_output)
     args = example_inputs(dit.config, batch, seed)
     output_names = ["loss"] + (["prediction"] if with_output else [])
@@ -324,7 +330,7 @@ def main(argv=None):
                          training=dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps,
                                        weight_decay=a.weight_decay,
                                        weight_decay_post=a.weight_decay_post)
-                         if a.training_info else None)
+                         if a.training_info else None, attention=a.attention)
     except UsageError as e:
         sys.stderr.write("export_dit.py: error: %s\n" % e)
         return 2

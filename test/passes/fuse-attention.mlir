@@ -49,3 +49,292 @@ func.func @swapped(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
   return %y : tensor<2x5x8xf32>
 }
+
+// timm's `q, k, v = qkv.unbind(0)`: one Split of the [3, B, H, N, Dh] permute
+// into [1, 1, 1] along dim 0, each piece squeezed (a Reshape).
+// CHECK-LABEL: func.func @unbind
+// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @unbind(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %p#1 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %q, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %c = hc.constant dense<5.000000e-01> : tensor<f32>
+  %ss = hc.mul %c, %s : (tensor<f32>, tensor<2x2x5x5xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %ss {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// `qkv[0:1]`-style unit slices of the permute, squeezed, taken in any order;
+// scores divided by a constant (1 / 4 here).
+// CHECK-LABEL: func.func @unit_slices
+// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @unit_slices(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %vs = hc.slice %t {starts = array<i64: 2, 0, 0, 0, 0>, sizes = array<i64: 1, 2, 2, 5, 4>, steps = array<i64: 1, 1, 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>
+  %qs = hc.slice %t {starts = array<i64: 0, 0, 0, 0, 0>, sizes = array<i64: 1, 2, 2, 5, 4>, steps = array<i64: 1, 1, 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>
+  %ks = hc.slice %t {starts = array<i64: 1, 0, 0, 0, 0>, sizes = array<i64: 1, 2, 2, 5, 4>, steps = array<i64: 1, 1, 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %qs : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %ks : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %vs : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %q, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %c = hc.constant dense<4.000000e+00> : tensor<1xf32>
+  %ss = hc.div %s, %c : (tensor<2x2x5x5xf32>, tensor<1xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %ss {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// `q, k, v = qkv.chunk(3, dim=-1)` (or torch.split): the packed [B, N, 3·D]
+// split along its last dim, each [B, N, D] piece reshaped to [B, N, H, Dh]
+// and transposed to [B, H, N, Dh]; the scale on q (q * 0.5) and on the
+// scores (* 0.25) multiply.
+// CHECK-LABEL: func.func @chunk_last_dim
+// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 1.250000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @chunk_last_dim(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %p:3 = hc.split %qkv {axis = 2 : i64, sizes = array<i64: 8, 8, 8>} : tensor<2x5x24xf32> -> tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>
+  %qr = hc.reshape %p#0 : tensor<2x5x8xf32> -> tensor<2x5x2x4xf32>
+  %kr = hc.reshape %p#1 : tensor<2x5x8xf32> -> tensor<2x5x2x4xf32>
+  %vr = hc.reshape %p#2 : tensor<2x5x8xf32> -> tensor<2x5x2x4xf32>
+  %q = hc.transpose %qr {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.transpose %kr {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.transpose %vr {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
+  %h = hc.constant dense<5.000000e-01> : tensor<f32>
+  %qh = hc.mul %q, %h : (tensor<2x2x5x4xf32>, tensor<f32>) -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %qh, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %c = hc.constant dense<2.500000e-01> : tensor<f32>
+  %ss = hc.mul %s, %c : (tensor<2x2x5x5xf32>, tensor<f32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %ss {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// The same split written as three Slices of the last dim (what FuseChunk
+// leaves when it cannot see all pieces), k transposed straight to
+// [B, H, Dh, N] by one [0, 2, 3, 1] permute and scaled there (* 0.25).
+// CHECK-LABEL: func.func @split_slices
+// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @split_slices(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %qp = hc.slice %qkv {starts = array<i64: 0, 0, 0>, sizes = array<i64: 2, 5, 8>, steps = array<i64: 1, 1, 1>} : tensor<2x5x24xf32> -> tensor<2x5x8xf32>
+  %kp = hc.slice %qkv {starts = array<i64: 0, 0, 8>, sizes = array<i64: 2, 5, 8>, steps = array<i64: 1, 1, 1>} : tensor<2x5x24xf32> -> tensor<2x5x8xf32>
+  %vp = hc.slice %qkv {starts = array<i64: 0, 0, 16>, sizes = array<i64: 2, 5, 8>, steps = array<i64: 1, 1, 1>} : tensor<2x5x24xf32> -> tensor<2x5x8xf32>
+  %qr = hc.reshape %qp : tensor<2x5x8xf32> -> tensor<2x5x2x4xf32>
+  %kr = hc.reshape %kp : tensor<2x5x8xf32> -> tensor<2x5x2x4xf32>
+  %vr = hc.reshape %vp : tensor<2x5x8xf32> -> tensor<2x5x2x4xf32>
+  %q = hc.transpose %qr {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %kr {perm = array<i64: 0, 2, 3, 1>} : tensor<2x5x2x4xf32> -> tensor<2x2x4x5xf32>
+  %v = hc.transpose %vr {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
+  %c = hc.constant dense<2.500000e-01> : tensor<f32>
+  %kts = hc.mul %kt, %c : (tensor<2x2x4x5xf32>, tensor<f32>) -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %q, %kts : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %s {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// torch's SDPA as the TorchScript exporter writes it (opset 14-17): after the
+// importer folds 1 / Sqrt(Cast(Shape(q)[-1:])), q and kᵀ are each multiplied
+// by √scale, a [1] constant (here √(1/4) = 0.5; the fused scale is the
+// product 0.25).
+// CHECK-LABEL: func.func @sdpa
+// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @sdpa(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %p#1 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %sq = hc.constant dense<5.000000e-01> : tensor<1xf32>
+  %qs = hc.mul %q, %sq : (tensor<2x2x5x4xf32>, tensor<1xf32>) -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %sk = hc.constant dense<5.000000e-01> : tensor<1xf32>
+  %kts = hc.mul %kt, %sk : (tensor<2x2x4x5xf32>, tensor<1xf32>) -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %qs, %kts : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %s {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// √scale on k before its transpose instead (k * 0.5, q * 0.5).
+// CHECK-LABEL: func.func @scale_on_k
+// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @scale_on_k(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %p#1 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %sq = hc.constant dense<5.000000e-01> : tensor<f32>
+  %qs = hc.mul %sq, %q : (tensor<f32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ks = hc.mul %k, %sq : (tensor<2x2x5x4xf32>, tensor<f32>) -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %ks {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %qs, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %s {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// Near miss: a mask added to the scores (softmax(q·kᵀ·s + mask)) is not what
+// hc.attention computes: left alone.
+// CHECK-LABEL: func.func @masked
+// CHECK-NOT: hc.attention
+// CHECK: hc.add
+// CHECK: hc.softmax
+func.func @masked(%qkv: tensor<2x5x24xf32>, %mask: tensor<5x5xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %p#1 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %q, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %c = hc.constant dense<5.000000e-01> : tensor<f32>
+  %ss = hc.mul %s, %c : (tensor<2x2x5x5xf32>, tensor<f32>) -> tensor<2x2x5x5xf32>
+  %sm = hc.add %ss, %mask : (tensor<2x2x5x5xf32>, tensor<5x5xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %sm {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// Near miss: softmax over the query axis (2), not the key axis.
+// CHECK-LABEL: func.func @softmax_query_axis
+// CHECK-NOT: hc.attention
+// CHECK: hc.softmax %{{.*}} {axis = 2 : i64}
+func.func @softmax_query_axis(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %p#1 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %q, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %c = hc.constant dense<5.000000e-01> : tensor<f32>
+  %ss = hc.mul %s, %c : (tensor<2x2x5x5xf32>, tensor<f32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %ss {axis = 2 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// Near miss: the scale is a run-time value (an argument), not a constant.
+// CHECK-LABEL: func.func @runtime_scale
+// CHECK-NOT: hc.attention
+// CHECK: hc.mul %{{.*}}, %arg1
+// CHECK: hc.softmax
+func.func @runtime_scale(%qkv: tensor<2x5x24xf32>, %scale: tensor<f32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %p#1 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %q, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %ss = hc.mul %s, %scale : (tensor<2x2x5x5xf32>, tensor<f32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %ss {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// Near miss: SDPA's √scale on q is a run-time value while kᵀ's is constant.
+// CHECK-LABEL: func.func @runtime_scale_on_q
+// CHECK-NOT: hc.attention
+// CHECK: hc.mul %{{.*}}, %arg1
+// CHECK: hc.softmax
+func.func @runtime_scale_on_q(%qkv: tensor<2x5x24xf32>, %sq: tensor<1xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %p#1 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %qs = hc.mul %q, %sq : (tensor<2x2x5x4xf32>, tensor<1xf32>) -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %sk = hc.constant dense<5.000000e-01> : tensor<1xf32>
+  %kts = hc.mul %kt, %sk : (tensor<2x2x4x5xf32>, tensor<1xf32>) -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %qs, %kts : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %s {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// Near miss: a per-head (non-scalar) constant scale is not one scale.
+// CHECK-LABEL: func.func @per_head_scale
+// CHECK-NOT: hc.attention
+// CHECK: hc.softmax
+func.func @per_head_scale(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %p#1 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %q, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %c = hc.constant dense<[[[[5.000000e-01]], [[2.500000e-01]]]]> : tensor<1x2x1x1xf32>
+  %ss = hc.mul %s, %c : (tensor<2x2x5x5xf32>, tensor<1x2x1x1xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %ss {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// Near miss: the chunk pieces taken out of order (q from the second third,
+// k from the first) are another layout than hc.attention's.
+// CHECK-LABEL: func.func @chunk_out_of_order
+// CHECK-NOT: hc.attention
+// CHECK: hc.softmax
+func.func @chunk_out_of_order(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %p:3 = hc.split %qkv {axis = 2 : i64, sizes = array<i64: 8, 8, 8>} : tensor<2x5x24xf32> -> tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>
+  %qr = hc.reshape %p#1 : tensor<2x5x8xf32> -> tensor<2x5x2x4xf32>
+  %kr = hc.reshape %p#0 : tensor<2x5x8xf32> -> tensor<2x5x2x4xf32>
+  %vr = hc.reshape %p#2 : tensor<2x5x8xf32> -> tensor<2x5x2x4xf32>
+  %q = hc.transpose %qr {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.transpose %kr {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.transpose %vr {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
+  %kt = hc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x5x4xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %q, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %s {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}

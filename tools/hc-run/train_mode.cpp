@@ -127,14 +127,59 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
                std::to_string(R) + " ranks x " +
                std::to_string(d.batchPerRank) + ")");
 
+  // Classes: from the label table the graph gathers y from, DiT's
+  // LabelEmbedder (`*embedding_table.weight`, [rows, hidden]); export_dit.py's
+  // dit_config, when present, must agree with it. The table has a null row
+  // (index num_classes, for unlabelled and dropped samples) only when the
+  // model was built with class dropout, so rows = num_classes + (p > 0).
   const nlohmann::json &cfg = d.ditConfig;
   p.numClasses = jsonInt(cfg, "num_classes", -1);
   double cdp = jsonNum(cfg, "class_dropout_prob", 0.0);
-  if (p.y >= 0 && p.numClasses < 1)
-    usageError(lib.path + ": description has no dit_config.num_classes, "
-               "needed for the labels input y");
-  // The label table has a null row (index num_classes) only with dropout.
-  p.nullClass = cdp > 0 ? p.numClasses : 0;
+  const TensorSpec *table = nullptr;
+  int tables = 0;
+  const std::string suffix = "embedding_table.weight";
+  for (const TensorSpec &s : d.parameters)
+    if (s.shape.size() == 2 && s.name.size() >= suffix.size() &&
+        s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      table = &s;
+      ++tables;
+    }
+  if (tables != 1)
+    table = nullptr;
+  if (p.y >= 0 && p.numClasses >= 1 && table &&
+      table->shape[0] != p.numClasses + (cdp > 0 ? 1 : 0))
+    usageError(lib.path + ": dit_config says num_classes " +
+               std::to_string(p.numClasses) + ", class_dropout_prob " +
+               nlohmann::json(cdp).dump() + ", but the label table " + table->name +
+               " has " + std::to_string(table->shape[0]) + " rows");
+  if (p.y >= 0 && p.numClasses < 1) {
+    // A plain export (no hc metadata): everything from the table.
+    if (!table)
+      usageError(lib.path + ": no dit_config.num_classes and no single label "
+                 "table (a [rows, hidden] parameter named *" + suffix +
+                 ") to infer it from");
+    const int64_t rows = table->shape[0];
+    if (d.graphDropsLabels) {
+      // The graph drops labels itself, to its own null row: the last.
+      if (rows < 2)
+        usageError(lib.path + ": the graph drops labels but its label table " +
+                   table->name + " has " + std::to_string(rows) + " row");
+      p.numClasses = rows - 1;
+    } else {
+      // Whether the last row is a null class or a real one cannot be told
+      // without the metadata. hc-run drops no labels then (no probability
+      // to use), so with --labels it never matters: every row is a class.
+      if (opt.labels.empty())
+        usageError(lib.path + ": no dit_config: cannot tell whether row " +
+                   std::to_string(rows - 1) + " of " + table->name +
+                   " is a null class; pass --labels");
+      p.numClasses = rows;
+    }
+    cdp = 0;
+    p.nullClass = rows - 1;
+  } else {
+    p.nullClass = cdp > 0 ? p.numClasses : 0;
+  }
   p.dropProb = (cdp > 0 && !d.graphDropsLabels) ? cdp : 0.0;
   if (!opt.labels.empty()) {
     if (p.y < 0)

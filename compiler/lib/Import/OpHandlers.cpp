@@ -5,6 +5,7 @@
 #include "OpHandlerSupport.h"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -22,8 +23,19 @@ std::string shapeStr(const std::vector<int64_t> &s) {
   return r + "]";
 }
 
+// Constants hold doubles: int64 values past 2^53 are rounded, and the
+// exporters' INT64_MAX/INT64_MIN "to the end" markers (Slice ends) round to
+// +-2^63, which is out of int64's range. Saturate instead of converting
+// (undefined behaviour; x86 gives INT64_MIN, which turned `[-1:]` into an
+// empty slice).
 std::vector<int64_t> ints(const Const &c) {
-  return std::vector<int64_t>(c.data.begin(), c.data.end());
+  std::vector<int64_t> r;
+  r.reserve(c.data.size());
+  for (double d : c.data)
+    r.push_back(d >= 0x1p63   ? std::numeric_limits<int64_t>::max()
+                : d <= -0x1p63 ? std::numeric_limits<int64_t>::min()
+                               : static_cast<int64_t>(d));
+  return r;
 }
 
 Const makeConst(std::vector<int64_t> shape, int32_t dtype,

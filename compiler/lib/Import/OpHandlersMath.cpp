@@ -14,6 +14,14 @@ namespace {
 
 using TP = onnx::TensorProto;
 
+// A folded value as the graph's element type computes it: float results
+// are rounded to float32 after every op (for +, -, *, / and sqrt of float32
+// operands, computing in double and rounding once is exactly the float32
+// result), so folding gives what an evaluation of the graph would.
+double rounded(double v, int32_t dtype) {
+  return dtype == TP::FLOAT ? static_cast<double>(static_cast<float>(v)) : v;
+}
+
 template <typename OpT>
 OpHandler binary(std::function<double(double, double)> fold,
                  bool compare = false, bool swap = false) {
@@ -23,7 +31,8 @@ OpHandler binary(std::function<double(double, double)> fold,
       int32_t dtype = compare ? TP::BOOL : a->dtype;
       gi.outputConst(0, foldBroadcast(gi, {a, b}, dtype, [&](const double *v) {
                        double r = swap ? fold(v[1], v[0]) : fold(v[0], v[1]);
-                       return a->isInteger() && !compare ? std::trunc(r) : r;
+                       return a->isInteger() && !compare ? std::trunc(r)
+                                                         : rounded(r, dtype);
                      }));
       return;
     }
@@ -34,12 +43,17 @@ OpHandler binary(std::function<double(double, double)> fold,
   };
 }
 
-template <typename OpT> OpHandler unary(std::function<double(double)> fold = {}) {
+// Unary ops on small known constants fold like the binary ones: the
+// exporters compute attention scales as Sqrt/Reciprocal of a shape
+// (torch's SDPA: 1 / Sqrt(Cast(Shape(q)[-1:]))), and the fusion passes
+// need those as constants.
+template <typename OpT> OpHandler unary(std::function<double(double)> fold) {
   return [=](GraphImporter &gi) {
     const Const *c = gi.inputConst(0);
-    if (c && fold && c->isInteger()) {
-      gi.outputConst(0, foldBroadcast(gi, {c}, c->dtype,
-                                      [&](const double *v) { return fold(v[0]); }));
+    if (c && (c->isInteger() || c->numElements() <= 64)) {
+      gi.outputConst(0, foldBroadcast(gi, {c}, c->dtype, [&](const double *v) {
+                       return rounded(fold(v[0]), c->dtype);
+                     }));
       return;
     }
     Value x = gi.input(0);
@@ -251,15 +265,15 @@ void addMathHandlers(std::map<std::string, OpHandler> &table) {
       {"Equal", binary<EqualOp>([](double a, double b) { return double(a == b); }, true)},
       {"Where", whereOp},
       {"Neg", unary<NegOp>([](double a) { return -a; })},
-      {"Sqrt", unary<SqrtOp>()},
-      {"Exp", unary<ExpOp>()},
-      {"Log", unary<LogOp>()},
-      {"Tanh", unary<TanhOp>()},
-      {"Sigmoid", unary<SigmoidOp>()},
-      {"Sin", unary<SinOp>()},
-      {"Cos", unary<CosOp>()},
-      {"Erf", unary<ErfOp>()},
-      {"Reciprocal", unary<ReciprocalOp>()},
+      {"Sqrt", unary<SqrtOp>([](double a) { return std::sqrt(a); })},
+      {"Exp", unary<ExpOp>([](double a) { return std::exp(a); })},
+      {"Log", unary<LogOp>([](double a) { return std::log(a); })},
+      {"Tanh", unary<TanhOp>([](double a) { return std::tanh(a); })},
+      {"Sigmoid", unary<SigmoidOp>([](double a) { return 1 / (1 + std::exp(-a)); })},
+      {"Sin", unary<SinOp>([](double a) { return std::sin(a); })},
+      {"Cos", unary<CosOp>([](double a) { return std::cos(a); })},
+      {"Erf", unary<ErfOp>([](double a) { return std::erf(a); })},
+      {"Reciprocal", unary<ReciprocalOp>([](double a) { return 1 / a; })},
       {"Softmax", softmaxOp},
       {"ReduceMean", reduce<ReduceMeanOp>(false)},
       {"ReduceSum", reduce<ReduceSumOp>(true)},

@@ -54,11 +54,17 @@ def FuseModulate : Pass<"hc-fuse-modulate", "mlir::func::FuncOp"> {
 def FuseAttention : Pass<"hc-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "qkv split, q·kᵀ·scale, softmax, ·v, merge heads -> hc.attention";
   let description = [{
-    From a packed `[B, N, 3·D]` qkv: reshape to `[B, N, 3, H, Dh]`, transpose
-    `[2, 0, 3, 1, 4]`, take q/k/v by index along dim 0 (Gather, or Slice +
-    Reshape), `matmul(q, transpose(k))` scaled by a scalar constant, softmax
-    over the last dim, `matmul(·, v)`, transpose `[0, 2, 1, 3]` and reshape
-    to `[B, N, D]`.
+    From a packed `[B, N, 3·D]` qkv: q, k, v taken from the permute
+    `transpose(reshape(qkv, [B, N, 3, H, Dh]), [2, 0, 3, 1, 4])` along dim 0
+    (Gather of an index; unit Slice or a Split into [1, 1, 1], squeezed by a
+    Reshape: index, unbind), or split from qkv's last dim (Split or Slices,
+    each reshaped to `[B, N, H, Dh]` and transposed: chunk/split);
+    `matmul(q, transpose(k))`, softmax over the last dim, `matmul(·, v)`,
+    transpose `[0, 2, 1, 3]` and reshape to `[B, N, D]`. Multiplications
+    and divisions by 1-element constants on the scores, q, k or kᵀ multiply
+    into the scale (torch's SDPA puts √scale on q and on kᵀ). A mask, another
+    softmax axis or a scale that is not a compile-time scalar constant stays
+    unfused. compiler/README.md has the forms.
   }];
   let dependentDialects = ["hc::graph::HCDialect"];
 }
