@@ -59,6 +59,14 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
       if (!f.getArgAttr(arg.getArgNumber(), kFrozenAttr))
         trainable.push_back(arg);
     }
+    // A step that updates nothing is a mistake of the command line (every
+    // parameter frozen) or of the export (weights baked into constants).
+    if (trainable.empty())
+      return f.emitError(toFreeze.empty() && !freeze.empty()
+                             ? "--freeze leaves no parameter to train: every "
+                               "parameter of the model is frozen"
+                             : "the model has no trainable parameter (no float "
+                               "initializer that is not frozen)");
 
     // Active: depends on a trainable parameter and is a float.
     llvm::DenseSet<Value> active(trainable.begin(), trainable.end());

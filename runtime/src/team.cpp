@@ -3,15 +3,19 @@
 
 #include "hc/runtime/topology.h"
 
+#include "hc/runtime/settings.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <pthread.h>
 #include <sched.h>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 #if defined(__x86_64__) || defined(__i386__)
@@ -116,7 +120,7 @@ void workerLoop(Worker *w) {
 }
 
 bool pinHandle(pthread_t thread, int core) {
-  const char *pin = std::getenv("HC_PIN");
+  const char *pin = std::getenv("HC_PIN");  // checkSettings: "0" or "1"
   if ((pin && std::strcmp(pin, "0") == 0) || core < 0 || core >= CPU_SETSIZE)
     return false;
   cpu_set_t set;
@@ -193,9 +197,8 @@ Team *makeTeam(int n) {
   usableCores(cores, cluster, partitioned);
   if (n <= 0) {
     n = static_cast<int>(cores.size());
-    if (const char *e = std::getenv("HC_NUM_THREADS"))
-      if (std::atoi(e) > 0)
-        n = std::atoi(e);
+    if (int given = threadsSetting())
+      n = given;
   }
   if (n <= 0)
     n = 1;
@@ -214,7 +217,20 @@ Team *makeTeam(int n) {
   for (int i = 1; i < n; ++i) {
     auto w = std::make_unique<Worker>();
     w->slot = i;
-    w->thread = std::thread(workerLoop, w.get());
+    try {
+      w->thread = std::thread(workerLoop, w.get());
+    } catch (const std::system_error &e) {
+      // The system refused another thread (ulimit -u, memory): run with the
+      // team started so far rather than die inside a kernel, and say so.
+      std::fprintf(stderr, "hc: warning: could start only %d of %d kernel "
+                   "threads (%s); running with %d\n", i, n, e.what(), i);
+      t->size = i;
+      t->workers.resize(i);
+      t->cores.resize(i);
+      t->cluster.resize(i);
+      t->numa.resize(i);
+      break;
+    }
     t->pinned |= pinTo(w->thread, t->cores[i]);
     t->workers[i] = std::move(w);
   }

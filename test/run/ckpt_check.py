@@ -264,7 +264,7 @@ def case_refuse(env):
     resume = lambda d, *x: train_args("toy_b4.so", d, 8, "--resume", *x)  # noqa: E731
     cases = [
         ("resume without dir", ["toy_b4.so", "--data", "data.npy", "--steps", "2", "--resume"], "--resume needs --ckpt-dir"),
-        ("ckpt-every 0", train_args("toy_b4.so", "F", 2, "--ckpt-every", "0"), "--ckpt-every must be at least 1"),
+        ("ckpt-every 0", train_args("toy_b4.so", "F", 2, "--ckpt-every", "0"), "--ckpt-every needs a step interval (an integer, at least 1)"),
         ("ema decay", train_args("toy_b4.so", "F", 2, "--ema", "1.5"), "--ema needs a decay in [0, 1)"),
         ("ema without dir", ["toy_b4.so", "--data", "data.npy", "--steps", "2", "--ema"], "--ema needs --ckpt-dir"),
         ("dir is a file", train_args("toy_b4.so", "afile", 2), "not a folder"),

@@ -13,6 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,8 +51,10 @@ options:
 int64_t parsePositive(const std::string &flag, const std::string &value) {
   char *end = nullptr;
   long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || v <= 0 || v > (1LL << 20))
+  if (value.empty() || *end != '\0' || v <= 0)
     usageError(flag + " needs a positive integer, got '" + value + "'");
+  if (v > (1LL << 20))
+    usageError(flag + " must be at most " + std::to_string(1LL << 20) + ", got " + value);
   return v;
 }
 
@@ -171,6 +174,11 @@ int main(int argc, char **argv) {
   }
   if (input.empty())
     usageError("no model given");
+  // A file size limit makes writes fail with EFBIG (reported) instead of
+  // killing hc-compile (or the compiler it starts) mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
+  if (emit.empty() && target != "native" && !hc::checkTarget(target, error))
+    usageError(error);
   if (!output.empty() && output != "-") {
     checkOutput(input, output);
     if (emit.empty())

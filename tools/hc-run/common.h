@@ -79,6 +79,11 @@ struct Description {
   bool graphDropsLabels = false; // the graph has its own random ops
   const TensorSpec *input(const std::string &name) const;
   const TensorSpec *parameter(const std::string &name) const;
+  // DiT's label table (LabelEmbedder, a [rows, hidden] parameter named
+  // *embedding_table.weight) when there is exactly one, else nullptr. Its
+  // rows are the valid class ids, the null class included where it has one.
+  static constexpr const char *kLabelTableSuffix = "embedding_table.weight";
+  const TensorSpec *labelTable() const;
 };
 
 // dlopen + hc_step_get_api + ABI check + description. Throws Error(2).

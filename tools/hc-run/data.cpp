@@ -6,6 +6,9 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,9 +17,50 @@
 
 namespace hcrun {
 
+namespace {
+// Mapped data files, for mappedFileFault(); written before any step, read
+// only by the signal handler.
+struct MappedRegion {
+  const char *base = nullptr;
+  std::size_t size = 0;
+  char line[512] = {0};
+};
+MappedRegion gRegions[4];
+
+int64_t mtimeNs(const struct stat &st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+} // namespace
+
+const char *mappedFileFault(const void *addr) {
+  const char *a = static_cast<const char *>(addr);
+  for (const MappedRegion &r : gRegions)
+    if (r.base && a >= r.base && a < r.base + r.size)
+      return r.line;
+  return nullptr;
+}
+
 MappedNpy::~MappedNpy() {
+  for (MappedRegion &r : gRegions)
+    if (base_ && r.base == base_)
+      r.base = nullptr;
   if (base_)
     munmap(const_cast<char *>(base_), size_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::string MappedNpy::changed() const {
+  struct stat st;
+  if (fstat(fd_, &st) != 0)
+    return std::string("cannot be checked: ") + std::strerror(errno);
+  if (static_cast<std::size_t>(st.st_size) != size_)
+    return "is " + std::to_string(st.st_size) + " bytes now, " +
+           std::to_string(size_) + " when the run started (truncated or "
+           "rewritten during the run)";
+  if (mtimeNs(st) != mtimeNs_)
+    return "was modified during the run (same size, new modification time)";
+  return "";
 }
 
 void MappedNpy::open(const std::string &path) {
@@ -30,15 +74,50 @@ void MappedNpy::open(const std::string &path) {
     usageError(path + ": not a regular, non-empty file");
   }
   size_ = static_cast<std::size_t>(st.st_size);
+  mtimeNs_ = mtimeNs(st);
   void *m = mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (m == MAP_FAILED)
+  if (m == MAP_FAILED) {
+    ::close(fd);
     usageError(path + ": cannot map: " + std::strerror(errno));
+  }
+  fd_ = fd; // kept for changed()
   base_ = static_cast<const char *>(m);
+  for (MappedRegion &r : gRegions)
+    if (!r.base) {
+      std::snprintf(r.line, sizeof r.line,
+                    "hc-run: %s: truncated during the run (was %zu bytes; a "
+                    "read past its new end faulted); stopping\n",
+                    path.c_str(), size_);
+      r.size = size_;
+      r.base = base_;
+      break;
+    }
   madvise(m, size_, MADV_RANDOM); // shuffled rows
   std::string err;
   if (!hc::rt::parseNpyHeader(base_, size_, header_, err))
     usageError(path + ": " + err);
+}
+
+void dataFaultForTest(const MappedNpy &f, int64_t step, bool afterCheck) {
+  static const char *kind = std::getenv("HC_DATA_FAULT");
+  static const char *at = std::getenv("HC_DATA_FAULT_AT_STEP");
+  if (!kind || !at || std::atoll(at) != step)
+    return;
+  if (!afterCheck && !std::strcmp(kind, "rewrite")) {
+    int fd = ::open(f.path().c_str(), O_WRONLY | O_CLOEXEC);
+    char c = static_cast<char>(f.data()[0] ^ 1);
+    struct timespec times[2] = {{0, UTIME_OMIT}, {0, 0}};
+    clock_gettime(CLOCK_REALTIME, &times[1]);
+    times[1].tv_sec += 1;
+    if (fd < 0 || pwrite(fd, &c, 1, f.header().dataOffset) != 1 ||
+        futimens(fd, times) != 0)
+      std::fprintf(stderr, "hc-run: test hook: cannot rewrite %s\n", f.path().c_str());
+    if (fd >= 0)
+      ::close(fd);
+  } else if (afterCheck && !std::strcmp(kind, "truncate")) {
+    if (truncate(f.path().c_str(), static_cast<off_t>(f.header().dataOffset)) != 0)
+      std::fprintf(stderr, "hc-run: test hook: cannot truncate %s\n", f.path().c_str());
+  }
 }
 
 std::vector<int64_t> epochPermutation(uint64_t seed, int64_t epoch, int64_t n) {

@@ -14,6 +14,10 @@
 namespace hcrun {
 
 // A read-only mapping of an NPY file (only the pages a rank touches are read).
+// The file must not change while the run reads it: changed() compares its
+// size and modification time with those at open (the train loop asks every
+// step), and a truncation between two checks faults with SIGBUS inside the
+// mapping, which hc-run's handler reports through mappedFileFault().
 class MappedNpy {
 public:
   MappedNpy() = default;
@@ -24,13 +28,28 @@ public:
   const hc::rt::NpyHeader &header() const { return header_; }
   const char *data() const { return base_ + header_.dataOffset; }
   const std::string &path() const { return path_; }
+  // "" when the file is as it was at open; else what changed, in words.
+  std::string changed() const;
 
 private:
   std::string path_;
   hc::rt::NpyHeader header_;
   const char *base_ = nullptr;
   std::size_t size_ = 0;
+  int fd_ = -1;
+  int64_t mtimeNs_ = 0;
 };
+
+// Test hook (HC_DATA_FAULT=rewrite|truncate, HC_DATA_FAULT_AT_STEP=k, rank 0
+// only, the --data file): before step k, "rewrite" changes one byte of `f` in place and moves
+// its modification time (caught by changed()); "truncate" cuts it to its
+// header right after the check (caught by the SIGBUS path). Deterministic
+// stand-ins for a user rewriting the data under a running job.
+void dataFaultForTest(const MappedNpy &f, int64_t step, bool afterCheck);
+
+// For a SIGBUS handler (async-signal-safe): the line to print when `addr`
+// lies in a mapped data file, else nullptr.
+const char *mappedFileFault(const void *addr);
 
 // Draw kinds (the op id of random.h); distinct per kind.
 enum DrawKind : uint64_t {

@@ -7,6 +7,9 @@
 // MPI is used when a launcher started the process (mpirun sets
 // OMPI_COMM_WORLD_SIZE); plain `hc-run ...` is one rank without MPI.
 #include "common.h"
+#include "data.h"
+
+#include "hc/runtime/settings.h"
 
 #include "hc/runtime/hcrt.h"
 
@@ -25,7 +28,15 @@ namespace {
 char deathLine[128];
 std::size_t deathPrefix = 0;
 
-void onFatalSignal(int sig) {
+void onFatalSignal(int sig, siginfo_t *info, void *) {
+  // A data file cut short under the run: its mapping faults. That is the
+  // file's fault, not hc's: say which file, exit 1.
+  if (sig == SIGBUS && info)
+    if (const char *line = hcrun::mappedFileFault(info->si_addr)) {
+      ssize_t ignored = write(STDERR_FILENO, line, std::strlen(line));
+      (void)ignored;
+      _exit(1);
+    }
   const char *name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS"
                    : sig == SIGFPE  ? "SIGFPE"  : sig == SIGILL ? "SIGILL"
                                                                 : "SIGABRT";
@@ -49,8 +60,13 @@ void installFailureHandlers(hc::rt::Comm &comm) {
   prefix += "internal error: killed by signal ";
   deathPrefix = std::min(prefix.size(), sizeof deathLine - 16);
   std::memcpy(deathLine, prefix.data(), deathPrefix);
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = onFatalSignal;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
-    std::signal(sig, onFatalSignal);
+    sigaction(sig, &sa, nullptr);
   std::set_terminate([] {
     std::string what = "an unknown exception";
     if (auto e = std::current_exception()) {
@@ -84,6 +100,9 @@ int main(int argc, char **argv) {
   bool failed = false;
   try {
     opt = parseOptions(argc, argv);
+    std::string bad;
+    if (!opt.help && !hc::rt::checkSettings(bad))
+      usageError(bad);
     if (!opt.help)
       lib.load(opt.step);
   } catch (const Error &e) {

@@ -72,14 +72,16 @@ not be written; 2 bad flags, library, description or data (nothing written).
 }
 
 namespace {
-int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo) {
+// `what` says what the number counts, e.g. "a step count".
+int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo,
+                 const char *what) {
   errno = 0;
   char *end = nullptr;
   long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno != 0)
-    usageError(flag + " needs an integer, got '" + v + "'");
-  if (x < lo)
-    usageError(flag + " must be at least " + std::to_string(lo) + ", got " + v);
+  const std::string range = lo == 0 ? "0 or more" : "at least " + std::to_string(lo);
+  if (v.empty() || *end != '\0' || errno == ERANGE || x < lo)
+    usageError(flag + " needs " + what + " (an integer, " + range + "), got '" +
+               v + "'");
   return x;
 }
 double parseDecay(const std::string &flag, const std::string &v) {
@@ -127,7 +129,7 @@ Options parseOptions(int argc, char **argv) {
       o.labels = next();
       trainOnly.push_back(a);
     } else if (a == "--steps") {
-      o.steps = parseInt(a, next(), 0);
+      o.steps = parseInt(a, next(), 0, "a step count");
       stepsSeen = true;
     } else if (a == "--init") {
       o.init = next();
@@ -138,11 +140,11 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--save-state") {
       o.saveState = next();
     } else if (a == "--seed") {
-      o.seed = static_cast<uint64_t>(parseInt(a, next(), 0));
+      o.seed = static_cast<uint64_t>(parseInt(a, next(), 0, "a seed"));
       o.seedSeen = true;
       trainOnly.push_back(a);
     } else if (a == "--log-every") {
-      o.logEvery = parseInt(a, next(), 1);
+      o.logEvery = parseInt(a, next(), 1, "a step interval");
       trainOnly.push_back(a);
     } else if (a == "--metrics") {
       o.metrics = next();
@@ -151,21 +153,25 @@ Options parseOptions(int argc, char **argv) {
       o.ckptDir = next();
       trainOnly.push_back(a);
     } else if (a == "--ckpt-every") {
-      o.ckptEvery = parseInt(a, next(), 1);
+      o.ckptEvery = parseInt(a, next(), 1, "a step interval");
       trainOnly.push_back(a);
     } else if (a == "--ckpt-keep") {
-      o.ckptKeep = parseInt(a, next(), 1);
+      o.ckptKeep = parseInt(a, next(), 1, "a number of checkpoints");
       trainOnly.push_back(a);
     } else if (a == "--resume") {
       noValue();
       o.resume = true;
       trainOnly.push_back(a);
     } else if (a == "--ema") {
-      // The decay is optional: "--ema", "--ema=0.999" or "--ema 0.999".
-      bool valueFollows =
-          hasInline || (i + 1 < argc && (argv[i + 1][0] == '.' ||
-                                         std::isdigit(static_cast<unsigned char>(
-                                             argv[i + 1][0]))));
+      // The decay is optional: "--ema", "--ema=0.999" or "--ema 0.999". A
+      // next word that reads as a number (nan and inf too, to be refused
+      // by name) is the decay; anything else is the next argument.
+      bool valueFollows = hasInline;
+      if (!valueFollows && i + 1 < argc && argv[i + 1][0] != '-') {
+        char *end = nullptr;
+        std::strtod(argv[i + 1], &end);
+        valueFollows = end != argv[i + 1] && *end == '\0';
+      }
       o.emaDecay = valueFollows ? parseDecay(a, next()) : 0.9999;
       trainOnly.push_back(a);
     } else if (a == "--progress" || a == "--no-progress") {

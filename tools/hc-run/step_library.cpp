@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -52,6 +55,19 @@ const TensorSpec *Description::input(const std::string &name) const {
       return &t;
   return nullptr;
 }
+const TensorSpec *Description::labelTable() const {
+  const TensorSpec *table = nullptr;
+  int found = 0;
+  const std::string suffix = kLabelTableSuffix;
+  for (const TensorSpec &s : parameters)
+    if (s.shape.size() == 2 && s.name.size() >= suffix.size() &&
+        s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      table = &s;
+      ++found;
+    }
+  return found == 1 ? table : nullptr;
+}
+
 const TensorSpec *Description::parameter(const std::string &name) const {
   for (const auto &t : parameters)
     if (t.name == name)
@@ -170,12 +186,57 @@ Description parseDescription(const std::string &where, const char *text) {
 }
 } // namespace
 
+namespace {
+// dlopen maps an ELF file's segments as its headers describe them; a file
+// cut short (an interrupted copy, `head -c`) then faults with SIGBUS on the
+// first page past its end. So the headers are checked against the file's
+// size first: every loadable segment, the program and section header tables
+// must lie inside it.
+void checkSharedObject(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    usageError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  Elf64_Ehdr eh;
+  bool headerRead = fstat(fd, &st) == 0 && pread(fd, &eh, sizeof eh, 0) == sizeof eh;
+  const uint64_t size = headerRead ? static_cast<uint64_t>(st.st_size) : 0;
+  auto fail = [&](const std::string &why) {
+    ::close(fd);
+    usageError(path + ": not a usable step library: " + why);
+  };
+  if (!headerRead || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    fail("not an ELF file");
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN ||
+      eh.e_phentsize != sizeof(Elf64_Phdr))
+    fail("not a 64-bit shared library");
+  auto past = [&](uint64_t offset, uint64_t bytes) {
+    return offset > size || bytes > size - offset;
+  };
+  const std::string cut = "truncated (" + std::to_string(size) + " bytes)";
+  if (past(eh.e_phoff, uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr)))
+    fail(cut + ": its program headers lie past the end");
+  if (eh.e_shnum && past(eh.e_shoff, uint64_t{eh.e_shnum} * eh.e_shentsize))
+    fail(cut + ": its section headers lie past the end");
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) !=
+        static_cast<ssize_t>(sizeof ph))
+      fail("cannot read its program headers");
+    if (ph.p_type == PT_LOAD && past(ph.p_offset, ph.p_filesz))
+      fail(cut + ": a loadable segment needs " +
+           std::to_string(ph.p_offset + ph.p_filesz) + " bytes");
+  }
+  ::close(fd);
+}
+} // namespace
+
 void StepLibrary::load(const std::string &p) {
   path = p;
   char resolved[PATH_MAX];
   if (!realpath(p.c_str(), resolved))
     usageError(p + ": cannot open: " + std::strerror(errno));
   std::string full = resolved;
+  checkSharedObject(p);
   folder = full.substr(0, full.find_last_of('/'));
   if (folder.empty())
     folder = "/";

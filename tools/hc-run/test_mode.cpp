@@ -9,6 +9,38 @@
 
 namespace hcrun {
 
+namespace {
+// Timesteps index DiT's 1000-step schedule and class ids its label table:
+// values outside them would read past a table inside the step (train mode
+// draws them in range; here they come from the user's files).
+void checkInputValues(const StepLibrary &lib, const TensorSpec &in,
+                      const std::string &path, const hc::rt::NpyArray &a) {
+  int64_t hi = 0;
+  std::string what;
+  if (in.name == "t") {
+    hi = 1000;
+    what = "timestep";
+  } else if (in.name == "y") {
+    const TensorSpec *table = lib.desc.labelTable();
+    if (!table)
+      return; // no table to index: nothing to bound (the step checks its own)
+    hi = table->shape[0];
+    what = "class id (the label table " + table->name + " has " +
+           std::to_string(hi) + " rows)";
+  } else {
+    return;
+  }
+  const std::size_t n = in.numElements() / in.shape[0] * a.header.shape[0];
+  for (std::size_t k = 0; k < n; ++k) {
+    int64_t v = in.dtype == "I32" ? reinterpret_cast<const int32_t *>(a.data.data())[k]
+                                  : reinterpret_cast<const int64_t *>(a.data.data())[k];
+    if (v < 0 || v >= hi)
+      usageError(path + ": " + std::to_string(v) + " at index " + std::to_string(k) +
+                 " is not a valid " + what + ": needs 0.." + std::to_string(hi - 1));
+  }
+}
+} // namespace
+
 int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) {
   const Description &d = lib.desc;
   const int R = comm.size(), r = comm.rank();
@@ -44,6 +76,7 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
                    " is not " + std::to_string(R) + " rank(s) x batch_per_rank " +
                    std::to_string(B) + " = " + std::to_string(R * B));
       ptrs[i] = arrays[i].data.data() + static_cast<std::size_t>(r) * in.bytes();
+      checkInputValues(lib, in, path, arrays[i]);
     }
     ctx = std::make_unique<StepContext>(lib, comm);
     ctx->loadInit(opt.init);

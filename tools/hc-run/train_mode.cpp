@@ -135,17 +135,8 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   const nlohmann::json &cfg = d.ditConfig;
   p.numClasses = jsonInt(cfg, "num_classes", -1);
   double cdp = jsonNum(cfg, "class_dropout_prob", 0.0);
-  const TensorSpec *table = nullptr;
-  int tables = 0;
-  const std::string suffix = "embedding_table.weight";
-  for (const TensorSpec &s : d.parameters)
-    if (s.shape.size() == 2 && s.name.size() >= suffix.size() &&
-        s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      table = &s;
-      ++tables;
-    }
-  if (tables != 1)
-    table = nullptr;
+  const TensorSpec *table = d.labelTable();
+  const std::string suffix = Description::kLabelTableSuffix;
   if (p.y >= 0 && p.numClasses >= 1 && table &&
       table->shape[0] != p.numClasses + (cdp > 0 ? 1 : 0))
     usageError(lib.path + ": dit_config says num_classes " +
@@ -304,6 +295,20 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   double windowLoss = 0;
   int64_t window = 0;
   for (int64_t s = first; s < opt.steps; ++s) {
+    // The data must stay what the run started with: a file rewritten or cut
+    // under the job is named and stops it (exit 1), never read half-changed.
+    for (const MappedNpy *f : {&images, &labels}) {
+      if (f->path().empty())
+        continue;
+      if (r == 0 && f == &images)
+        dataFaultForTest(*f, s + 1, false);
+      std::string what = f->changed();
+      if (!what.empty())
+        comm.fail(1, f->path() + " " + what + "; stopping before step " +
+                         std::to_string(s + 1));
+      if (r == 0 && f == &images)
+        dataFaultForTest(*f, s + 1, true);
+    }
     for (int64_t b = 0; b < B; ++b) {
       const int64_t g = r * B + b;
       const int64_t row = sampler.row(s, g);

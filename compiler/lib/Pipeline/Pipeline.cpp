@@ -226,7 +226,9 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
                                           return mlir::success();
                                         });
   if (mlir::failed(pm.run(module))) {
-    bool user = diagnostics.find("--freeze names") != std::string::npos;
+    // The autodiff pass's command-line and model errors, not hc's.
+    bool user = diagnostics.find("--freeze ") != std::string::npos ||
+                diagnostics.find("no trainable parameter") != std::string::npos;
     if (badInput)
       *badInput = user;
     error = (user ? "" : "internal error in the graph pipeline: ") + diagnostics;

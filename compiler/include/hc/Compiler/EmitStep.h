@@ -29,6 +29,9 @@ bool emitStepCpp(mlir::ModuleOp schedule, const EmitInfo &info,
 // (-O2, -march=`target`), started with an argument vector, never a shell,
 // so no file name is ever interpreted. On failure `soPath` is removed, the
 // source kept, and `error` names it and the compiler's log.
+// Whether the C++ compiler accepts -march=`target`; false + one line.
+bool checkTarget(const std::string &target, std::string &error);
+
 bool compileStepLibrary(const std::string &cppPath, const std::string &soPath,
                         const std::string &target, std::string &error);
 

@@ -1,0 +1,64 @@
+#include "hc/runtime/settings.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace hc::rt {
+namespace {
+
+// A decimal integer in [lo, hi], nothing else (no sign games, no suffix).
+bool parseInt(const char *s, long lo, long hi, long &out) {
+  if (!s || !*s || std::strspn(s, "0123456789") != std::strlen(s))
+    return false;
+  errno = 0;
+  long v = std::strtol(s, nullptr, 10);
+  if (errno != 0 || v < lo || v > hi)
+    return false;
+  out = v;
+  return true;
+}
+
+bool oneOf(const char *s, std::initializer_list<const char *> values) {
+  for (const char *v : values)
+    if (!std::strcmp(s, v))
+      return true;
+  return false;
+}
+
+} // namespace
+
+bool checkSettings(std::string &error) {
+  long n = 0;
+  if (const char *e = std::getenv("HC_NUM_THREADS"); e && !parseInt(e, 1, kMaxThreads, n)) {
+    error = "HC_NUM_THREADS=" + std::string(e) + ": needs a thread count from 1 to " +
+            std::to_string(kMaxThreads) + " (this machine has " +
+            std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " logical CPUs); "
+            "unset it for one thread per usable core";
+    return false;
+  }
+  if (const char *e = std::getenv("HC_PIN"); e && !oneOf(e, {"0", "1"})) {
+    error = "HC_PIN=" + std::string(e) + ": needs 0 (no pinning) or 1 (pin the "
+            "kernel threads to cores, the default)";
+    return false;
+  }
+  if (const char *e = std::getenv("HC_ISA"); e && !oneOf(e, {"generic", "avx2", "avx512"})) {
+    error = "HC_ISA=" + std::string(e) + ": needs generic, avx2 or avx512 (a "
+            "ceiling: the best the CPU has is used when it is lower)";
+    return false;
+  }
+  if (const char *e = std::getenv("HC_SYNC_ALLREDUCE"); e && !oneOf(e, {"0", "1"})) {
+    error = "HC_SYNC_ALLREDUCE=" + std::string(e) + ": needs 0 (overlapped "
+            "all-reduce, the default) or 1 (blocking)";
+    return false;
+  }
+  return true;
+}
+
+int threadsSetting() {
+  long n = 0;
+  return parseInt(std::getenv("HC_NUM_THREADS"), 1, kMaxThreads, n) ? static_cast<int>(n) : 0;
+}
+
+} // namespace hc::rt
