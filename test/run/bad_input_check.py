@@ -12,6 +12,10 @@ usage: bad_input_check.py CASE --bin DIR --toys DIR --work DIR
   settings     HC_NUM_THREADS=0/-1/abc/100000, HC_PIN=banana, HC_ISA=sse:
                exit 2 naming the variable.
   test-inputs  --inputs with class ids or timesteps outside the model's.
+  check-finite --check-finite names the first non-finite tensor: planted in
+               a forward and a backward kernel (HC_CHECK_FINITE_PLANT), from
+               a NaN input in test mode, from --lr 1e40 in the optimizer, at
+               -np 2 with the rank; a NaN in --init is refused up front.
   messages     --target foo, a file size limit while linking, --freeze of
                every parameter, --batch too large, --steps -1, --ema nan and
                -o naming a folder: each says what is wrong, none "an hc bug".
@@ -104,6 +108,44 @@ def case_test_inputs(c):
         write_inputs(c, d, t, y)
         c.refused("hc-run", ["s.so", "--inputs", d, "--steps", "1"], [want])
     print("test mode: class ids outside 0..10 (10 = null) and timesteps outside 0..999 refused")
+
+
+def case_check_finite(c):
+    c.fresh()
+    run = ["s.so"] + D + ["--steps", "3", "--check-finite", "--no-progress"]
+    for kernel, want in (("linear", "kernel linear (forward) of ONNX node '/dit/x_embedder/proj/Conv' wrote nan "
+                                    "into an activation"),
+                         ("gelu_grad", "kernel gelu_grad (backward) of ONNX node '/dit/blocks.1/mlp/act/"),
+                         ("linear_grad_weight", "(backward) of ONNX node '/dit/final_layer/linear/Add' wrote nan "
+                                                "into grad:final_layer.linear.weight")):
+        p = c.refused("hc-run", run, ["--check-finite: step 1, rank 0: ", want], code=1,
+                      env={"HC_CHECK_FINITE_PLANT": kernel})
+        check("Train Loss" not in p.stdout, "trained on past the planted NaN")
+    # The hook only plants where a check runs: without the flag, training is normal.
+    c.ok("hc-run", ["s.so"] + D + ["--steps", "1", "--no-progress"], env={"HC_CHECK_FINITE_PLANT": "linear"})
+    # Not planted: a NaN in test mode's x_t, and an optimizer that overflows.
+    write_inputs(c, "nan", [1, 2, 3, 4], [0, 1, 2, 3])
+    x = np.load(c.path("nan", "x_t.npy"))
+    x[2, 0, 3, 5] = np.nan
+    np.save(c.path("nan", "x_t.npy"), x)
+    c.refused("hc-run", ["s.so", "--inputs", "nan", "--steps", "1", "--check-finite"],
+              ["step 1, rank 0: kernel copy (forward) of ONNX node '/dit/x_embedder/proj/Conv' wrote nan"], code=1)
+    c.refused("hc-run", ["lr40.so"] + D + ["--steps", "2", "--check-finite", "--no-progress"],
+              ["step 1, rank 0: kernel adamw (optimizer) wrote", "into final_layer.linear.weight"], code=1)
+    e = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", HC_CHECK_FINITE_PLANT="gelu_grad")
+    p = subprocess.run(MPI + ["-np", "2", os.path.join(c.bin, "hc-run")] + run, cwd=c.work, env=e,
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode != 0 and "--check-finite: step 1, rank " in p.stderr and "gelu_grad (backward)" in p.stderr,
+          "np2: exit %d\n%s" % (p.returncode, p.stderr))
+    # A NaN in the initial parameters: refused before step 1.
+    import st
+    t = st.load(c.path("s.so.init.safetensors"))
+    t["blocks.0.mlp.fc1.weight"][1, 2] = np.inf
+    st.save(c.path("bad-init.safetensors"), t)
+    c.refused("hc-run", ["s.so"] + D + ["--steps", "1", "--init", "bad-init.safetensors"],
+              ["bad-init.safetensors: tensor 'blocks.0.mlp.fc1.weight' holds NaN or infinity"])
+    print("--check-finite named the planted forward and backward NaNs, a NaN input (test mode), the optimizer's "
+          "overflow, and the rank at -np 2; a NaN init refused")
 
 
 def case_messages(c):

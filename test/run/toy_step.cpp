@@ -247,6 +247,8 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
   return 0;
 }
 
+const char *lastError(const hc_step *) { return ""; }
+
 const std::string &descriptionText() {
   static const std::string d = description();
   return d;
@@ -257,6 +259,6 @@ const std::string &descriptionText() {
 extern "C" __attribute__((visibility("default"))) const hc_step_api *
 hc_step_get_api(void) {
   static hc_step_api api = {TOY_ABI, descriptionText().c_str(), create,
-                            destroy, setTensor, getTensor, step};
+                            destroy, setTensor, getTensor, step, lastError};
   return &api;
 }

@@ -43,6 +43,7 @@ struct Options {
   int64_t ckptKeep = 0;       // 0: keep all
   bool resume = false;
   double emaDecay = -1;       // < 0: no EMA
+  bool checkFinite = false;   // --check-finite: every kernel output, every step
   bool seedSeen = false;      // --seed given (a resume checks it)
   bool help = false;
   bool trainMode() const { return !data.empty(); }
@@ -99,7 +100,8 @@ struct StepLibrary {
 // One context of the step, bound to the job's communicator.
 class StepContext {
 public:
-  StepContext(const StepLibrary &lib, hc::rt::Comm &comm); // throws Error(1)
+  // Throws Error(1). `checkFinite`: the step checks every kernel output.
+  StepContext(const StepLibrary &lib, hc::rt::Comm &comm, bool checkFinite = false);
   ~StepContext();
   StepContext(const StepContext &) = delete;
   StepContext &operator=(const StepContext &) = delete;

@@ -65,6 +65,11 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     with the same global batch may resume.
   --ema [DECAY]     keep an EMA of the parameters as DiT does (initialized
                     to them, updated after every step; DECAY default 0.9999)
+  --check-finite    (both modes) check every float tensor every kernel writes
+                    (activations, gradients, updated parameters) each step;
+                    the first NaN or infinity stops the run (exit 1) naming
+                    the kernel, its ONNX node, forward/backward/optimizer,
+                    the element, the step and the rank. Slower: a debugging aid.
 
 Exit codes: 0 done; 1 a step failed, a non-finite loss or an output could
 not be written; 2 bad flags, library, description or data (nothing written).
@@ -174,6 +179,9 @@ Options parseOptions(int argc, char **argv) {
       }
       o.emaDecay = valueFollows ? parseDecay(a, next()) : 0.9999;
       trainOnly.push_back(a);
+    } else if (a == "--check-finite") {
+      noValue();
+      o.checkFinite = true;
     } else if (a == "--progress" || a == "--no-progress") {
       noValue();
       o.progress = a == "--progress";

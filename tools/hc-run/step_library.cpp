@@ -267,9 +267,11 @@ void StepLibrary::load(const std::string &p) {
                std::to_string(HC_STEP_ABI_VERSION));
 }
 
-StepContext::StepContext(const StepLibrary &lib, hc::rt::Comm &comm)
+StepContext::StepContext(const StepLibrary &lib, hc::rt::Comm &comm,
+                         bool checkFinite)
     : lib_(lib) {
   env_.rank = comm.rank();
+  env_.check_finite = checkFinite ? 1 : 0;
   env_.world_size = comm.size();
   env_.allreduce_sum_f32 = hc::rt::hc_comm_allreduce_sum_f32;
   // Buckets overlap backward through the comm thread unless
@@ -336,6 +338,12 @@ void StepContext::loadTensors(const std::string &path) {
       usageError(path + ": tensor '" + e.name + "' has shape " +
                  shapeString(e.shape) + ", " + lib_.path + " expects " +
                  shapeString(spec.shape));
+    try {
+      requireFinite("tensor", e.name, spec.dtype, f.data(e), e.numElements(), 0);
+    } catch (const Error &) {
+      usageError(path + ": tensor '" + e.name + "' holds NaN or infinity; "
+                 "training cannot start from it");
+    }
     if (lib_.api->set_tensor(step_, setName.c_str(), f.data(e), e.bytes) != 0)
       usageError(path + ": " + lib_.path + " refused tensor '" + e.name + "'");
   };
@@ -469,10 +477,16 @@ uint64_t StepContext::parameterHash() const {
 
 double StepContext::step(const void *const *inputs, int64_t stepIndex) {
   double loss = 0;
-  if (lib_.api->step(step_, inputs, &loss) != 0)
+  int rc = lib_.api->step(step_, inputs, &loss);
+  const char *why = lib_.api->last_error ? lib_.api->last_error(step_) : "";
+  if (rc == -2)
+    throw Error(1, "--check-finite: step " + std::to_string(stepIndex) +
+                       ", rank " + std::to_string(env_.rank) + ": " +
+                       (why && *why ? why : "a non-finite value (no detail)"));
+  if (rc != 0)
     throw Error(1, "step " + std::to_string(stepIndex) + " failed in " +
-                       lib_.path + " (its collective or computation reported "
-                       "an error)");
+                       lib_.path + " (" + (why && *why ? why : "its collective or "
+                       "computation reported an error") + ")");
   return loss;
 }
 

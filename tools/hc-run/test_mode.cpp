@@ -78,7 +78,7 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
       ptrs[i] = arrays[i].data.data() + static_cast<std::size_t>(r) * in.bytes();
       checkInputValues(lib, in, path, arrays[i]);
     }
-    ctx = std::make_unique<StepContext>(lib, comm);
+    ctx = std::make_unique<StepContext>(lib, comm, opt.checkFinite);
     ctx->loadInit(opt.init);
   } catch (const Error &e) {
     failure = e;

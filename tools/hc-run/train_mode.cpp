@@ -227,7 +227,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   try {
     checkOutputs(opt, lib, r);
     plan = checkData(opt, lib, R, images, labels);
-    ctx = std::make_unique<StepContext>(lib, comm);
+    ctx = std::make_unique<StepContext>(lib, comm, opt.checkFinite);
     ctx->loadInit(opt.init);
     if (r == 0 && ckpt.on())
       ckpt.prepare({G, plan.n, opt.data, opt.labels});

@@ -25,6 +25,41 @@ namespace hs = hc::schedule;
 namespace hc {
 namespace {
 
+// The ONNX node(s) an op came from: the importer's NameLoc per node; fusion
+// and autodiff keep or fuse those locations.
+std::string onnxNodesOf(Location loc) {
+  if (auto n = dyn_cast<NameLoc>(loc))
+    return "'" + n.getName().str() + "'";
+  if (auto f = dyn_cast<FusedLoc>(loc)) {
+    std::string all;
+    for (Location l : f.getLocations()) {
+      std::string one = onnxNodesOf(l);
+      if (!one.empty() && all.find(one) == std::string::npos)
+        all += (all.empty() ? "" : ", ") + one;
+    }
+    return all;
+  }
+  return "";
+}
+
+// `text` as a C string literal (ONNX node names are arbitrary bytes).
+std::string cString(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\')
+      out += std::string("\\") + static_cast<char>(c);
+    else if (c < 0x20 || c >= 0x7f || c == '?')
+    {
+      char octal[8];
+      std::snprintf(octal, sizeof octal, "\\%03o", static_cast<unsigned>(c));
+      out += octal;
+    }
+    else
+      out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
 // Arena codes shared with the generated code.
 enum Arena { kAct, kParam, kGrad, kM, kV, kState, kInput, kConst, kNumArenas };
 const char *kArenaNames[] = {"act", "param", "grad", "m", "v", "state"};
@@ -235,6 +270,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
   std::set<std::string> trainable;
   llvm::DenseMap<Value, Call> bucketOf;  // token -> its start call
   int numBuckets = 0;
+  // Per call, for --check-finite's messages: kernel and ONNX node(s).
+  std::vector<std::pair<std::string, std::string>> callWhere;
   for (Operation &op : f.getBody().front()) {
     if (auto buf = dyn_cast<hs::BufferOp>(op)) {
       Desc d;
@@ -300,11 +337,13 @@ bool Emitter::run(std::string &cpp, std::string &description,
       }
       c.attrs = attrsOf(call);
       calls.push_back(c);
+      callWhere.push_back({k, onnxNodesOf(call.getLoc())});
       flops += flopsOf(call);
     } else if (auto ar = dyn_cast<hs::AllReduceStartOp>(op)) {
       Call c{1, numBuckets++, static_cast<int>(operands.size()), 1, 0, -1};
       operands.push_back(descOf(ar.getBucket()));
       calls.push_back(c);
+      callWhere.push_back({});
       bucketOf[ar.getToken()] = c;
       auto t = ar.getBucket().getType();
       buckets.push_back(llvm::json::Object{
@@ -319,6 +358,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       Call c = start->second;
       c.kind = 2;
       calls.push_back(c);
+      callWhere.push_back({});
     } else if (auto loss = dyn_cast<hs::LossOp>(op)) {
       lossDesc = descOf(loss.getValue());
     }
@@ -400,6 +440,9 @@ bool Emitter::run(std::string &cpp, std::string &description,
   os << (numConstants ? "" : "nullptr") << "};\n\nconst Kernel kKernels[] = {";
   for (const std::string &k : kernels)
     os << "hcrt_op_" << k << ", ";
+  os << "};\n\nconst char *const kKernelNames[] = {";
+  for (const std::string &k : kernels)
+    os << "\"" << k << "\", ";
   os << "};\n\nconst Desc kDescs[] = {\n";
   for (const Desc &d : descs) {
     os << "  {" << d.arena << ", " << d.base << ", " << d.dtype << ", "
@@ -421,6 +464,25 @@ bool Emitter::run(std::string &cpp, std::string &description,
   for (const Call &c : calls)
     os << "  {" << c.kind << ", " << c.kernel << ", " << c.first << ", " << c.nin
        << ", " << c.nout << ", " << c.attrs << "},\n";
+  os << "};\n\n// Where each call is, for --check-finite.\nconst char *const kCallWhere[] = {\n";
+  {
+    // Calls up to the one writing the loss are the forward pass.
+    std::size_t lossCall = calls.size();
+    for (std::size_t i = 0; i < calls.size() && lossCall == calls.size(); ++i)
+      for (int k = 0; calls[i].kind == 0 && k < calls[i].nout; ++k)
+        if (operands[calls[i].first + calls[i].nin + k] == lossDesc)
+          lossCall = i;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const auto &[kernel, nodes] = callWhere[i];
+      std::string phase = kernel == "adamw" || kernel == "adam" || kernel == "sgd"
+                              ? "optimizer"
+                              : i <= lossCall ? "forward" : "backward";
+      std::string label = calls[i].kind != 0 ? std::string()
+                          : "kernel " + kernel + " (" + phase + ")" +
+                                (nodes.empty() ? "" : " of ONNX node " + nodes);
+      os << "  " << cString(label) << ",\n";
+    }
+  }
   os << "};\n\nconst Named kNamed[] = {\n" << named << "};\n\n"
      << "constexpr int32_t kLossDesc = " << lossDesc << ";\n"
      << "constexpr int32_t kNumBuckets = " << numBuckets << ";\n\n";
@@ -431,6 +493,7 @@ struct hc_step {
   char *arena[6] = {};
   std::vector<hcrt_tensor> tensors;  // kDescs resolved to addresses
   int64_t requests[kNumBuckets + 1] = {};  // this step's bucket all-reduces
+  char error[1024] = {};                   // last_error()
 };
 
 namespace {
@@ -512,6 +575,32 @@ int64_t numElements(const hcrt_tensor &t) {
   return n;
 }
 
+// --check-finite: every float output of call `ci`; the first NaN or
+// infinity stops the step with its place in s->error.
+bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
+  for (int32_t k = 0; k < n; ++k) {
+    double v = 0;
+    int64_t at = hcrt_first_nonfinite(&outs[k], kKernelNames[kCalls[ci].kernel], &v);
+    if (at >= 0) {
+      // Parameters, gradients and optimizer state are named slices of their
+      // arenas (one optimizer call spans many): name the one holding it.
+      const Desc &d = kDescs[kOperands[kCalls[ci].first + kCalls[ci].nin + k]];
+      int64_t byte = d.byte_offset + at * (d.dtype == HCRT_F64 ? 8 : 4);
+      const char *tensor = "an activation";
+      for (const Named &nm : kNamed)
+        if (nm.arena == d.arena && byte >= nm.byte_offset &&
+            byte < nm.byte_offset + nm.bytes)
+          tensor = nm.name;
+      std::snprintf(s->error, sizeof s->error,
+                    "%s wrote %g into %s (output %d of call %zu, element %lld)",
+                    kCallWhere[ci], v, tensor, static_cast<int>(k), ci,
+                    static_cast<long long>(at));
+      return false;
+    }
+  }
+  return true;
+}
+
 int step(hc_step *s, const void *const *inputs, double *loss) {
   for (size_t i = 0; i < s->tensors.size(); ++i)
     if (kDescs[i].arena == 6)
@@ -521,7 +610,9 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
   hcrt_tensor args[64];
   const hcrt_tensor absent = {};
   float scale = 1.0f / static_cast<float>(s->env.world_size);
-  for (const Call &c : kCalls) {
+  s->error[0] = 0;
+  for (size_t ci = 0; ci < sizeof kCalls / sizeof kCalls[0]; ++ci) {
+    const Call &c = kCalls[ci];
     if (c.kind == 0) {
       int32_t n = c.nin + c.nout;
       for (int32_t k = 0; k < n; ++k) {
@@ -530,6 +621,8 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
       }
       kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &kAttrs[c.attrs],
                          hc_threads{0, 0});
+      if (s->env.check_finite && !outputsFinite(s, ci, args + c.nin, c.nout))
+        return -2;
     } else if (s->env.world_size > 1) {
       // A bucket: start its sum (or, without the asynchronous callbacks, sum
       // it now); at the wait, the mean is what the optimizer reads.
@@ -564,8 +657,10 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
   return 0;
 }
 
+const char *lastError(const hc_step *s) { return s->error; }
+
 const hc_step_api kApi = {HC_STEP_ABI_VERSION, kDescription, create, destroy,
-                          setTensor, getTensor, step};
+                          setTensor, getTensor, step, lastError};
 
 } // namespace
 

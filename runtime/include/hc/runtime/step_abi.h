@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define HC_STEP_ABI_VERSION 2
+#define HC_STEP_ABI_VERSION 3
 
 // What the host gives a step: its place in the job and the collective.
 typedef struct hc_step_env {
@@ -35,6 +35,11 @@ typedef struct hc_step_env {
   // allreduce_sum_f32 where it would have started it.
   int64_t (*allreduce_start_f32)(void *comm, float *data, size_t n);
   int (*allreduce_wait)(void *comm, int64_t request);
+  // Version 3: non-zero asks the step to check every float tensor a kernel
+  // writes (activations, gradients, updated parameters and moments) and to
+  // stop at the first NaN or infinity: step() then returns -2 and
+  // last_error() names the kernel, its ONNX node, the phase and the element.
+  int32_t check_finite;
 } hc_step_env;
 
 typedef struct hc_step hc_step;  // opaque context
@@ -65,8 +70,11 @@ typedef struct hc_step_api {
                     size_t bytes);
   // One training step. inputs[i] is the i-th input of the description
   // (this rank's rows, contiguous, its dtype). *loss = the loss averaged over
-  // ranks. Returns 0, or -1 when the collective failed.
+  // ranks. Returns 0, -1 when the collective failed, -2 when check_finite
+  // found a non-finite value (last_error says where).
   int (*step)(hc_step *step, const void *const *inputs, double *loss);
+  // Version 3: one line about the last failure of step(), "" if none.
+  const char *(*last_error)(const hc_step *step);
 } hc_step_api;
 
 // The one symbol a step library exports.
