@@ -77,4 +77,9 @@ extern "C" int hc_comm_allreduce_wait(void *comm, int64_t request) {
   return comm && static_cast<Comm *>(comm)->wait(request) ? 0 : -1;
 }
 
+extern "C" void hc_comm_allreduce_progress(void *comm) {
+  if (comm)
+    static_cast<Comm *>(comm)->progress();
+}
+
 } // namespace hc::rt

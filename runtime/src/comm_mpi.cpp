@@ -3,10 +3,12 @@
 // failed collective becomes a message; fail() prints and calls MPI_Abort,
 // which makes mpirun end every rank.
 //
-// Gradient buckets go through a dedicated comm thread on a duplicate of
-// MPI_COMM_WORLD: it issues MPI_Iallreduce per bucket in the order started
-// and drives progress by polling (with a short sleep, so it does not take a
-// core from compute), while the step computes the next gradients.
+// Gradient buckets are MPI_Iallreduce on a duplicate of MPI_COMM_WORLD, in
+// the order started. Debian's Open MPI has no asynchronous progress, so a
+// request moves only inside MPI calls; who makes them is the progress mode
+// (comm.h): Inline, the step's own thread (started at once, MPI_Test
+// between kernels, MPI_Wait at the wait), or Thread, a comm thread (pinned
+// to a reserved core and polling, or unpinned with sleeps as a baseline).
 #include "hc/runtime/comm.h"
 
 #include <mpi.h>
@@ -19,7 +21,10 @@
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <pthread.h>
+#include <sched.h>
 #include <thread>
+#include <vector>
 
 namespace hc::rt {
 namespace {
@@ -60,10 +65,33 @@ public:
   }
   bool barrier() override { return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS; }
 
+  void setProgress(Progress mode, int core) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    mode_ = mode;
+    core_ = core;
+  }
+
   int64_t startAllreduceSumF32(float *data, std::size_t n) override {
     if (buckets_ == MPI_COMM_NULL)
       return -1;
     std::lock_guard<std::mutex> lk(mu_);
+    noteStart(n);
+    if (mode_ == Progress::Inline) {
+      Inflight f{next_, {}};
+      for (std::size_t done = 0; done < n;) {
+        int c = static_cast<int>(std::min(kChunk, n - done));
+        MPI_Request req;
+        if (MPI_Iallreduce(MPI_IN_PLACE, data + done, c, MPI_FLOAT, MPI_SUM,
+                           buckets_, &req) != MPI_SUCCESS) {
+          failed_ = true;
+          break;
+        }
+        f.requests.push_back(req);
+        done += static_cast<std::size_t>(c);
+      }
+      inflight_.push_back(std::move(f));
+      return next_++;
+    }
     if (!thread_.joinable())
       thread_ = std::thread([this] { serveBuckets(); });
     queue_.push_back(Bucket{next_, data, n});
@@ -71,12 +99,57 @@ public:
     return next_++;
   }
 
+  void progress() override {
+    if (mode_ != Progress::Inline || inflight_.empty())
+      return;
+    std::lock_guard<std::mutex> lk(mu_);
+    // One MPI_Test drives the whole progress engine; completed buckets at
+    // the front are retired so the in-flight time is measured.
+    while (!inflight_.empty()) {
+      Inflight &f = inflight_.front();
+      int flag = 0;
+      if (MPI_Testall(static_cast<int>(f.requests.size()), f.requests.data(), &flag,
+                      MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+        failed_ = true;
+        flag = 1;
+      }
+      if (!flag)
+        return;
+      retire(f.id);
+      inflight_.pop_front();
+    }
+  }
+
   bool wait(int64_t request) override {
+    const auto start = Clock::now();
     std::unique_lock<std::mutex> lk(mu_);
     if (request < 0 || request >= next_)
       return false;
-    cv_.wait(lk, [&] { return done_ >= request; });
+    if (mode_ == Progress::Inline) {
+      while (!inflight_.empty() && inflight_.front().id <= request) {
+        Inflight &f = inflight_.front();
+        if (MPI_Waitall(static_cast<int>(f.requests.size()), f.requests.data(),
+                        MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+          failed_ = true;
+        retire(f.id);
+        inflight_.pop_front();
+      }
+    } else {
+      cv_.wait(lk, [&] { return done_ >= request; });
+    }
+    stats_.blockedSeconds += seconds(start);
     return !failed_;
+  }
+
+  Stats takeStats() override {
+    std::lock_guard<std::mutex> lk(mu_);
+    Stats out = stats_;
+    if (open_ > 0) { // still in flight: count up to now, go on from now
+      out.inflightSeconds += seconds(inflightSince_);
+      inflightSince_ = Clock::now();
+    }
+    stats_ = {};
+    return out;
   }
 
   [[noreturn]] void fail(int code, const std::string &message) override {
@@ -112,6 +185,7 @@ private:
   // The comm thread: one bucket at a time, in order (every rank starts the
   // same sequence, so the collectives match).
   void serveBuckets() {
+    const bool pinned = core_ >= 0 && pinSelf(core_);
     for (;;) {
       Bucket b;
       {
@@ -128,26 +202,28 @@ private:
         MPI_Request req;
         ok = MPI_Iallreduce(MPI_IN_PLACE, b.data + done, c, MPI_FLOAT, MPI_SUM,
                             buckets_, &req) == MPI_SUCCESS &&
-             progress(req);
+             drive(req, pinned);
         done += static_cast<std::size_t>(c);
       }
       std::lock_guard<std::mutex> lk(mu_);
       done_ = b.id;
+      retire(b.id);
       failed_ = failed_ || !ok;
       cv_.notify_all();
     }
   }
 
-  // Polls `req` to completion: briefly hot (a bucket often completes within
+  // Polls `req` to completion. On a core of its own, hot; sharing the
+  // compute cores, briefly hot (a bucket often completes within
   // microseconds), then with sleeps growing to 200 us.
-  static bool progress(MPI_Request &req) {
+  static bool drive(MPI_Request &req, bool ownCore) {
     for (int polls = 0;; ++polls) {
       int flag = 0;
       if (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return false;
       if (flag)
         return true;
-      if (polls >= 64)
+      if (!ownCore && polls >= 64)
         std::this_thread::sleep_for(std::chrono::microseconds(
             std::min(200, 1 << std::min(polls - 64, 8))));
     }
@@ -155,6 +231,15 @@ private:
 
   bool allreduce(void *data, std::size_t n, MPI_Datatype type, MPI_Op op,
                  std::size_t item) {
+    const auto start = Clock::now();
+    struct Count {
+      MpiComm *self;
+      Clock::time_point start;
+      ~Count() {
+        std::lock_guard<std::mutex> lk(self->mu_);
+        self->stats_.blockedSeconds += seconds(start);
+      }
+    } count{this, start};
     char *p = static_cast<char *>(data);
     for (std::size_t done = 0; done < n;) {
       int c = static_cast<int>(std::min(kChunk, n - done));
@@ -165,7 +250,39 @@ private:
     }
     return true;
   }
+  using Clock = std::chrono::steady_clock;
+  static double seconds(Clock::time_point since) {
+    return std::chrono::duration<double>(Clock::now() - since).count();
+  }
+  static bool pinSelf(int core) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+  }
+  // Under mu_: a request starts / completes (in order), for the stats.
+  void noteStart(std::size_t n) {
+    if (open_++ == 0)
+      inflightSince_ = Clock::now();
+    ++stats_.requests;
+    stats_.bytes += static_cast<double>(n) * sizeof(float);
+  }
+  void retire(int64_t) {
+    if (open_ > 0 && --open_ == 0)
+      stats_.inflightSeconds += seconds(inflightSince_);
+  }
+
+  struct Inflight {
+    int64_t id;
+    std::vector<MPI_Request> requests; // one per chunk of the bucket
+  };
   int rank_, size_;
+  Progress mode_ = Progress::Inline;
+  int core_ = -1;
+  std::deque<Inflight> inflight_;
+  Stats stats_;
+  int64_t open_ = 0;
+  Clock::time_point inflightSince_;
   MPI_Comm buckets_ = MPI_COMM_NULL;
   std::thread thread_;
   std::mutex mu_;

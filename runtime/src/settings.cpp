@@ -53,6 +53,12 @@ bool checkSettings(std::string &error) {
             "all-reduce, the default) or 1 (blocking)";
     return false;
   }
+  if (const char *e = std::getenv("HC_COMM_PROGRESS"); e && !oneOf(e, {"inline", "thread"})) {
+    error = "HC_COMM_PROGRESS=" + std::string(e) + ": needs inline (the step "
+            "drives the all-reduce, the default) or thread (an unpinned comm "
+            "thread, the old baseline)";
+    return false;
+  }
   return true;
 }
 

@@ -160,6 +160,9 @@ int envInt(const char *name) {
 // launcher job share the node unbound, this rank's contiguous share, so
 // ranks do not pile their teams onto the same cores. `partitioned` says the
 // latter happened (the calling thread is then pinned too).
+int gReservedCores = 0;
+std::vector<int> reservedList;
+
 void usableCores(std::vector<int> &cores, std::vector<int> &cluster,
                  bool &partitioned) {
   cpu_set_t allowed;
@@ -187,6 +190,15 @@ void usableCores(std::vector<int> &cores, std::vector<int> &cluster,
   }
   cores.assign(all.begin() + first, all.begin() + last);
   cluster.assign(allCluster.begin() + first, allCluster.begin() + last);
+  // Cores the host reserved for non-compute threads (hcrt_reserve_cores):
+  // the last of this rank's share, so compute keeps its cluster-contiguous
+  // front; always at least one core left to compute.
+  std::size_t keep = cores.size() > static_cast<std::size_t>(gReservedCores)
+                         ? cores.size() - gReservedCores
+                         : cores.size();
+  reservedList.assign(cores.begin() + keep, cores.end());
+  cores.resize(keep);
+  cluster.resize(keep);
 }
 
 Team *makeTeam(int n) {
@@ -391,6 +403,24 @@ void hcrt_set_num_threads(int32_t n) {
   std::lock_guard<std::mutex> lk(gTeamMu);
   destroyTeam(gTeam);
   gTeam = makeTeam(n);
+}
+
+int32_t hcrt_reserve_cores(int32_t n, int32_t *out) {
+  std::lock_guard<std::mutex> lk(gTeamMu);
+  destroyTeam(gTeam);
+  gReservedCores = n > 0 ? n : 0;
+  gTeam = makeTeam(0);
+  if (reservedList.size() < static_cast<std::size_t>(gReservedCores)) {
+    // The share cannot spare them: compute keeps every core.
+    gReservedCores = 0;
+    reservedList.clear();
+    destroyTeam(gTeam);
+    gTeam = makeTeam(0);
+    return 0;
+  }
+  for (std::size_t i = 0; i < reservedList.size(); ++i)
+    out[i] = reservedList[i];
+  return static_cast<int32_t>(reservedList.size());
 }
 
 int32_t hcrt_thread_cluster(int32_t t) {

@@ -44,6 +44,7 @@ struct Options {
   bool resume = false;
   double emaDecay = -1;       // < 0: no EMA
   bool checkFinite = false;   // --check-finite: every kernel output, every step
+  int64_t commCores = 0;      // --comm-cores: cores per rank for comm progress
   bool seedSeen = false;      // --seed given (a resume checks it)
   bool help = false;
   bool trainMode() const { return !data.empty(); }

@@ -12,12 +12,15 @@
 #include "hc/runtime/settings.h"
 
 #include "hc/runtime/hcrt.h"
+#include "hc/runtime/kernels.h"
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 // A rank that dies must say so before mpirun tears the job down: the signal
@@ -81,6 +84,29 @@ void installFailureHandlers(hc::rt::Comm &comm) {
     theComm->fail(1, "internal error: uncaught exception: " + what);
   });
 }
+// Who advances the gradient all-reduce (comm.h): a comm thread on cores
+// reserved with --comm-cores, else the step itself between kernels; the
+// old unpinned, sleeping comm thread only when HC_COMM_PROGRESS=thread.
+void setUpProgress(const hcrun::Options &opt, hc::rt::Comm &comm) {
+  if (comm.size() < 2)
+    return;
+  const char *mode = std::getenv("HC_COMM_PROGRESS"); // checkSettings: inline|thread
+  if (opt.commCores > 0) {
+    std::vector<int32_t> cores(static_cast<std::size_t>(opt.commCores));
+    if (hcrt_reserve_cores(opt.commCores, cores.data()) == opt.commCores) {
+      comm.setProgress(hc::rt::Comm::Progress::Thread, cores[0]);
+      return;
+    }
+    if (comm.rank() == 0)
+      std::printf("hc-run: note: --comm-cores %d: this rank's share of cores "
+                  "cannot spare %d; the step drives communication itself\n",
+                  opt.commCores, opt.commCores);
+  }
+  comm.setProgress(mode && !std::strcmp(mode, "thread")
+                       ? hc::rt::Comm::Progress::Thread
+                       : hc::rt::Comm::Progress::Inline,
+                   -1);
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -117,6 +143,7 @@ int main(int argc, char **argv) {
     comm->finalize();
     return 0;
   }
+  setUpProgress(opt, *comm);
   int rc = opt.trainMode() ? runTrainMode(opt, lib, *comm)
                            : runTestMode(opt, lib, *comm);
   std::fflush(stdout);

@@ -65,6 +65,10 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     with the same global batch may resume.
   --ema [DECAY]     keep an EMA of the parameters as DiT does (initialized
                     to them, updated after every step; DECAY default 0.9999)
+  --comm-cores N     reserve N of each rank's cores for a thread that drives
+                    the gradient all-reduce (default 0: the step drives it
+                    between kernels; HC_COMM_PROGRESS=thread restores the
+                    old unpinned comm thread, a baseline)
   --check-finite    (both modes) check every float tensor every kernel writes
                     (activations, gradients, updated parameters) each step;
                     the first NaN or infinity stops the run (exit 1) naming
@@ -179,6 +183,8 @@ Options parseOptions(int argc, char **argv) {
       }
       o.emaDecay = valueFollows ? parseDecay(a, next()) : 0.9999;
       trainOnly.push_back(a);
+    } else if (a == "--comm-cores") {
+      o.commCores = parseInt(a, next(), 0, "a number of cores");
     } else if (a == "--check-finite") {
       noValue();
       o.checkFinite = true;

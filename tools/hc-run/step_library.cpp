@@ -280,6 +280,7 @@ StepContext::StepContext(const StepLibrary &lib, hc::rt::Comm &comm,
   if (!(sync && std::string(sync) == "1")) {
     env_.allreduce_start_f32 = hc::rt::hc_comm_allreduce_start_f32;
     env_.allreduce_wait = hc::rt::hc_comm_allreduce_wait;
+    env_.allreduce_progress = hc::rt::hc_comm_allreduce_progress;
   }
   env_.comm = &comm;
   char err[512] = {0};

@@ -290,6 +290,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     std::fflush(stdout);
   }
 
+  comm.takeStats();
   const auto start = Clock::now();
   auto windowStart = start;
   double windowLoss = 0;
@@ -371,6 +372,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       continue;
     const auto now = Clock::now();
     double el = std::chrono::duration<double>(now - windowStart).count();
+    const hc::rt::Comm::Stats commStats = comm.takeStats();
     double sps = el > 0 ? window / el : 0;
     double rss = peakRssMb();
     if (R > 1 && !comm.allreduceMaxF64(&rss, 1))
@@ -392,6 +394,19 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                             {"steps_per_sec", sps}, {"img_per_sec", sps * G},
                             {"gflops", gflops},     {"peak_rss_mb", rss},
                             {"wall_s", wall}};
+        if (R > 1) {
+          // Per step, rank 0's view: the all-reduce in flight (comm_s), the
+          // part the step waited for (exposed) and the part under compute.
+          const double per = 1.0 / window;
+          const double inflight = commStats.inflightSeconds * per,
+                       exposed = commStats.blockedSeconds * per;
+          m["step_s"] = el * per;
+          m["compute_s"] = el * per - exposed;
+          m["comm_s"] = inflight;
+          m["comm_exposed_s"] = exposed;
+          m["comm_hidden_s"] = std::max(0.0, inflight - exposed);
+          m["comm_mb"] = commStats.bytes * per / 1e6;
+        }
         std::string line = m.dump() + "\n";
         if (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0)
           comm.fail(1, "--metrics " + opt.metrics + ": write failed");
@@ -400,6 +415,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     windowLoss = 0;
     window = 0;
     windowStart = Clock::now();
+    comm.takeStats(); // the window's own collectives (memory, metrics) are not the step's
   }
   if (metrics && std::fclose(metrics) != 0)
     comm.fail(1, "--metrics " + opt.metrics + ": write failed");

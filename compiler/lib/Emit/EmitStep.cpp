@@ -464,14 +464,14 @@ bool Emitter::run(std::string &cpp, std::string &description,
   for (const Call &c : calls)
     os << "  {" << c.kind << ", " << c.kernel << ", " << c.first << ", " << c.nin
        << ", " << c.nout << ", " << c.attrs << "},\n";
+  // Calls up to the one writing the loss are the forward pass.
+  std::size_t lossCall = calls.size();
+  for (std::size_t i = 0; i < calls.size() && lossCall == calls.size(); ++i)
+    for (int k = 0; calls[i].kind == 0 && k < calls[i].nout; ++k)
+      if (operands[calls[i].first + calls[i].nin + k] == lossDesc)
+        lossCall = i;
   os << "};\n\n// Where each call is, for --check-finite.\nconst char *const kCallWhere[] = {\n";
   {
-    // Calls up to the one writing the loss are the forward pass.
-    std::size_t lossCall = calls.size();
-    for (std::size_t i = 0; i < calls.size() && lossCall == calls.size(); ++i)
-      for (int k = 0; calls[i].kind == 0 && k < calls[i].nout; ++k)
-        if (operands[calls[i].first + calls[i].nin + k] == lossDesc)
-          lossCall = i;
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const auto &[kernel, nodes] = callWhere[i];
       std::string phase = kernel == "adamw" || kernel == "adam" || kernel == "sgd"
@@ -485,7 +485,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
   }
   os << "};\n\nconst Named kNamed[] = {\n" << named << "};\n\n"
      << "constexpr int32_t kLossDesc = " << lossDesc << ";\n"
-     << "constexpr int32_t kNumBuckets = " << numBuckets << ";\n\n";
+     << "constexpr int32_t kNumBuckets = " << numBuckets << ";\n"
+     << "constexpr size_t kLossCall = " << lossCall << ";\n\n";
   os << R"cpp(} // namespace
 
 struct hc_step {
@@ -493,6 +494,9 @@ struct hc_step {
   char *arena[6] = {};
   std::vector<hcrt_tensor> tensors;  // kDescs resolved to addresses
   int64_t requests[kNumBuckets + 1] = {};  // this step's bucket all-reduces
+  int32_t pending = 0;                     // started, not yet waited for
+  float lossSum = 0;                       // the loss's own request
+  int64_t lossRequest = -1;
   char error[1024] = {};                   // last_error()
 };
 
@@ -623,6 +627,17 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
                          hc_threads{0, 0});
       if (s->env.check_finite && !outputsFinite(s, ci, args + c.nin, c.nout))
         return -2;
+      if (s->pending && s->env.allreduce_progress)
+        s->env.allreduce_progress(s->env.comm);
+      if (ci == kLossCall && s->env.world_size > 1 && s->env.allreduce_start_f32 &&
+          s->env.allreduce_wait) {
+        // The loss's sum overlaps backward too, instead of ending the step.
+        s->lossSum = *static_cast<const float *>(s->tensors[kLossDesc].data);
+        s->lossRequest = s->env.allreduce_start_f32(s->env.comm, &s->lossSum, 1);
+        if (s->lossRequest < 0)
+          return -1;
+        ++s->pending;
+      }
     } else if (s->env.world_size > 1) {
       // A bucket: start its sum (or, without the asynchronous callbacks, sum
       // it now); at the wait, the mean is what the optimizer reads.
@@ -634,21 +649,30 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
         s->requests[c.kernel] = s->env.allreduce_start_f32(s->env.comm, data, n);
         if (s->requests[c.kernel] < 0)
           return -1;
+        ++s->pending;
         continue;
       }
       if (c.kind == 1 && (!s->env.allreduce_sum_f32 ||
                           s->env.allreduce_sum_f32(s->env.comm, data, n) != 0))
         return -1;
-      if (c.kind == 2 && async &&
-          s->env.allreduce_wait(s->env.comm, s->requests[c.kernel]) != 0)
-        return -1;
+      if (c.kind == 2 && async) {
+        if (s->env.allreduce_wait(s->env.comm, s->requests[c.kernel]) != 0)
+          return -1;
+        --s->pending;
+      }
       if ((c.kind == 1) != async)
         for (size_t i = 0; i < n; ++i)
           data[i] *= scale;
     }
   }
   float l = *static_cast<const float *>(s->tensors[kLossDesc].data);
-  if (s->env.world_size > 1) {
+  if (s->lossRequest >= 0) {
+    if (s->env.allreduce_wait(s->env.comm, s->lossRequest) != 0)
+      return -1;
+    s->lossRequest = -1;
+    --s->pending;
+    l = s->lossSum * scale;
+  } else if (s->env.world_size > 1) {
     if (!s->env.allreduce_sum_f32 || s->env.allreduce_sum_f32(s->env.comm, &l, 1) != 0)
       return -1;
     l *= scale;

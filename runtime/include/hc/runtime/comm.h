@@ -34,6 +34,31 @@ public:
   virtual int64_t startAllreduceSumF32(float *data, std::size_t n);
   // Blocks until `request` is done; false if it (or one before it) failed.
   virtual bool wait(int64_t request);
+
+  // How asynchronous requests advance. An MPI without asynchronous progress
+  // (Debian's Open MPI: "OMPI progress: no") moves a nonblocking collective
+  // only while some MPI call runs, so someone must call in:
+  //   Inline: the caller starts each request at once; progress(), which the
+  //           step calls between kernels, and wait() drive them. No thread,
+  //           nothing sleeping or spinning on a compute core. The default.
+  //   Thread: a comm thread issues and drives them. Pinned to `core` (>= 0,
+  //           a core the budget reserved, hc-run --comm-cores) it polls
+  //           without sleeping; unpinned (core < 0) it shares the compute
+  //           cores and polls with short sleeps, as hc did before
+  //           2026-11-25 (kept as a baseline: HC_COMM_PROGRESS=thread).
+  enum class Progress { Inline, Thread };
+  virtual void setProgress(Progress mode, int core) { (void)mode, (void)core; }
+  // Advances outstanding requests without blocking (cheap: one MPI_Test).
+  virtual void progress() {}
+  // What the asynchronous requests cost since the last call: wall time with
+  // at least one request in flight, time a caller was blocked in wait() or
+  // a blocking collective, requests and bytes.
+  struct Stats {
+    double inflightSeconds = 0, blockedSeconds = 0;
+    int64_t requests = 0;
+    double bytes = 0;
+  };
+  virtual Stats takeStats() { return {}; }
   // Copies `bytes` bytes from rank `root` into `data` on every rank.
   virtual bool broadcast(void *data, std::size_t bytes, int root) = 0;
   virtual bool barrier() = 0;
@@ -75,6 +100,7 @@ extern "C" int hc_comm_allreduce_sum_f32(void *comm, float *data,
 extern "C" int64_t hc_comm_allreduce_start_f32(void *comm, float *data,
                                                std::size_t n);
 extern "C" int hc_comm_allreduce_wait(void *comm, int64_t request);
+extern "C" void hc_comm_allreduce_progress(void *comm);
 
 } // namespace hc::rt
 

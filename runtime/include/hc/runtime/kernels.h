@@ -43,6 +43,12 @@ typedef struct hc_threads {
 int32_t hcrt_num_threads(void);
 // Resize the team (joins the old workers). Not safe while kernels run.
 void hcrt_set_num_threads(int32_t n);
+// Takes the last `n` cores of this process's share away from the kernel
+// team, for threads that must not compete with compute (communication
+// progress), and rebuilds the team. Writes their ids to `cores` (room for
+// n) and returns how many were reserved: n, or 0 when the share has no more
+// than n cores (compute keeps them all).
+int32_t hcrt_reserve_cores(int32_t n, int32_t *cores);
 // Index of the cluster team thread `t` belongs to.
 int32_t hcrt_thread_cluster(int32_t t);
 

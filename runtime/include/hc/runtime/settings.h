@@ -5,6 +5,7 @@
 //   HC_PIN             0 (no pinning) or 1 (pin workers to cores, default)
 //   HC_ISA             generic | avx2 | avx512 (at most what CPUID offers)
 //   HC_SYNC_ALLREDUCE  0 or 1 (the blocking all-reduce, to measure overlap)
+//   HC_COMM_PROGRESS   inline (default) or thread (see comm.h)
 // Developer tuning knobs (HC_GEMM_*, HC_ATTENTION_TILE, ...) are not here.
 #ifndef HC_RUNTIME_SETTINGS_H
 #define HC_RUNTIME_SETTINGS_H

@@ -40,6 +40,12 @@ typedef struct hc_step_env {
   // stop at the first NaN or infinity: step() then returns -2 and
   // last_error() names the kernel, its ONNX node, the phase and the element.
   int32_t check_finite;
+  // Version 3: advances started requests without blocking; the step calls
+  // it between kernels while any is outstanding (an MPI without
+  // asynchronous progress moves them only inside MPI calls). May be NULL.
+  // With the asynchronous callbacks the loss is summed by one more request,
+  // started right after the forward pass and waited for at the end.
+  void (*allreduce_progress)(void *comm);
 } hc_step_env;
 
 typedef struct hc_step hc_step;  // opaque context
