@@ -7,7 +7,8 @@ no labels, so every row is a class.
   * the same DiT exported by export_dit.py (class dropout 0, so no null row)
     with and without its metadata trains bit-identically for 3 steps;
   * without --labels, the plain export is refused (exit 2, one line naming
-    --labels: whether the last row is a null class cannot be told);
+    --labels: whether the last row is a null class cannot be told), and so
+    is the export with metadata (class dropout 0: it has no null row);
   * a label outside the table's rows is refused (exit 2);
   * metadata that contradicts the table (num_classes 9 for 10 rows) is
     refused (exit 2)."""
@@ -79,6 +80,8 @@ def main():
             errors.append("%s %s: want exit 2 and one line with %r" % (name, extra, want))
 
     refused("plain", [], "pass --labels")
+    refused("meta", [], "the model has no null class (dit_config.class_dropout_prob 0, "
+            "so no null row in its label table) for unlabelled samples; pass --labels")
     refused("plain", ["--labels", w("y_bad.npy")], "label 10 at row 0 is outside 0..9")
     refused("wrong", ["--labels", w("y.npy")],
             "dit_config says num_classes 9, class_dropout_prob 0.0, but the label table "

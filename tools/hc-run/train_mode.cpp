@@ -169,6 +169,12 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
     cdp = 0;
     p.nullClass = rows - 1;
   } else {
+    // Without class dropout DiT's table has no null row: unlabelled
+    // training (and guidance later) is impossible.
+    if (p.y >= 0 && cdp <= 0 && opt.labels.empty() && !d.graphDropsLabels)
+      usageError(lib.path + ": the model has no null class (dit_config."
+                 "class_dropout_prob 0, so no null row in its label table) "
+                 "for unlabelled samples; pass --labels");
     p.nullClass = cdp > 0 ? p.numClasses : 0;
   }
   p.dropProb = (cdp > 0 && !d.graphDropsLabels) ? cdp : 0.0;

@@ -59,6 +59,11 @@ const Const *GraphImporter::inputConst(int i) {
   return v.cst ? &*v.cst : nullptr;
 }
 
+const Const *GraphImporter::constOf(const std::string &name) {
+  Val &v = lookup(name);
+  return v.cst ? &*v.cst : nullptr;
+}
+
 const Const &GraphImporter::requireConst(int i, const char *what) {
   const Const *c = inputConst(i);
   if (!c)

@@ -71,6 +71,7 @@ public:
   mlir::Value input(int i);            // materializes constants
   const Const *inputConst(int i);      // nullptr if not a known constant
   const Const &requireConst(int i, const char *what);
+  const Const *constOf(const std::string &name);  // nullptr if not known
   void output(int i, mlir::Value v) { define(node->output(i), v); }
   void outputConst(int i, Const c) { defineConst(node->output(i), std::move(c)); }
   bool outputUsed(int i) const;

@@ -14,6 +14,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <cmath>
 #include <fcntl.h>
 #include <set>
 #include <sys/mman.h>
@@ -110,6 +111,7 @@ private:
   onnx::ModelProto &model() { return storage->model; }
   void applyTrainingInfo();
   void recordTrainingInfo();
+  void warnLooksFrozen();
   int64_t opset = 0;
   std::set<std::string> initializerNames;
   std::set<std::string> trainingState;  // training_info's R, T, V, H
@@ -601,7 +603,63 @@ void Importer::run() {
   buildFunction();
   if (out.hasTraining)
     recordTrainingInfo();
+  warnLooksFrozen();
   out.storage = storage;
+}
+
+// A fixed sin-cos position table as DiT/MAE build it ([T, D] or [1, T, D]):
+// 2-D over a sqrt(T) x sqrt(T) grid (columns in the first half of the
+// channels, rows in the second, each half sin then cos) or 1-D over T.
+bool isSinCosTable(const ParamData &p) {
+  if (p.shape.size() < 2 || p.shape.size() > 3 ||
+      (p.shape.size() == 3 && p.shape[0] != 1))
+    return false;
+  const int64_t T = p.shape[p.shape.size() - 2], D = p.shape.back();
+  if (T < 2 || D < 4 || D % 2)
+    return false;
+  // [M] positions -> `half` sin then `half` cos channels at column `at`.
+  auto matches1d = [&](int64_t width, int64_t at, auto position) {
+    const int64_t half = width / 2;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t k = 0; k < half; ++k) {
+        double angle = position(t) / std::pow(10000.0, double(k) / half);
+        const float *row = p.data + t * D + at;
+        if (std::abs(row[k] - std::sin(angle)) > 1e-5 ||
+            std::abs(row[half + k] - std::cos(angle)) > 1e-5)
+          return false;
+      }
+    return true;
+  };
+  const int64_t g = static_cast<int64_t>(std::llround(std::sqrt(double(T))));
+  if (g * g == T && D % 4 == 0 &&
+      matches1d(D / 2, 0, [&](int64_t t) { return double(t % g); }) &&
+      matches1d(D / 2, D / 2, [&](int64_t t) { return double(t / g); }))
+    return true;
+  return matches1d(D, 0, [](int64_t t) { return double(t); });
+}
+
+// ONNX does not record requires_grad: a plain export's fixed tensors look
+// trainable. Name the ones hc will train that look frozen (issue 26).
+void Importer::warnLooksFrozen() {
+  auto f = *out.module->getOps<func::FuncOp>().begin();
+  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+    auto name = f.getArgAttrOfType<StringAttr>(i, hc::graph::kParamAttr);
+    if (!name || f.getArgAttr(i, "hc.frozen"))
+      continue;
+    std::string n = name.str();
+    auto it = out.params.find(n);
+    if (it != out.params.end() && it->second.data && isSinCosTable(it->second))
+      out.warnings.push_back(
+          options.path + ": parameter '" + n +
+          "' is a fixed sin-cos position table, which DiT does not train, "
+          "but nothing marks it frozen (ONNX has no requires_grad): it is "
+          "trained unless --freeze names it");
+    else if (f.getArgument(i).use_empty())
+      out.warnings.push_back(
+          options.path + ": parameter '" + n +
+          "' does not reach the loss (its gradient is zero): it is trained, "
+          "weight decay included, unless --freeze names it");
+  }
 }
 
 // The model's training_info decides the trainable set: Gradient's xs.

@@ -583,6 +583,43 @@ void dropoutOp(GraphImporter &gi) {
   identityOp(gi);
 }
 
+// If on a condition known at import: torch's squeeze of a dim the exporter
+// could not see (dynamic batch) is If(Equal(Shape(x)[d], 1), Squeeze,
+// Identity). The taken branch's nodes are imported in place; its outputs
+// become the node's.
+void ifOp(GraphImporter &gi) {
+  const Const &cond = gi.requireConst(0, "If condition");
+  if (cond.numElements() != 1)
+    gi.fail("If condition has " + std::to_string(cond.numElements()) +
+            " elements, expected 1");
+  const char *taken = cond.data[0] != 0 ? "then_branch" : "else_branch";
+  const auto *branch = gi.attr(taken);
+  if (!branch || !branch->has_g())
+    gi.fail(std::string("If has no ") + taken + " graph");
+  const onnx::GraphProto &g = branch->g();
+  const onnx::NodeProto *self = gi.node;
+  if (g.output_size() != self->output_size())
+    gi.fail(std::string(taken) + " has " + std::to_string(g.output_size()) +
+            " outputs, the node " + std::to_string(self->output_size()));
+  if (g.initializer_size() > 0 || g.sparse_initializer_size() > 0)
+    gi.fail(std::string(taken) + " has initializers, which are not supported");
+  for (const auto &n : g.node()) {
+    gi.node = &n;
+    auto h = opHandlers().find(n.op_type());
+    if (h == opHandlers().end() || (!n.domain().empty() && n.domain() != "ai.onnx"))
+      gi.fail(std::string(taken) + ": op " + n.op_type() + " is not supported");
+    h->second(gi);
+  }
+  gi.node = self;
+  for (int i = 0; i < self->output_size(); ++i) {
+    const std::string &from = g.output(i).name();
+    if (const Const *c = gi.constOf(from))
+      gi.outputConst(i, *c);
+    else
+      gi.output(i, gi.valueOf(from));
+  }
+}
+
 } // namespace
 
 const std::map<std::string, OpHandler> &opHandlers() {
@@ -605,6 +642,7 @@ const std::map<std::string, OpHandler> &opHandlers() {
       {"Range", rangeOp},
       {"Identity", identityOp},
       {"Dropout", dropoutOp},
+      {"If", ifOp},
     };
     addMathHandlers(t);
     return t;
