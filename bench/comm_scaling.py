@@ -217,17 +217,29 @@ def main():
              "load avg %.2f at the end" % os.getloadavg()[0]))
     print("link (hc-bench-allreduce, 2 ranks): alpha %.1f us, beta %.3f ms/MB (%.2f GB/s)"
           % (alpha * 1e6, beta * 1e9, 1 / beta / 1e9))
-    print("%-11s %10s %10s %10s %10s %12s" % ("config", "median_s", "min_s", "model_s", "model_err", "weak_eff"))
+    # Per round, against the same round's np1 / np1x2: a shared machine's
+    # slow phases move every config of a round together, so ratios within a
+    # round are steadier than ratios of medians.
+    def per_round(f):
+        return statistics.median(f(r) for r in range(a.rounds))
+    print("%-11s %9s %9s %9s %10s %10s" % ("config", "median_s", "min_s", "model_s", "model_err", "weak_eff"))
     for c in configs:
         p = pred.get(c)
-        print("%-11s %10.3f %10.3f %10s %10s %11.1f%%" % (
-            c, med[c], min(times[c]), "%.3f" % p if p else "-", "%+.1f%%" % (100 * (p / med[c] - 1)) if p else "-",
-            100 * med["np1"] / med[c]))
+        err = None
+        if c != "np1x2" and p:
+            err = per_round(lambda r: model(times["np1x2"][r], desc["buckets"], alpha, beta)[
+                1 if c != "np2-sync" else 0] / times[c][r] - 1)
+        print("%-11s %9.3f %9.3f %9s %10s %9.1f%%" % (
+            c, med[c], min(times[c]), "%.3f" % p if p else "-", "%+.1f%%" % (100 * err) if err is not None else "-",
+            100 * per_round(lambda r: times["np1"][r] / times[c][r])))
+    print("(model_err and weak_eff: medians over rounds of the per-round values; model_s from the medians)")
     for c in ("np2-inline", "np2-thread", "np2-sync"):
         if exposed[c]:
             print("  %s: comm_exposed_s median %.3f" % (c, statistics.median(exposed[c])))
-    print("async (inline) / sync: %.3f; hardware ceiling np1/np1x2: %.1f%%"
-          % (med["np2-inline"] / med["np2-sync"], 100 * med["np1"] / med["np1x2"]))
+    print("async/sync per round, median: inline %.3f, thread %.3f; hardware ceiling np1/np1x2 %.1f%%"
+          % (per_round(lambda r: times["np2-inline"][r] / times["np2-sync"][r]),
+             per_round(lambda r: times["np2-thread"][r] / times["np2-sync"][r]),
+             100 * per_round(lambda r: times["np1"][r] / times["np1x2"][r])))
     print()
     print(projection())
     return 0
