@@ -30,11 +30,24 @@ const char *pipelineFlagsHelp() {
                    (Adam's norm_coefficient; default 0)
   --weight-decay-post X  Adam's norm_coefficient_post: X <- (1 - it) X after
                    the update (default 0)
-  --bucket-mb X    gradient all-reduce bucket size in MiB (default 1: the
-                   smallest bucket whose whole-model all-reduce time is within
-                   10% of the best, measured by hc-bench-allreduce; re-run it
-                   on your network and pick again)
+  --link A,B,P     the all-reduce's link: A microseconds per message, B GB/s,
+                   P ranks (default 7,6,2: two ranks over shared memory,
+                   measured by bench/hc-bench-allreduce); the bucket size is
+                   the smallest power of two (64 KiB..256 MiB) whose latency,
+                   ~2 log2(P) A, is at most a tenth of its transfer time,
+                   2 (P-1)/P bytes / B (default link: 1 MiB)
+  --bucket-mb X    gradient all-reduce bucket size in MiB, overriding --link
 )";
+}
+
+int64_t bucketBytesForLink(const LinkModel &link) {
+  const double p = static_cast<double>(link.ranks);
+  const double latency = 2 * std::log2(p) * link.alphaSeconds;
+  const double perByte = 2 * (p - 1) / p / link.bytesPerSecond;
+  int64_t bytes = 64 << 10;
+  while (bytes < (int64_t{256} << 20) && latency > 0.1 * perByte * bytes)
+    bytes *= 2;
+  return bytes;
 }
 
 int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
@@ -52,10 +65,10 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   }
   static const char *valued[] = {"--freeze", "--optimizer", "--lr", "--beta1",
                                  "--beta2", "--eps", "--weight-decay",
-                                 "--weight-decay-post", "--bucket-mb"};
+                                 "--weight-decay-post", "--bucket-mb", "--link"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
-  if (arg != "--bucket-mb")
+  if (arg != "--bucket-mb" && arg != "--link")
     o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
     if (i + 1 >= argc) {
@@ -88,6 +101,27 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
     o.optimizer = value;
     return 1;
   }
+  if (arg == "--link") {
+    LinkModel link{};
+    char *e1 = nullptr, *e2 = nullptr, *e3 = nullptr;
+    double a = std::strtod(value.c_str(), &e1);
+    double b = *e1 == ',' ? std::strtod(e1 + 1, &e2) : 0;
+    long long p = e2 && *e2 == ',' ? std::strtoll(e2 + 1, &e3, 10) : 0;
+    if (!e3 || *e3 || !(a > 0 && a < 1e6) || !(b > 0 && b < 1e6) || p < 2 ||
+        p > (1 << 24)) {
+      error = "--link needs MICROSECONDS,GBPS,RANKS (e.g. 7,6,2; latency and "
+              "bandwidth positive, at least 2 ranks), got '" + value + "'";
+      return -1;
+    }
+    link = {a * 1e-6, b * 1e9, p};
+    o.linkGiven = true;
+    if (o.bucketGiven) {
+      error = "--link and --bucket-mb both set the bucket size; give one";
+      return -1;
+    }
+    o.bucketBytes = bucketBytesForLink(link);
+    return 1;
+  }
   char *end = nullptr;
   double x = std::strtod(value.c_str(), &end);
   if (value.empty() || *end || !std::isfinite(x) || x < 0) {
@@ -99,7 +133,12 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
       error = "--bucket-mb must be in (0, 4096], got '" + value + "'";
       return -1;
     }
+    if (o.linkGiven) {
+      error = "--link and --bucket-mb both set the bucket size; give one";
+      return -1;
+    }
     o.bucketBytes = static_cast<int64_t>(x * (1 << 20)) / 64 * 64;
+    o.bucketGiven = true;
     return 1;
   }
   if ((arg == "--beta1" || arg == "--beta2") && x >= 1) {

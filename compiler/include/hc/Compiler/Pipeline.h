@@ -11,11 +11,28 @@
 
 namespace hc {
 
+// The all-reduce's cost model: alpha (per message, seconds), bandwidth
+// (bytes/s) and ranks. A bucket pays ~2 log2(P) alpha of latency and moves
+// 2 (P-1)/P of its bytes; the bucket size is the smallest power of two
+// (64 KiB .. 256 MiB) whose latency is at most a tenth of its transfer
+// time, so buckets stay small (more overlap with backward) until latency
+// would dominate.
+struct LinkModel {
+  double alphaSeconds, bytesPerSecond;
+  int64_t ranks;
+};
+inline constexpr LinkModel kDefaultLink = {7e-6, 6e9, 2};
+int64_t bucketBytesForLink(const LinkModel &link);
+
 struct PipelineOptions {
   bool fuse = true;   // the fusion passes (hc-fuse)
   bool train = false; // autodiff + optimizer: the whole training step
   bool schedule = false;  // lower to the schedule level and plan buffers
-  int64_t bucketBytes = 1 << 20;  // bench/results-allreduce-2rank.txt
+  // Gradient all-reduce bucket bytes: from the link model (--link), or
+  // --bucket-mb. The default link is this project's 2-rank shared-memory
+  // measurement (bench/results-allreduce-2rank.txt), giving 1 MiB.
+  int64_t bucketBytes = bucketBytesForLink(kDefaultLink);
+  bool bucketGiven = false, linkGiven = false;
   std::vector<std::string> freeze;  // beyond the model's own frozen set
   std::string optimizer = "adamw";  // adamw | adam | sgd
   // Adam (ONNX): R, alpha, beta, epsilon, norm_coefficient(_post).
