@@ -137,6 +137,16 @@ def model(t_c, buckets, alpha, beta):
     return sync, asyn
 
 
+def bucket_for_link(alpha, bw, ranks):
+    """hc-compile --link's rule (compiler/lib/Pipeline/Pipeline.cpp)."""
+    latency = 2 * math.log2(ranks) * alpha
+    per_byte = 2 * (ranks - 1) / ranks / bw
+    b = 64 << 10
+    while b < (256 << 20) and latency > 0.1 * per_byte * b:
+        b *= 2
+    return b
+
+
 def projection():
     """DiT-XL/2 weak scaling to 256 LX2 nodes, the paper's setting."""
     P_nodes, ranks_per_node = 256, 4
@@ -145,7 +155,7 @@ def projection():
     nic = 48e9 / 2       # B/s per direction (48 GB/s bidirectional)
     alpha_net = 5e-6     # s per inter-node message (assumption: a typical RDMA fabric)
     shm = 50e9           # B/s for the intra-node reduce among 4 ranks (assumption)
-    bucket = 64 << 20    # bucket chosen from the link model: latency per bucket << its transfer
+    bucket = bucket_for_link(alpha_net, nic, P_nodes * ranks_per_node)  # hc-compile --link's rule
     nb = math.ceil(S / bucket)
     # Hierarchical all-reduce: reduce within the node (shared memory), ring
     # among the 256 node leaders, broadcast within the node.
