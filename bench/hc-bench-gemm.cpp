@@ -31,61 +31,10 @@ namespace {
 using bench::Clock;
 using bench::seconds;
 
-// ---- FMA peak: 12 independent FMA chains per thread ----
-__attribute__((target("avx512f"))) double fmaLoop512(long iters) {
-  __m512 a[12], b = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(1e-3f);
-  for (int j = 0; j < 12; ++j)
-    a[j] = _mm512_set1_ps(1.0f + j);
-  for (long i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int j = 0; j < 12; ++j)
-      a[j] = _mm512_fmadd_ps(a[j], b, c);
-    __asm__ volatile("" : "+v"(b));
-  }
-  __m512 s = a[0];
-  for (int j = 1; j < 12; ++j)
-    s = _mm512_add_ps(s, a[j]);
-  return _mm512_reduce_add_ps(s);
-}
-
-__attribute__((target("avx2,fma"))) double fmaLoop256(long iters) {
-  __m256 a[12], b = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(1e-3f);
-  for (int j = 0; j < 12; ++j)
-    a[j] = _mm256_set1_ps(1.0f + j);
-  for (long i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int j = 0; j < 12; ++j)
-      a[j] = _mm256_fmadd_ps(a[j], b, c);
-    __asm__ volatile("" : "+x"(b));
-  }
-  float out[8];
-  __m256 s = a[0];
-  for (int j = 1; j < 12; ++j)
-    s = _mm256_add_ps(s, a[j]);
-  _mm256_storeu_ps(out, s);
-  return out[0];
-}
-
-// GFLOP/s of `threads` threads running the FMA loop (median of 3).
+// GFLOP/s of `threads` threads running fp32 FMAs (the runtime's measure,
+// shared with hc-run --profile).
 double peak(int threads, bool avx512) {
-  const long iters = 20000000;
-  std::vector<double> runs;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::atomic<double> sink{0};
-    auto t0 = Clock::now();
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t)
-      ts.emplace_back([&] {
-        double v = avx512 ? fmaLoop512(iters) : fmaLoop256(iters);
-        sink.store(v);
-      });
-    for (auto &t : ts)
-      t.join();
-    double s = seconds(t0, Clock::now());
-    runs.push_back(threads * iters * 12.0 * (avx512 ? 16 : 8) * 2 / s / 1e9);
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[1];
+  return hcrt_fma_peak_gflops(threads, avx512 ? HC_ISA_AVX512 : HC_ISA_AVX2);
 }
 
 using namespace bench;

@@ -259,6 +259,7 @@ const std::string &descriptionText() {
 extern "C" __attribute__((visibility("default"))) const hc_step_api *
 hc_step_get_api(void) {
   static hc_step_api api = {TOY_ABI, descriptionText().c_str(), create,
-                            destroy, setTensor, getTensor, step, lastError};
+                            destroy, setTensor, getTensor, step, lastError,
+                            nullptr /* no profile */};
   return &api;
 }

@@ -45,6 +45,7 @@ struct Options {
   double emaDecay = -1;       // < 0: no EMA
   bool checkFinite = false;   // --check-finite: every kernel output, every step
   int64_t commCores = 0;      // --comm-cores: cores per rank for comm progress
+  std::string profile;        // --profile FILE (profile.h)
   bool seedSeen = false;      // --seed given (a resume checks it)
   bool help = false;
   bool trainMode() const { return !data.empty(); }
@@ -102,7 +103,8 @@ struct StepLibrary {
 class StepContext {
 public:
   // Throws Error(1). `checkFinite`: the step checks every kernel output.
-  StepContext(const StepLibrary &lib, hc::rt::Comm &comm, bool checkFinite = false);
+  StepContext(const StepLibrary &lib, hc::rt::Comm &comm, bool checkFinite = false,
+              bool profile = false);
   ~StepContext();
   StepContext(const StepContext &) = delete;
   StepContext &operator=(const StepContext &) = delete;

@@ -14,6 +14,7 @@
 #include "hc/runtime/hcrt.h"
 #include "hc/runtime/kernels.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -92,15 +93,16 @@ void setUpProgress(const hcrun::Options &opt, hc::rt::Comm &comm) {
     return;
   const char *mode = std::getenv("HC_COMM_PROGRESS"); // checkSettings: inline|thread
   if (opt.commCores > 0) {
-    std::vector<int32_t> cores(static_cast<std::size_t>(opt.commCores));
-    if (hcrt_reserve_cores(opt.commCores, cores.data()) == opt.commCores) {
+    const int32_t want = static_cast<int32_t>(std::min<int64_t>(opt.commCores, 1 << 20));
+    std::vector<int32_t> cores(static_cast<std::size_t>(want));
+    if (hcrt_reserve_cores(want, cores.data()) == want) {
       comm.setProgress(hc::rt::Comm::Progress::Thread, cores[0]);
       return;
     }
     if (comm.rank() == 0)
       std::printf("hc-run: note: --comm-cores %d: this rank's share of cores "
                   "cannot spare %d; the step drives communication itself\n",
-                  opt.commCores, opt.commCores);
+                  static_cast<int>(want), static_cast<int>(want));
   }
   comm.setProgress(mode && !std::strcmp(mode, "thread")
                        ? hc::rt::Comm::Progress::Thread

@@ -69,6 +69,10 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     the gradient all-reduce (default 0: the step drives it
                     between kernels; HC_COMM_PROGRESS=thread restores the
                     old unpinned comm thread, a baseline)
+  --profile FILE    (both modes) time every call of the step; rank 0 writes
+                    FILE (JSON: per kernel kind s/step, share, GFLOP/s, GB/s,
+                    roofline against the FMA peak and triad bandwidth
+                    measured at the start, the step's MFU) and prints a table
   --check-finite    (both modes) check every float tensor every kernel writes
                     (activations, gradients, updated parameters) each step;
                     the first NaN or infinity stops the run (exit 1) naming
@@ -185,6 +189,8 @@ Options parseOptions(int argc, char **argv) {
       trainOnly.push_back(a);
     } else if (a == "--comm-cores") {
       o.commCores = parseInt(a, next(), 0, "a number of cores");
+    } else if (a == "--profile") {
+      o.profile = next();
     } else if (a == "--check-finite") {
       noValue();
       o.checkFinite = true;

@@ -55,7 +55,8 @@ void checkOutputs(const Options &opt, const StepLibrary &lib, int rank) {
   for (const Named &o : {Named{"--save-params", opt.saveParams},
                          Named{"--save-grads", opt.saveGrads},
                          Named{"--save-state", opt.saveState},
-                         Named{"--metrics", opt.metrics}}) {
+                         Named{"--metrics", opt.metrics},
+                         Named{"--profile", opt.profile}}) {
     if (o.path.empty())
       continue;
     checkOutputPath(o.flag, o.path);

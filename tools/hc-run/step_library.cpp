@@ -268,10 +268,11 @@ void StepLibrary::load(const std::string &p) {
 }
 
 StepContext::StepContext(const StepLibrary &lib, hc::rt::Comm &comm,
-                         bool checkFinite)
+                         bool checkFinite, bool profile)
     : lib_(lib) {
   env_.rank = comm.rank();
   env_.check_finite = checkFinite ? 1 : 0;
+  env_.profile = profile ? 1 : 0;
   env_.world_size = comm.size();
   env_.allreduce_sum_f32 = hc::rt::hc_comm_allreduce_sum_f32;
   // Buckets overlap backward through the comm thread unless

@@ -1,10 +1,12 @@
 // Test mode: the same global inputs every step, read from one NPY per input;
 // each rank feeds its rows; prints "loss <value>" per step.
 #include "common.h"
+#include "profile.h"
 
 #include "hc/runtime/npy.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 namespace hcrun {
@@ -78,7 +80,7 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
       ptrs[i] = arrays[i].data.data() + static_cast<std::size_t>(r) * in.bytes();
       checkInputValues(lib, in, path, arrays[i]);
     }
-    ctx = std::make_unique<StepContext>(lib, comm, opt.checkFinite);
+    ctx = std::make_unique<StepContext>(lib, comm, opt.checkFinite, !opt.profile.empty());
     ctx->loadInit(opt.init);
   } catch (const Error &e) {
     failure = e;
@@ -86,19 +88,31 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
   }
   agreeOrExit(comm, failed ? &failure : nullptr);
 
+  Profiler profiler(opt, lib);
+  if (r == 0)
+    profiler.measureMachine();
   for (int64_t s = 0; s < opt.steps; ++s) {
     double loss = 0;
+    const auto t0 = std::chrono::steady_clock::now();
     try {
       loss = ctx->step(ptrs.data(), s + 1);
     } catch (const Error &e) {
       comm.fail(e.code, e.what());
     }
+    profiler.afterStep(*ctx, s + 1, std::chrono::duration<double>(
+                                         std::chrono::steady_clock::now() - t0).count());
     if (r == 0) {
       std::printf("loss %.17g\n", loss);
       std::fflush(stdout);
     }
   }
   finishRun(opt, *ctx, comm, opt.steps);
+  try {
+    if (r == 0)
+      profiler.finish(*ctx);
+  } catch (const Error &e) {
+    comm.fail(e.code, e.what());
+  }
   return 0;
 }
 

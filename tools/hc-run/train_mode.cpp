@@ -2,6 +2,7 @@
 #include "checkpointing.h"
 #include "common.h"
 #include "data.h"
+#include "profile.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -233,7 +234,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   try {
     checkOutputs(opt, lib, r);
     plan = checkData(opt, lib, R, images, labels);
-    ctx = std::make_unique<StepContext>(lib, comm, opt.checkFinite);
+    ctx = std::make_unique<StepContext>(lib, comm, opt.checkFinite, !opt.profile.empty());
     ctx->loadInit(opt.init);
     if (r == 0 && ckpt.on())
       ckpt.prepare({G, plan.n, opt.data, opt.labels});
@@ -296,6 +297,9 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     std::fflush(stdout);
   }
 
+  Profiler profiler(opt, lib);
+  if (r == 0)
+    profiler.measureMachine();
   comm.takeStats();
   const auto start = Clock::now();
   auto windowStart = start;
@@ -332,11 +336,14 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       y32[b] = static_cast<int32_t>(smp.y);
     }
     double loss = 0;
+    const auto stepStart = Clock::now();
     try {
       loss = ctx->step(ptrs.data(), s + 1);
     } catch (const Error &e) {
       comm.fail(e.code, e.what());
     }
+    profiler.afterStep(*ctx, s + 1,
+                       std::chrono::duration<double>(Clock::now() - stepStart).count());
     if (!std::isfinite(loss)) {
       // The loss is averaged over ranks: every rank sees it and stops alike.
       if (r == 0) {
@@ -426,6 +433,12 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   if (metrics && std::fclose(metrics) != 0)
     comm.fail(1, "--metrics " + opt.metrics + ": write failed");
   finishRun(opt, *ctx, comm, opt.steps);
+  try {
+    if (r == 0)
+      profiler.finish(*ctx);
+  } catch (const Error &e) {
+    comm.fail(e.code, e.what());
+  }
   if (r == 0) {
     double wall = std::chrono::duration<double>(Clock::now() - start).count();
     std::printf("hc-run: done: %lld steps in %.1f s%s%s\n",

@@ -62,6 +62,13 @@ int32_t hcrt_isa(void);
 int32_t hcrt_set_isa(int32_t isa);
 const char *hcrt_isa_name(int32_t isa);
 
+// The machine's ceilings, measured now (about 0.2 s and 0.5 s): the FMA
+// peak in GFLOP/s of `threads` threads running fp32 FMAs of `isa` width
+// (HC_ISA_AVX2 or HC_ISA_AVX512; 0 when the CPU lacks it), median of 3;
+// and a STREAM-like triad's bandwidth in GB/s (best of 5, 3 x 64 MiB).
+double hcrt_fma_peak_gflops(int32_t threads, int32_t isa);
+double hcrt_triad_gbs(int32_t threads);
+
 // ---------------------------------------------------------------- GEMM ----
 // For each b in [0, batch):
 //   C_b[m, n] = E(alpha * sum_k opA(A_b)[m, k] * opB(B_b)[k, n]) + beta * C_b[m, n]

@@ -46,7 +46,20 @@ typedef struct hc_step_env {
   // With the asynchronous callbacks the loss is summed by one more request,
   // started right after the forward pass and waited for at the end.
   void (*allreduce_progress)(void *comm);
+  // Version 3: non-zero makes the step time every call (get_profile).
+  int32_t profile;
 } hc_step_env;
+
+// One call of the step's schedule, profiled (version 3).
+typedef struct hc_call_profile {
+  const char *kernel;  // runtime kernel ("linear", ...), or "allreduce_start"
+                       // / "allreduce_wait" for a gradient bucket
+  const char *where;   // "kernel linear (forward) of ONNX node '...'"
+  int64_t calls;       // runs since the context was created
+  double seconds;      // their total wall time
+  double flops;        // per run, as the compiler counts them (0: none)
+  double bytes;        // per run: operands read plus results written
+} hc_call_profile;
 
 typedef struct hc_step hc_step;  // opaque context
 
@@ -81,6 +94,11 @@ typedef struct hc_step_api {
   int (*step)(hc_step *step, const void *const *inputs, double *loss);
   // Version 3: one line about the last failure of step(), "" if none.
   const char *(*last_error)(const hc_step *step);
+  // Version 3: with env.profile set, the profile of each call in schedule
+  // order; writes at most `capacity` entries and returns how many calls the
+  // schedule has.
+  size_t (*get_profile)(const hc_step *step, hc_call_profile *out,
+                        size_t capacity);
 } hc_step_api;
 
 // The one symbol a step library exports.

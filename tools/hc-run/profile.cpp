@@ -1,0 +1,143 @@
+#include "profile.h"
+
+#include "hc/runtime/kernels.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+namespace hcrun {
+namespace {
+// Kernels whose time is the matrix-unit work the step exists for; the rest
+// (normalizations, elementwise, copies, reductions, optimizer, all-reduce)
+// is what the profile calls "outside GEMM and attention".
+bool isGemmOrAttention(const std::string &k) {
+  return k.rfind("linear", 0) == 0 || k.rfind("matmul", 0) == 0 ||
+         k.rfind("attention", 0) == 0;
+}
+} // namespace
+
+Profiler::Profiler(const Options &opt, const StepLibrary &lib)
+    : opt_(opt), lib_(lib), on_(!opt.profile.empty()) {}
+
+void Profiler::measureMachine() {
+  if (!on_)
+    return;
+  threads_ = hcrt_num_threads();
+  const int32_t isa = hcrt_isa();
+  isa_ = hcrt_isa_name(isa);
+  peakGflops_ = hcrt_fma_peak_gflops(threads_, isa == HC_ISA_AVX512 ? HC_ISA_AVX512
+                                                                    : HC_ISA_AVX2);
+  triadGbs_ = hcrt_triad_gbs(threads_);
+}
+
+std::vector<hc_call_profile> Profiler::read(StepContext &ctx) const {
+  const hc_step_api *api = lib_.api;
+  if (!api->get_profile)
+    throw Error(1, lib_.path + ": the step library has no profile");
+  size_t n = api->get_profile(ctx.handle(), nullptr, 0);
+  std::vector<hc_call_profile> out(n);
+  api->get_profile(ctx.handle(), out.data(), n);
+  return out;
+}
+
+void Profiler::afterStep(StepContext &ctx, int64_t step, double seconds) {
+  if (!on_)
+    return;
+  if (step == 1 && opt_.steps > 1) {
+    base_ = read(ctx);
+    return;
+  }
+  stepSeconds_ += seconds;
+  ++steps_;
+}
+
+void Profiler::finish(StepContext &ctx) {
+  if (!on_ || steps_ == 0)
+    return;
+  std::vector<hc_call_profile> calls = read(ctx);
+  struct Kind {
+    double calls = 0, seconds = 0, flops = 0, bytes = 0;
+  };
+  std::map<std::string, Kind> kinds;
+  double profiled = 0, outside = 0;
+  const double per = 1.0 / steps_;
+  nlohmann::ordered_json top = nlohmann::ordered_json::array();
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const hc_call_profile &c = calls[i];
+    const double runs = static_cast<double>(c.calls - (base_.empty() ? 0 : base_[i].calls));
+    const double secs = c.seconds - (base_.empty() ? 0 : base_[i].seconds);
+    Kind &k = kinds[c.kernel];
+    k.calls += runs * per;
+    k.seconds += secs * per;
+    k.flops += c.flops * runs * per;
+    k.bytes += c.bytes * runs * per;
+    profiled += secs * per;
+    if (!isGemmOrAttention(c.kernel))
+      outside += secs * per;
+    order.push_back({secs * per, i});
+  }
+  const double step = stepSeconds_ * per;
+  const double modelFlops = lib_.desc.raw.value("model_flops_per_step", 0.0);
+  const double peak = peakGflops_ * 1e9;
+  nlohmann::ordered_json j;
+  j["machine"] = {{"isa", isa_}, {"threads", threads_}, {"fma_peak_gflops", peakGflops_},
+                  {"triad_gbs", triadGbs_}};
+  j["steps"] = steps_;
+  j["step_s"] = step;
+  j["profiled_s"] = profiled;
+  j["model_flops_per_step"] = modelFlops;
+  j["mfu"] = peak > 0 && step > 0 ? modelFlops / (peak * step) : 0.0;
+  j["outside_gemm_attention_share"] = step > 0 ? outside / step : 0.0;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::vector<std::pair<double, std::string>> byTime;
+  for (const auto &[name, k] : kinds)
+    byTime.push_back({k.seconds, name});
+  std::sort(byTime.rbegin(), byTime.rend());
+  std::printf("hc-run --profile: %lld step(s) of %.4f s on %d thread(s), %s; FMA peak "
+              "%.1f GFLOP/s, triad %.1f GB/s; MFU %.1f%%; outside GEMM and attention "
+              "%.1f%% of the step\n",
+              static_cast<long long>(steps_), step, threads_, isa_.c_str(), peakGflops_,
+              triadGbs_, 100 * j["mfu"].get<double>(),
+              100 * j["outside_gemm_attention_share"].get<double>());
+  std::printf("%-24s %8s %10s %7s %9s %8s %9s %8s\n", "kernel", "calls", "s/step", "share",
+              "GFLOP/s", "GB/s", "FLOP/B", "roofline");
+  for (const auto &[secs, name] : byTime) {
+    const Kind &k = kinds[name];
+    const double gf = secs > 0 ? k.flops / secs / 1e9 : 0;
+    const double gb = secs > 0 ? k.bytes / secs / 1e9 : 0;
+    const double ai = k.bytes > 0 ? k.flops / k.bytes : 0;
+    // The roofline's bound for this intensity, and how close the kernel is.
+    const double bound = std::min(peakGflops_, ai * triadGbs_);
+    const double reach = k.flops > 0 && bound > 0 ? gf / bound
+                         : triadGbs_ > 0        ? gb / triadGbs_
+                                                : 0;
+    rows.push_back({{"kernel", name}, {"calls_per_step", k.calls}, {"seconds_per_step", secs},
+                    {"flops_per_step", k.flops}, {"bytes_per_step", k.bytes},
+                    {"share", step > 0 ? secs / step : 0.0}, {"gflops", gf}, {"gbs", gb},
+                    {"flop_per_byte", ai}, {"roofline_bound_gflops", bound},
+                    {"of_roofline", reach}});
+    std::printf("%-24s %8.1f %10.5f %6.1f%% %9.1f %8.1f %9.2f %7.0f%%\n", name.c_str(), k.calls,
+                secs, step > 0 ? 100 * secs / step : 0.0, gf, gb, ai, 100 * reach);
+  }
+  j["kinds"] = rows;
+  std::sort(order.rbegin(), order.rend());
+  for (std::size_t r = 0; r < order.size() && r < 20; ++r) {
+    const hc_call_profile &c = calls[order[r].second];
+    top.push_back({{"call", order[r].second}, {"where", c.where}, {"seconds_per_step", order[r].first}});
+  }
+  j["slowest_calls"] = top;
+  std::string tmp = opt_.profile + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << j.dump(2) << "\n";
+    if (!f)
+      throw Error(1, "--profile " + opt_.profile + ": cannot write");
+  }
+  if (std::rename(tmp.c_str(), opt_.profile.c_str()) != 0)
+    throw Error(1, "--profile " + opt_.profile + ": cannot write");
+}
+
+} // namespace hcrun

@@ -1,0 +1,42 @@
+// hc-run --profile FILE: where a step's time goes, per kernel kind, against
+// the machine's FMA peak and triad bandwidth measured at the start, and the
+// step's MFU (model FLOPs over peak x time). One JSON file (rank 0), and a
+// table on stdout. Step 1 (first touch of every arena) is left out when
+// there are more steps.
+#ifndef HC_RUN_PROFILE_H
+#define HC_RUN_PROFILE_H
+
+#include "common.h"
+
+#include <string>
+#include <vector>
+
+namespace hcrun {
+
+class Profiler {
+public:
+  Profiler(const Options &opt, const StepLibrary &lib);
+  bool on() const { return on_; }
+  // Rank 0, before the first step: measures the peak and the bandwidth.
+  void measureMachine();
+  // After each step (1-based index) with its wall time.
+  void afterStep(StepContext &ctx, int64_t step, double seconds);
+  // Rank 0: writes the file and prints the table. Throws Error(1).
+  void finish(StepContext &ctx);
+
+private:
+  std::vector<hc_call_profile> read(StepContext &ctx) const;
+  const Options &opt_;
+  const StepLibrary &lib_;
+  bool on_ = false;
+  double peakGflops_ = 0, triadGbs_ = 0;
+  int threads_ = 0;
+  std::string isa_;
+  std::vector<hc_call_profile> base_; // after step 1
+  double stepSeconds_ = 0;
+  int64_t steps_ = 0;
+};
+
+} // namespace hcrun
+
+#endif // HC_RUN_PROFILE_H
