@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--seconds", type=int)
     ap.add_argument("--runs", type=int)
     ap.add_argument("--keep-corpus", action="store_true", help="reuse DIR/corpus from an earlier run")
+    ap.add_argument("--fork", type=int, default=0, help="libFuzzer -fork=N worker processes (long runs)")
     a = ap.parse_args()
     corpus = os.path.join(a.work, "corpus")
     if not a.keep_corpus:
@@ -63,7 +64,8 @@ def main():
         print("seeds: %d files" % make_seeds(a, seeds))
     limit = ["-max_total_time=%d" % a.seconds] if a.seconds else ["-runs=%d" % a.runs]
     cmd = [a.fuzzer, corpus, seeds, "-timeout=10", "-rss_limit_mb=2048", "-detect_leaks=1",
-           "-print_final_stats=1", "-artifact_prefix=" + a.work + "/"] + limit
+           "-print_final_stats=1", "-artifact_prefix=" + a.work + "/"] + limit + (
+               ["-fork=%d" % a.fork] if a.fork else [])
     env = dict(os.environ,
                ASAN_OPTIONS="detect_leaks=1:allow_user_poisoning=0",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")

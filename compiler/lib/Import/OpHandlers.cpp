@@ -146,11 +146,29 @@ Const tensorConst(GraphImporter &gi, const TP &t) {
   Const c;
   c.dtype = t.data_type();
   c.shape.assign(t.dims().begin(), t.dims().end());
-  int64_t n = c.numElements();
-  if (n > (int64_t(1) << 26))
-    gi.fail("constant tensor is too large");
+  int64_t n = 1;
+  for (int64_t d : c.shape) {
+    if (d < 0)
+      gi.fail("constant tensor has a negative dimension " + std::to_string(d));
+    if (d > 0 && n > (int64_t(1) << 26) / d)
+      gi.fail("constant tensor is too large");
+    n *= d;
+  }
   c.data.resize(n);
   const std::string &raw = t.raw_data();
+  // Without raw_data the values are in the typed field of the dtype; it must
+  // hold exactly n of them before any is read (found by fuzz.import: an
+  // int64 constant with fewer int64_data than its dims read past the field).
+  if (!t.has_raw_data()) {
+    int64_t have = c.dtype == TP::FLOAT    ? t.float_data_size()
+                   : c.dtype == TP::DOUBLE ? t.double_data_size()
+                   : c.dtype == TP::INT64  ? t.int64_data_size()
+                   : c.dtype == TP::INT32 || c.dtype == TP::BOOL ? t.int32_data_size()
+                                                                 : n;
+    if (have != n)
+      gi.fail("constant holds " + std::to_string(have) + " values, its dims need " +
+              std::to_string(n));
+  }
   auto need = [&](size_t item) {
     if (t.has_raw_data() && raw.size() != static_cast<size_t>(n) * item)
       gi.fail("constant holds " + std::to_string(raw.size()) +
@@ -187,8 +205,6 @@ Const tensorConst(GraphImporter &gi, const TP &t) {
       gi.elementType(c.dtype);  // fails with the type's name
     }
   }
-  if (!t.has_raw_data() && c.dtype == TP::FLOAT && t.float_data_size() != n)
-    gi.fail("constant's data does not match its dims");
   return c;
 }
 
