@@ -101,6 +101,7 @@ private:
   std::map<std::string, const float *> external;
   void fixBatch();
   void runOnnxChecks();
+  void checkWindowAttributes();
   void buildFunction();
   RankedTensorType inputType(const onnx::ValueInfoProto &vi, OpBuilder &b);
 
@@ -357,6 +358,42 @@ void Importer::fixBatch() {
   }
 }
 
+// libonnx 1.12's shape inference divides by a window op's strides and
+// dilations without checking them (a Conv with strides [83, 0] dies of
+// SIGFPE inside InferShapes: found by fuzz.import), and its checker does not
+// look at attribute values. So the window attributes are checked first.
+void Importer::checkWindowAttributes() {
+  static const char *windowOps[] = {"Conv", "ConvTranspose", "ConvInteger",
+                                    "QLinearConv", "MaxPool", "AveragePool",
+                                    "LpPool", "MaxUnpool", "MaxRoiPool",
+                                    "DeformConv", "Col2Im"};
+  for (const auto &n : model().graph().node()) {
+    if (std::find_if(std::begin(windowOps), std::end(windowOps), [&](const char *op) {
+          return n.op_type() == op;
+        }) == std::end(windowOps))
+      continue;
+    for (const auto &a : n.attribute()) {
+      const std::string &k = a.name();
+      const bool positive = k == "strides" || k == "dilations" || k == "kernel_shape";
+      if (!positive && k != "pads" && k != "group" && k != "output_padding")
+        continue;
+      std::vector<int64_t> values(a.ints().begin(), a.ints().end());
+      if (k == "group")
+        values = {a.i()};
+      for (int64_t v : values)
+        if (positive || k == "group" ? v < 1 : v < 0) {
+          std::string list;
+          for (int64_t x : values)
+            list += (list.empty() ? "" : ", ") + std::to_string(x);
+          fileError("node '" + (n.name().empty() ? n.op_type() : n.name()) + "' (" +
+                    n.op_type() + "): attribute " + k + " must be " +
+                    (positive || k == "group" ? "positive" : "non-negative") +
+                    ", got [" + list + "]");
+        }
+    }
+  }
+}
+
 void Importer::runOnnxChecks() {
   try {
     // The file form lets the checker resolve external data next to it.
@@ -364,6 +401,7 @@ void Importer::runOnnxChecks() {
   } catch (const std::exception &e) {
     fileError("ONNX checker: " + oneLine(e.what()));
   }
+  checkWindowAttributes();
   try {
     onnx::ShapeInferenceOptions strict(/*check_type=*/true, /*error_mode=*/1,
                                        /*data_prop=*/false);
