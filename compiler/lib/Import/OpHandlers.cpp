@@ -47,6 +47,21 @@ Const makeConst(std::vector<int64_t> shape, int32_t dtype,
   return c;
 }
 
+// Elements of a shape read from a file, or a failure naming `what`: dims
+// must be non-negative and the count at most `limit` (no int64 overflow on
+// the way; fuzz.import found shapes whose products overflowed).
+int64_t checkedElements(GraphImporter &gi, const std::vector<int64_t> &shape,
+                        const std::string &what, int64_t limit) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      gi.fail("negative dim in " + what + " " + shapeStr(shape));
+    if (__builtin_mul_overflow(n, d, &n) || n > limit)
+      gi.fail(what + " " + shapeStr(shape) + " is too large");
+  }
+  return n;
+}
+
 // Row-major strides of `shape` aligned to a broadcast result of rank `rank`
 // (stride 0 on broadcast dims).
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
@@ -76,9 +91,8 @@ Const foldBroadcast(GraphImporter &gi, const std::vector<const Const *> &in,
   std::vector<std::vector<int64_t>> strides;
   for (const Const *c : in)
     strides.push_back(broadcastStrides(c->shape, out));
-  int64_t n = 1;
-  for (int64_t d : out)
-    n *= d;
+  // A folded constant: the same bound as a constant read from the file.
+  int64_t n = checkedElements(gi, out, "folded constant", int64_t(1) << 26);
   std::vector<double> data(n), args(in.size());
   std::vector<int64_t> index(out.size(), 0);
   for (int64_t flat = 0; flat < n; ++flat) {
@@ -212,12 +226,7 @@ Const tensorConst(GraphImporter &gi, const TP &t) {
 
 
 void outputReshaped(GraphImporter &gi, const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      gi.fail("negative dim in target shape " + shapeStr(shape));
-    n *= d;
-  }
+  int64_t n = checkedElements(gi, shape, "target shape", int64_t(1) << 40);
   if (const Const *c = gi.inputConst(0)) {
     if (c->numElements() != n)
       gi.fail("cannot reshape " + shapeStr(c->shape) + " to " + shapeStr(shape));
@@ -253,8 +262,10 @@ void reshapeOp(GraphImporter &gi) {
       inferAt = static_cast<int64_t>(i);
     } else if (shape[i] < 0) {
       gi.fail("negative dim in target shape " + shapeStr(shape));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      // A target shape from a file can hold anything (fuzz.import found
+      // one whose product overflowed int64).
+      gi.fail("target shape " + shapeStr(shape) + " has more elements than int64 holds");
     }
   }
   int64_t total = std::accumulate(in.begin(), in.end(), int64_t(1),
@@ -557,9 +568,7 @@ void constantOfShapeOp(GraphImporter &gi) {
   Const fill = makeConst({1}, TP::FLOAT, {0.0});
   if (const auto *a = gi.attr("value"))
     fill = tensorConst(gi, a->t());
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
+  int64_t n = checkedElements(gi, shape, "ConstantOfShape shape", int64_t(1) << 26);
   gi.outputConst(0, makeConst(shape, fill.dtype,
                               std::vector<double>(n, fill.data.at(0))));
 }
