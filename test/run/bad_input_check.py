@@ -29,8 +29,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_check import MPI, Failure, check  # noqa: E402
-from safety_check import D, Ctx, digest  # noqa: E402
+from run_check import MPI, check  # noqa: E402
+from safety_check import D, cases_of, digest, script_main  # noqa: E402
 
 
 def no_bug(p):
@@ -188,17 +188,4 @@ def case_messages(c):
 
 
 if __name__ == "__main__":
-    import argparse
-    cases = {n[5:].replace("_", "-"): f for n, f in globals().items() if n.startswith("case_")}
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(cases))
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--toys", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    try:
-        cases[a.case](Ctx(a))
-    except Failure as e:
-        print("FAIL %s: %s" % (a.case, e))
-        sys.exit(1)
-    print("PASS %s" % a.case)
+    script_main(cases_of(globals()))

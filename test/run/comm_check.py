@@ -22,8 +22,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import st  # noqa: E402
-from run_check import MPI, Failure, check, init_params  # noqa: E402
-from safety_check import D, Ctx  # noqa: E402
+from run_check import MPI, check, init_params  # noqa: E402
+from safety_check import D, cases_of, script_main  # noqa: E402
 
 TCP = ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo",
        "--mca", "osc", "^ucx"]
@@ -97,17 +97,4 @@ def case_tcp(c):
 
 
 if __name__ == "__main__":
-    import argparse
-    cases = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(cases))
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--toys", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    try:
-        cases[a.case](Ctx(a))
-    except Failure as e:
-        print("FAIL %s: %s" % (a.case, e))
-        sys.exit(1)
-    print("PASS %s" % a.case)
+    script_main(cases_of(globals()))

@@ -14,8 +14,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_check import MPI, Failure, check  # noqa: E402
-from safety_check import D, Ctx  # noqa: E402
+from run_check import MPI, check  # noqa: E402
+from safety_check import D, cases_of, script_main  # noqa: E402
 from bad_input_check import write_inputs  # noqa: E402
 
 # The tiny DiT: 8x8 images, patch 2 (16 tokens), hidden 64, depth 2, mlp 4x.
@@ -85,16 +85,4 @@ def case_profile(c):
 
 
 if __name__ == "__main__":
-    import argparse
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["profile"])
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--toys", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    try:
-        case_profile(Ctx(a))
-    except Failure as e:
-        print("FAIL %s: %s" % (a.case, e))
-        sys.exit(1)
-    print("PASS %s" % a.case)
+    script_main(cases_of(globals()))

@@ -311,8 +311,9 @@ def case_recompile(c):
     print("failed recompile: old pair intact, no temporaries; a mismatched pair refused: %s" % p.stderr.strip())
 
 
-if __name__ == "__main__":
-    cases = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
+def script_main(cases):
+    """CASE --bin DIR --toys DIR --work DIR: runs one case with a Ctx;
+    PASS/FAIL line, exit 0/1. Shared by the scripts on the safety fixture."""
     import argparse
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(cases))
@@ -326,3 +327,12 @@ if __name__ == "__main__":
         print("FAIL %s: %s" % (a.case, e))
         sys.exit(1)
     print("PASS %s" % a.case)
+
+
+def cases_of(namespace):
+    """The case_NAME functions of a module's globals, as {"NAME": fn} (_ -> -)."""
+    return {n[5:].replace("_", "-"): f for n, f in namespace.items() if n.startswith("case_")}
+
+
+if __name__ == "__main__":
+    script_main(cases_of(globals()))
