@@ -3,6 +3,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -48,6 +49,20 @@ bool hc::schedule::isContiguous(MemRefType type) {
 int64_t hc::schedule::byteSize(MemRefType type) {
   int64_t bits = type.getElementType().getIntOrFloatBitWidth();
   return type.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+LogicalResult CallOp::verify() {
+  // The runtime's own list (a plain X-macro file, no MLIR in it), so the
+  // compiler and libhcrt cannot disagree on which kernels exist.
+  static const llvm::StringSet<> kernels = {
+#define HCRT_KERNEL(name) #name,
+#include "hc/runtime/kernels.def"
+#undef HCRT_KERNEL
+  };
+  if (!kernels.contains(getKernel()))
+    return emitOpError("unknown runtime kernel '")
+           << getKernel() << "' (runtime/include/hc/runtime/kernels.def lists them)";
+  return success();
 }
 
 LogicalResult BufferOp::verify() {

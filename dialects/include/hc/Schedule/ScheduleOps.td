@@ -74,8 +74,9 @@ def HCS_ViewOp : HCS_Op<"view", [Pure]> {
 def HCS_CallOp : HCS_Op<"call", [AttrSizedOperandSegments]> {
   let summary = "a runtime kernel: hcrt_op_<kernel>(ins, outs, attrs)";
   let description = [{
-    `kernel` names an entry point of runtime/include/hc/runtime/graph_ops.h
-    (the graph op's mnemonic); `attrs` are the graph op's attributes.
+    `kernel` names an entry point of the runtime, one of the list in
+    runtime/include/hc/runtime/kernels.def (the verifier checks it); `attrs`
+    are the graph op's attributes.
     Inputs may be strided views; outputs are contiguous buffers (they may
     alias inputs only for in-place optimizer kernels).
   }];
@@ -86,6 +87,8 @@ def HCS_CallOp : HCS_Op<"call", [AttrSizedOperandSegments]> {
     $kernel `(` $ins `)` `->` `(` $outs `)` $attrs attr-dict `:`
       functional-type($ins, $outs)
   }];
+  // `kernel` must be one of runtime/include/hc/runtime/kernels.def.
+  let hasVerifier = 1;
 }
 
 def HCS_AllReduceStartOp : HCS_Op<"allreduce_start"> {
