@@ -226,8 +226,9 @@ void Importer::checkInitializer(const onnx::TensorProto &t) {
     if (d < 0 || d > kMaxDim)
       fileError("initializer '" + t.name() + "' has an absurd dim " +
                 std::to_string(d));
-    n *= d;
-    if (n > kMaxElements)
+    // 2^40 elements times a 2^31 dim overflows int64: check the product
+    // itself (fuzz.import found one that did).
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
       fileError("initializer '" + t.name() + "' is absurdly large");
   }
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -420,7 +421,8 @@ RankedTensorType Importer::inputType(const onnx::ValueInfoProto &vi,
   int64_t n = 1;
   for (const auto &d : tt.shape().dim()) {
     shape.push_back(d.dim_value());
-    n *= d.dim_value();
+    if (__builtin_mul_overflow(n, d.dim_value(), &n))
+      n = kMaxElements + 1;
     if (n > kMaxElements)
       fileError("input '" + vi.name() + "' is absurdly large");
   }
