@@ -15,6 +15,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fcntl.h>
 #include <set>
@@ -115,6 +116,7 @@ private:
   void applyTrainingInfo();
   void recordTrainingInfo();
   void warnLooksFrozen();
+  void refuseUnnamedDynamoWeights();
   int64_t opset = 0;
   std::set<std::string> initializerNames;
   std::set<std::string> trainingState;  // training_info's R, T, V, H
@@ -622,6 +624,7 @@ void Importer::run() {
     }
   if (model().training_info_size() > 0)
     applyTrainingInfo();
+  refuseUnnamedDynamoWeights();
   bool folded = false;
   for (const auto &t : model().graph().initializer())
     folded |= t.name().rfind("onnx::", 0) == 0;
@@ -636,6 +639,23 @@ void Importer::run() {
     recordTrainingInfo();
   warnLooksFrozen();
   out.storage = storage;
+}
+
+// An optimized dynamo export (unnamed folded weights) is refused, naming
+// the ways out (OpsetSchemas.cpp, generatedInitializer).
+void Importer::refuseUnnamedDynamoWeights() {
+  if (out.hasTraining)
+    return;
+  std::string n = hc::import::generatedInitializer(model(), opset);
+  if (!n.empty())
+    fileError("float initializer '" + n +
+              "' has a graph value's name, not a parameter's: the dynamo "
+              "exporter's default optimize=True folded weights and "
+              "constants into unnamed initializers, so which tensors train "
+              "cannot be told; export with torch.onnx.export(..., "
+              "dynamo=True, optimize=False), or give it its parameters "
+              "with models/map_params.py MODEL.onnx --state-dict SD -o "
+              "OUT.onnx");
 }
 
 // A fixed sin-cos position table as DiT/MAE build it ([T, D] or [1, T, D]):

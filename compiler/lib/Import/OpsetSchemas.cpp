@@ -212,4 +212,21 @@ std::string validateNode(const onnx::NodeProto &n, int64_t opset) {
   return "";
 }
 
+std::string generatedInitializer(const onnx::ModelProto &model, int64_t opset) {
+  if (opset < kOwnSchemaMinOpset || model.producer_name() != "pytorch")
+    return "";
+  for (const auto &t : model.graph().initializer()) {
+    if (t.data_type() != onnx::TensorProto::FLOAT)
+      continue;
+    const std::string &n = t.name();
+    std::size_t digits = n.find_last_not_of("0123456789");
+    if (n.find('.') == std::string::npos && digits != std::string::npos &&
+        digits + 1 < n.size() && n[digits] == '_' &&
+        std::all_of(n.begin(), n.begin() + digits,
+                    [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; }))
+      return n;
+  }
+  return "";
+}
+
 } // namespace hc::import

@@ -27,6 +27,15 @@ std::string validateNode(const onnx::NodeProto &n, int64_t opset);
 // since-version <= opset), 0 when the table does not know the op there.
 int opVersion(const std::string &op, int64_t opset);
 
+// torch.onnx.export(..., dynamo=True) optimizes by default: weights folded
+// into initializers named after graph values (`val_26` = qkv.weight
+// transposed) beside float constants stored the same way, so which tensors
+// train cannot be told. The first float initializer of a PyTorch export at
+// opset >= 18 with such a name (a lowercase op name and a counter: val_26,
+// unsqueeze_1, scalar_tensor_default_1; parameters are module paths), or
+// "" when there is none (optimize=False, or models/map_params.py's output).
+std::string generatedInitializer(const onnx::ModelProto &model, int64_t opset);
+
 } // namespace hc::import
 
 #endif // HC_COMPILER_IMPORT_OPSETSCHEMAS_H
