@@ -273,9 +273,15 @@ void Importer::checkInitializer(const onnx::TensorProto &t) {
     have = t.has_raw_data() ? t.raw_data().size() : t.int32_data_size() * item;
     break;
   default:
+  {
+    // Types newer than libonnx 1.12 (IR 9's float8, IR 10's int4) have no
+    // name there: say the number.
+    std::string name = onnx::TensorProto::DataType_Name(
+        static_cast<onnx::TensorProto::DataType>(t.data_type()));
     fileError("initializer '" + t.name() + "' has unsupported element type " +
-              onnx::TensorProto::DataType_Name(
-                  static_cast<onnx::TensorProto::DataType>(t.data_type())));
+              (name.empty() ? std::to_string(t.data_type()) : name) +
+              " (float, double, int64, int32, bool)");
+  }
   }
   if (have != static_cast<std::size_t>(n) * item)
     fileError("initializer '" + t.name() + "' holds " + std::to_string(have) +

@@ -125,12 +125,11 @@ std::string typeName(int t) {
   return AP::AttributeType_Name(static_cast<AP::AttributeType>(t));
 }
 
-std::string count(int lo, int hi) {
-  if (lo == hi)
-    return std::to_string(lo);
-  if (hi == kMany)
-    return "at least " + std::to_string(lo);
-  return std::to_string(lo) + " to " + std::to_string(hi);
+std::string count(int lo, int hi, const char *what) {
+  std::string n = lo == hi      ? std::to_string(lo)
+                  : hi == kMany ? "at least " + std::to_string(lo)
+                                : std::to_string(lo) + " to " + std::to_string(hi);
+  return n + " " + what + (hi == 1 ? "" : "s");
 }
 
 } // namespace
@@ -163,14 +162,14 @@ std::string validateNode(const onnx::NodeProto &n, int64_t opset) {
     --inputs;
   if (inputs < s.minIn || inputs > s.maxIn)
     return n.op_type() + "-" + std::to_string(version) + " takes " +
-           count(s.minIn, s.maxIn) + " inputs, the node has " +
+           count(s.minIn, s.maxIn, "input") + ", the node has " +
            std::to_string(inputs);
   for (int i = 0; i < s.minIn; ++i)
     if (n.input(i).empty())
       return "required input " + std::to_string(i) + " is empty";
   if (n.output_size() < s.minOut || n.output_size() > s.maxOut)
     return n.op_type() + "-" + std::to_string(version) + " has " +
-           count(s.minOut, s.maxOut) + " outputs, the node has " +
+           count(s.minOut, s.maxOut, "output") + ", the node has " +
            std::to_string(n.output_size());
   std::vector<std::string> seen;
   for (const auto &a : n.attribute()) {
