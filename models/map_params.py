@@ -131,7 +131,7 @@ def main():
                  "with optimize=False" % (name, list(v.shape), float(v.flat[0]), hits[0][0]))
         if len(hits) > 1:
             fail("initializer '%s' equals several parameters (%s); export with "
-                 "optimize=False" % (name, ", ".join(p for p, _ in hits)))
+                 "optimize=False" % (name, ", ".join(sorted(p for p, _ in hits))))
         source[name] = hits[0]
     used = {p for p, _ in source.values()}
     missing = sorted(set(params) - used)
