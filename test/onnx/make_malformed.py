@@ -397,6 +397,10 @@ def build_ir10_cases(add_to):
         with_node("mul0", helper.make_node("SequenceAt", ["seq", "pos"], ["xw"], name="at0"),
                   extra=[pos, helper.make_node("SplitToSequence", ["x"], ["seq"],
                                                name="seq0", axis=1, keepdims=1)]))
+    nodes, ins, outs, inits = base_parts()
+    shapeless = helper.make_tensor_value_info("x", TP.FLOAT, None)
+    add("ir10_shapeless_input.onnx", "graph input x with an element type but no shape",
+        "graph", ["'x'", "shape"], make(nodes, [shapeless, ins[1]], outs, inits, opset=18, ir=10))
     # IR 10 at opset <= 17: libonnx's checker judges it as IR 8 (IR 9/10
     # only add types and function overloads hc refuses where used).
     nodes, ins, outs, inits = base_parts()

@@ -354,6 +354,10 @@ void Importer::fixBatch() {
       continue;
     if (!in.type().has_tensor_type())
       fileError("input '" + in.name() + "' is not a tensor");
+    // A missing shape is not a scalar: hc needs every input's rank.
+    if (!in.type().tensor_type().has_shape())
+      fileError("input '" + in.name() + "' has no shape (hc needs the rank "
+                "and dims of every graph input)");
     auto *shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
     for (int d = 0; d < shape->dim_size(); ++d) {
       auto *dim = shape->mutable_dim(d);

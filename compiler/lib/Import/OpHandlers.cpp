@@ -1,4 +1,4 @@
-// One handler per ONNX op type (opsets 13..17) that torch 1.13 emits for DiT:
+// One handler per ONNX op type (opsets 13..21) that torch emits for DiT:
 // here shapes, data movement and constants (integer shape arithmetic on known
 // constants is folded, so every hc op gets static shapes); the math ops are in
 // OpHandlersMath.cpp.
