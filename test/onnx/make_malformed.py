@@ -398,6 +398,15 @@ def build_ir10_cases(add_to):
                   extra=[pos, helper.make_node("SplitToSequence", ["x"], ["seq"],
                                                name="seq0", axis=1, keepdims=1)]))
     nodes, ins, outs, inits = base_parts()
+    add("ir10_sequence_too_long.onnx", "SplitToSequence of a 10^6-long axis in pieces of 1",
+        "node", ["seq0", "SplitToSequence", "1000000"],
+        make([helper.make_node("SplitToSequence", ["xl"], ["seq"], name="seq0", axis=1),
+              helper.make_node("Constant", [], ["pos"], name="pos0",
+                               value=helper.make_tensor("p", TP.INT64, [], [0])),
+              helper.make_node("SequenceAt", ["seq", "pos"], ["xs"], name="at0"),
+              helper.make_node("ReduceMean", ["xs"], ["loss"], name="mean0", keepdims=0)],
+             [f32("xl", [2, 10 ** 6])], outs, [], opset=18, ir=10))
+    nodes, ins, outs, inits = base_parts()
     shapeless = helper.make_tensor_value_info("x", TP.FLOAT, None)
     add("ir10_shapeless_input.onnx", "graph input x with an element type but no shape",
         "graph", ["'x'", "shape"], make(nodes, [shapeless, ins[1]], outs, inits, opset=18, ir=10))

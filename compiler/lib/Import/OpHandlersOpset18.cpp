@@ -43,7 +43,16 @@ void splitToSequenceOp(GraphImporter &gi) {
   int64_t dim = shape[axis];
   std::vector<int64_t> sizes;
   bool squeeze = false;
+  // Every piece becomes a result of one hc.split: a bound keeps a hostile
+  // file (a 2^31 axis in pieces of 1) from exhausting memory.
+  constexpr int64_t kMaxPieces = 4096;
+  auto pieces = [&](int64_t n) {
+    if (n > kMaxPieces)
+      gi.fail("a sequence of " + std::to_string(n) + " pieces; hc splits into "
+              "at most " + std::to_string(kMaxPieces));
+  };
   if (!gi.hasInput(1)) {
+    pieces(dim);
     sizes.assign(dim, 1);
     squeeze = gi.attrInt("keepdims", 1) == 0;
   } else {
@@ -52,15 +61,18 @@ void splitToSequenceOp(GraphImporter &gi) {
     if (split.shape.empty()) {
       if (v.at(0) <= 0)
         gi.fail("split size " + std::to_string(v.at(0)) + " is not positive");
+      pieces(dim / v[0] + (dim % v[0] != 0));
       for (int64_t at = 0; at < dim; at += v[0])
         sizes.push_back(std::min(v[0], dim - at));
     } else if (split.shape.size() == 1) {
+      pieces(static_cast<int64_t>(v.size()));
       sizes = v;
       int64_t sum = 0;
       for (int64_t s : sizes) {
-        if (s < 0)
-          gi.fail("split size " + std::to_string(s) + " is negative");
-        sum += s;
+        if (s < 0 || s > dim)
+          gi.fail("split size " + std::to_string(s) + " is outside [0, " +
+                  std::to_string(dim) + "]");
+        sum += s;  // at most kMaxPieces sizes of at most dim: no overflow
       }
       if (sum != dim)
         gi.fail("split sizes " + shapeStr(sizes) + " add up to " +
