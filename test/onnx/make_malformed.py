@@ -406,6 +406,19 @@ def build_ir10_cases(add_to):
               helper.make_node("SequenceAt", ["seq", "pos"], ["xs"], name="at0"),
               helper.make_node("ReduceMean", ["xs"], ["loss"], name="mean0", keepdims=0)],
              [f32("xl", [2, 10 ** 6])], outs, [], opset=18, ir=10))
+    # If's branches are judged by the same schemas: a bad Gelu inside one.
+    branch = helper.make_graph(
+        [helper.make_node("Gelu", ["x"], ["gx"], name="gelu_in_branch", approximate="fast")],
+        "then", [], [f32("gx", [2, 4])])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["ix"], name="id0")],
+                              "else", [], [f32("ix", [2, 4])])
+    cond = helper.make_node("Constant", [], ["cond"], name="cond0",
+                            value=helper.make_tensor("c", TP.BOOL, [], [1]))
+    add("ir10_if_branch_bad_gelu.onnx", "Gelu approximate='fast' inside an If branch",
+        "node", ["if0", "If", "then_branch", "gelu_in_branch", "fast"],
+        with_node("mul0", helper.make_node("Mul", ["xb", "w"], ["xw"], name="mul0"), opset=20,
+                  extra=[helper.make_node("If", ["cond"], ["xb"], name="if0",
+                                          then_branch=branch, else_branch=other), cond]))
     nodes, ins, outs, inits = base_parts()
     shapeless = helper.make_tensor_value_info("x", TP.FLOAT, None)
     add("ir10_shapeless_input.onnx", "graph input x with an element type but no shape",

@@ -201,6 +201,17 @@ std::string validateNode(const onnx::NodeProto &n, int64_t opset) {
     if (spec.required && spec.since <= opset &&
         std::find(seen.begin(), seen.end(), spec.name) == seen.end())
       return "required attribute '" + std::string(spec.name) + "' is missing";
+  // If's branches: their nodes are judged by the same table (libonnx's
+  // checker walks subgraphs too).
+  for (const auto &a : n.attribute())
+    if (a.type() == AP::GRAPH)
+      for (const auto &inner : a.g().node()) {
+        std::string bad = validateNode(inner, opset);
+        if (!bad.empty())
+          return a.name() + ": node '" +
+                 (inner.name().empty() ? inner.op_type() : inner.name()) +
+                 "' (" + inner.op_type() + "): " + bad;
+      }
   if (n.op_type() == "Constant" && seen.size() != 1)
     return "Constant needs exactly one value attribute, it has " +
            std::to_string(seen.size());
