@@ -6,7 +6,9 @@
 // split from the packed [B, N, 3·D] along the last dim (chunk/split, Split or
 // Slice) each reshaped to [B, N, H, Dh] and transposed; scaled by compile-time
 // scalar constants on the scores, on q, on k (before or after its transpose)
-// or any product of these (torch's SDPA: √scale on q and on kᵀ).
+// or any product of these (torch's SDPA: √scale on q and on kᵀ); kᵀ as a
+// transpose of the last two dims, straight from the packed qkv, or through a
+// [B·H, N, Dh] flattening (the dynamo exporter's SDPA).
 #include "Matchers.h"
 #include "hc/Passes/Passes.h"
 
@@ -171,6 +173,28 @@ std::optional<Head> transposedHeadOf(Value v, double &scale) {
       t && t.getPerm() == ArrayRef<int64_t>{0, 1, 3, 2})
     if (auto h = headOf(stripScale(t.getInput(), scale)))
       return h;
+  // torch's dynamo exporter decomposes SDPA's k.transpose(-2, -1) through
+  // 3-D: reshape(transpose(reshape(k, [B·H, N, Dh]), [0, 2, 1]),
+  // [B, H, Dh, N]), scaled before the flattening or after.
+  if (auto outer = v.getDefiningOp<ReshapeOp>()) {
+    auto t = outer.getInput().getDefiningOp<TransposeOp>();
+    auto inner = t && t.getPerm() == ArrayRef<int64_t>{0, 2, 1}
+                     ? t.getInput().getDefiningOp<ReshapeOp>()
+                     : ReshapeOp();
+    if (inner) {
+      auto k = typeOf(inner.getInput());
+      if (k.getRank() == 4) {
+        int64_t B = k.getDimSize(0), H = k.getDimSize(1), N = k.getDimSize(2),
+                Dh = k.getDimSize(3);
+        if (typeOf(inner.getResult()).getShape() ==
+                ArrayRef<int64_t>{B * H, N, Dh} &&
+            typeOf(outer.getResult()).getShape() ==
+                ArrayRef<int64_t>{B, H, Dh, N})
+          if (auto h = headOf(stripScale(inner.getInput(), scale)))
+            return h;
+      }
+    }
+  }
   return headFromParts(v, {0, 2, 3, 1});
 }
 

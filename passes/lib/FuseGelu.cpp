@@ -1,4 +1,5 @@
-// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) -> hc.gelu x {approximate = "tanh"}
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) -> hc.gelu x {approximate = "tanh"},
+// the 0.5 on the product, on x or on the (1 + tanh) factor
 #include "Matchers.h"
 #include "hc/Passes/Passes.h"
 
@@ -67,6 +68,15 @@ struct TanhGeluChain : OpRewritePattern<MulOp> {
       Value candidate = withConstant<MulOp>(half, 0.5);
       if (candidate && isOnePlusTanh(t, candidate))
         x = candidate;
+    }
+    // x · (0.5 · T) (the dynamo exporter's order)
+    for (auto [cand, t] : {std::pair(op.getLhs(), op.getRhs()),
+                           std::pair(op.getRhs(), op.getLhs())}) {
+      if (x)
+        break;
+      Value rest = withConstant<MulOp>(t, 0.5);
+      if (rest && isOnePlusTanh(rest, cand))
+        x = cand;
     }
     if (!x || x.getType() != op.getType())
       return failure();

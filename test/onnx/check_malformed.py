@@ -15,6 +15,13 @@ subprocess.run(["/usr/bin/python3", os.path.join(here, "make_malformed.py"), wor
                check=True, capture_output=True)
 cases = json.load(open(os.path.join(work, "manifest.json")))
 failures = 0
+for control in ("base_valid.onnx", "base_valid_ir10.onnx"):
+    p = subprocess.run([compiler, os.path.join(work, control), "--batch", "2", "--emit=hc"],
+                       capture_output=True, text=True)
+    ok = p.returncode == 0 and "func.func @forward" in p.stdout
+    failures += not ok
+    print("%s %-28s rc=%d (control: must import) %s" % ("ok  " if ok else "FAIL", control,
+                                                       p.returncode, p.stderr.strip()[:400]))
 for case in cases:
     path = os.path.join(work, case["file"])
     p = subprocess.run([compiler, path, "--batch", "2", "--emit=hc"],

@@ -9,7 +9,9 @@ Every case starts from one tiny valid loss graph
     loss = ReduceMean(Pow(Sub(Mul(x, w), n), 2))       (scalar f32)
 
 (written as OUTDIR/base_valid.onnx, the control that must import cleanly) and
-breaks exactly one thing. OUTDIR/manifest.json lists the broken files:
+breaks exactly one thing. The ir10_* cases break its IR-10 / opset-18..21
+form (OUTDIR/base_valid_ir10.onnx, the dynamo exporter's; the second
+control), which hc validates with its own schemas. OUTDIR/manifest.json lists the broken files:
 
     [{"file": NAME, "case": description, "level": "file"|"graph"|"node",
       "must_contain": [substrings]}, ...]
@@ -71,12 +73,13 @@ def base_parts():
     return nodes, inputs, outputs, [w]
 
 
-def make(nodes, inputs, outputs, inits, opset=13, extra_opsets=(), name="hc_malformed"):
+def make(nodes, inputs, outputs, inits, opset=13, extra_opsets=(), name="hc_malformed",
+         ir=8):
     onnx, TP, helper = _onnx()
     g = helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
     ops = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
     m = helper.make_model(g, opset_imports=ops, producer_name="hc test/onnx/make_malformed.py")
-    m.ir_version = 8
+    m.ir_version = ir
     return m
 
 
@@ -306,6 +309,139 @@ def build_cases(outdir):
         make(nodes, ins, outs, [external_tensor("w", [4], "w_short.bin")]),
         extra_files={"w_short.bin": w16[:8]})
 
+    cases += build_ir10_cases(add_to=[])
+    return cases
+
+
+def base_ir10(opset=18):
+    """The base graph as PyTorch 2.x's dynamo exporter files are: IR 10 and
+    an ai.onnx opset of 18..21 (hc's own schemas: Debian's libonnx 1.12 has
+    none for them), with ReduceMean-18's optional axes input left out."""
+    return make(*base_parts(), opset=opset, ir=10)
+
+
+def build_ir10_cases(add_to):
+    """IR 10 / opsets 18..21 (issue 27): what hc's own schemas must refuse."""
+    onnx, TP, helper = _onnx()
+    cases = add_to
+
+    def add(fname, case, level, must, payload):
+        cases.append((fname, case, level, [fname] + list(must), payload, {}))
+
+    def with_node(old, new, opset=18, extra=()):
+        nodes, ins, outs, inits = base_parts()
+        nodes = replace_node(nodes, old, new)
+        for n in extra:
+            nodes.insert(0, n)
+        return make(nodes, ins, outs, inits, opset=opset, ir=10)
+
+    valid = base_ir10().SerializeToString()
+    add("ir10_truncated.onnx", "IR 10 model cut in half", "file", [], valid[:len(valid) // 2])
+    m = base_ir10()
+    m.ir_version = 11
+    add("ir11.onnx", "IR version 11, newer than hc reads", "file", ["IR version 11"], m)
+    add("ir10_opset22.onnx", "ai.onnx opset 22, newer than hc's schemas", "file", ["22"],
+        base_ir10(opset=22))
+    # Gelu exists from opset 20; approximate is a string, "none" or "tanh".
+    add("ir10_gelu_bad_approximate.onnx", "Gelu approximate='fast' (not none|tanh)", "node",
+        ["gelu0", "Gelu", "approximate", "fast"],
+        with_node("mul0", helper.make_node("Gelu", ["x"], ["xw"], name="gelu0",
+                                           approximate="fast"), opset=20))
+    add("ir10_gelu_int_approximate.onnx", "Gelu approximate given as an INT", "node",
+        ["gelu0", "Gelu", "approximate", "STRING"],
+        with_node("mul0", helper.make_node("Gelu", ["x"], ["xw"], name="gelu0",
+                                           approximate=1), opset=20))
+    add("ir10_gelu_at_18.onnx", "Gelu in an opset-18 model (Gelu is opset 20)", "node",
+        ["gelu0", "Gelu", "opset 20"],
+        with_node("mul0", helper.make_node("Gelu", ["x"], ["xw"], name="gelu0"), opset=18))
+    add("ir10_gelu_two_inputs.onnx", "Gelu with two inputs", "node", ["gelu0", "Gelu", "inputs"],
+        with_node("mul0", helper.make_node("Gelu", ["x", "w"], ["xw"], name="gelu0"),
+                  opset=20))
+    add("ir10_unknown_op20.onnx", "unknown op type FooBar in an opset-20 model", "node",
+        ["foo0", "FooBar"],
+        with_node("mul0", helper.make_node("FooBar", ["x", "w"], ["xw"], name="foo0"),
+                  opset=20))
+    add("ir10_unsupported_op20.onnx", "AffineGrid (a real opset-20 op DiT does not use)",
+        "node", ["grid0", "AffineGrid"],
+        with_node("mul0", helper.make_node("AffineGrid", ["x", "w"], ["xw"], name="grid0"),
+                  opset=20))
+    # Wrong types: operands, attributes, initializer element types.
+    add("ir10_mixed_types.onnx", "Mul of an int64 and a float tensor at opset 18", "node",
+        ["mul0", "Mul"],
+        with_node("mul0", helper.make_node("Mul", ["xi", "w"], ["xw"], name="mul0"),
+                  extra=[helper.make_node("Cast", ["x"], ["xi"], name="cast0", to=TP.INT64)]))
+    add("ir10_reducemean_axes_attr.onnx",
+        "ReduceMean-18 with the opset-17 'axes' attribute", "node",
+        ["mean0", "ReduceMean", "axes"],
+        with_node("mean0", helper.make_node("ReduceMean", ["sq"], ["loss"], name="mean0",
+                                            axes=[0, 1], keepdims=0)))
+    add("ir10_keepdims_float.onnx", "ReduceMean keepdims given as a FLOAT", "node",
+        ["mean0", "ReduceMean", "keepdims", "INT"],
+        with_node("mean0", helper.make_node("ReduceMean", ["sq"], ["loss"], name="mean0",
+                                            keepdims=0.0)))
+    split_sizes = helper.make_node("Constant", [], ["sizes"], name="sizes0",
+                                   value=helper.make_tensor("s", TP.INT64, [2], [2, 2]))
+    add("ir10_split_both.onnx", "Split-18 with both a split input and num_outputs", "node",
+        ["split0", "Split", "num_outputs"],
+        with_node("mul0", helper.make_node("Split", ["x", "sizes"], ["xw", "rest"],
+                                           name="split0", axis=1, num_outputs=2),
+                  extra=[split_sizes]))
+    add("ir10_split_num_outputs.onnx", "Split-18 num_outputs 3 with 2 outputs", "node",
+        ["split0", "Split", "num_outputs"],
+        with_node("mul0", helper.make_node("Split", ["x"], ["xw", "xb"], name="split0",
+                                           axis=1, num_outputs=3)))
+    pos = helper.make_node("Constant", [], ["pos"], name="pos0",
+                           value=helper.make_tensor("p", TP.INT64, [], [5]))
+    add("ir10_sequence_at_range.onnx", "SequenceAt position 5 of a 4-piece sequence", "node",
+        ["at0", "SequenceAt", "5"],
+        with_node("mul0", helper.make_node("SequenceAt", ["seq", "pos"], ["xw"], name="at0"),
+                  extra=[pos, helper.make_node("SplitToSequence", ["x"], ["seq"],
+                                               name="seq0", axis=1, keepdims=1)]))
+    nodes, ins, outs, inits = base_parts()
+    add("ir10_sequence_too_long.onnx", "SplitToSequence of a 10^6-long axis in pieces of 1",
+        "node", ["seq0", "SplitToSequence", "1000000"],
+        make([helper.make_node("SplitToSequence", ["xl"], ["seq"], name="seq0", axis=1),
+              helper.make_node("Constant", [], ["pos"], name="pos0",
+                               value=helper.make_tensor("p", TP.INT64, [], [0])),
+              helper.make_node("SequenceAt", ["seq", "pos"], ["xs"], name="at0"),
+              helper.make_node("ReduceMean", ["xs"], ["loss"], name="mean0", keepdims=0)],
+             [f32("xl", [2, 10 ** 6])], outs, [], opset=18, ir=10))
+    # If's branches are judged by the same schemas: a bad Gelu inside one.
+    branch = helper.make_graph(
+        [helper.make_node("Gelu", ["x"], ["gx"], name="gelu_in_branch", approximate="fast")],
+        "then", [], [f32("gx", [2, 4])])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["ix"], name="id0")],
+                              "else", [], [f32("ix", [2, 4])])
+    cond = helper.make_node("Constant", [], ["cond"], name="cond0",
+                            value=helper.make_tensor("c", TP.BOOL, [], [1]))
+    add("ir10_if_branch_bad_gelu.onnx", "Gelu approximate='fast' inside an If branch",
+        "node", ["if0", "If", "then_branch", "gelu_in_branch", "fast"],
+        with_node("mul0", helper.make_node("Mul", ["xb", "w"], ["xw"], name="mul0"), opset=20,
+                  extra=[helper.make_node("If", ["cond"], ["xb"], name="if0",
+                                          then_branch=branch, else_branch=other), cond]))
+    nodes, ins, outs, inits = base_parts()
+    shapeless = helper.make_tensor_value_info("x", TP.FLOAT, None)
+    add("ir10_shapeless_input.onnx", "graph input x with an element type but no shape",
+        "graph", ["'x'", "shape"], make(nodes, [shapeless, ins[1]], outs, inits, opset=18, ir=10))
+    # IR 10 at opset <= 17: libonnx's checker judges it as IR 8 (IR 9/10
+    # only add types and function overloads hc refuses where used).
+    nodes, ins, outs, inits = base_parts()
+    add("ir10_opset17_unknown_op.onnx", "unknown op FooBar in an IR-10, opset-17 model", "node",
+        ["foo0", "FooBar"],
+        make(replace_node(nodes, "mul0", helper.make_node("FooBar", ["x", "w"], ["xw"],
+                                                          name="foo0")),
+             ins, outs, inits, opset=17, ir=10))
+    nodes, ins, outs, inits = base_parts()
+    nodes[0].attribute.extend([helper.make_attribute("bogus", 1)])
+    add("ir10_opset17_bad_attr.onnx", "Mul with an attribute 'bogus', IR 10 at opset 17",
+        "node", ["mul0", "Mul", "bogus"], make(nodes, ins, outs, inits, opset=17, ir=10))
+    nodes, ins, outs, inits = base_parts()
+    f8 = onnx.TensorProto()
+    f8.name, f8.data_type = "w", 17  # FLOAT8E4M3FN (IR 9), unknown to onnx 1.12
+    f8.dims.extend([4])
+    f8.raw_data = b"\x38\x38\x38\x38"
+    add("ir10_float8_initializer.onnx", "initializer w of element type 17 (FLOAT8E4M3FN)",
+        "graph", ["w", "element type 17"], make(nodes, ins, outs, [f8], opset=18, ir=10))
     return cases
 
 
@@ -348,6 +484,8 @@ def main(argv):
 
     with open(os.path.join(outdir, "base_valid.onnx"), "wb") as f:
         f.write(base_model().SerializeToString())
+    with open(os.path.join(outdir, "base_valid_ir10.onnx"), "wb") as f:
+        f.write(base_ir10().SerializeToString())
 
     manifest = []
     for fname, case, level, must, payload, extra in build_cases(outdir):

@@ -338,3 +338,52 @@ func.func @chunk_out_of_order(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
   return %y : tensor<2x5x8xf32>
 }
+
+// torch's dynamo exporter (opset 18+) writes SDPA's kᵀ through 3-D:
+// reshape(transpose(reshape(k, [B·H, N, Dh]), [0, 2, 1]), [B, H, Dh, N]),
+// the heads taken by unit Slices + squeeze, √scale on q and on kᵀ.
+// CHECK-LABEL: func.func @sdpa_dynamo
+// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @sdpa_dynamo(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %k = hc.reshape %p#1 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %sq = hc.constant dense<5.000000e-01> : tensor<1xf32>
+  %qs = hc.mul %q, %sq : (tensor<2x2x5x4xf32>, tensor<1xf32>) -> tensor<2x2x5x4xf32>
+  %kf = hc.reshape %k : tensor<2x2x5x4xf32> -> tensor<4x5x4xf32>
+  %kft = hc.transpose %kf {perm = array<i64: 0, 2, 1>} : tensor<4x5x4xf32> -> tensor<4x4x5xf32>
+  %kt = hc.reshape %kft : tensor<4x4x5xf32> -> tensor<2x2x4x5xf32>
+  %sk = hc.constant dense<5.000000e-01> : tensor<1xf32>
+  %kts = hc.mul %kt, %sk : (tensor<2x2x4x5xf32>, tensor<1xf32>) -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %qs, %kts : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %s {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// Near miss: the flattened "kᵀ" is piece 0 (q·qᵀ), not k: left unfused.
+// CHECK-LABEL: func.func @sdpa_dynamo_q_as_k
+// CHECK-NOT: hc.attention
+// CHECK: hc.softmax
+func.func @sdpa_dynamo_q_as_k(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
+  %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
+  %t = hc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x5x3x2x4xf32> -> tensor<3x2x2x5x4xf32>
+  %p:3 = hc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x5x4xf32> -> tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>, tensor<1x2x2x5x4xf32>
+  %q = hc.reshape %p#0 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %v = hc.reshape %p#2 : tensor<1x2x2x5x4xf32> -> tensor<2x2x5x4xf32>
+  %kf = hc.reshape %q : tensor<2x2x5x4xf32> -> tensor<4x5x4xf32>
+  %kft = hc.transpose %kf {perm = array<i64: 0, 2, 1>} : tensor<4x5x4xf32> -> tensor<4x4x5xf32>
+  %kt = hc.reshape %kft : tensor<4x4x5xf32> -> tensor<2x2x4x5xf32>
+  %s = hc.matmul %q, %kt : (tensor<2x2x5x4xf32>, tensor<2x2x4x5xf32>) -> tensor<2x2x5x5xf32>
+  %pr = hc.softmax %s {axis = 3 : i64} : tensor<2x2x5x5xf32>
+  %o = hc.matmul %pr, %v : (tensor<2x2x5x5xf32>, tensor<2x2x5x4xf32>) -> tensor<2x2x5x4xf32>
+  %ot = hc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x5x4xf32> -> tensor<2x5x2x4xf32>
+  %y = hc.reshape %ot : tensor<2x5x2x4xf32> -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}

@@ -22,6 +22,8 @@ void GraphImporter::fail(const std::string &message) const {
 
 Val &GraphImporter::lookup(const std::string &name) {
   auto it = values.find(name);
+  if (it == values.end() && sequences.count(name))
+    fail("input '" + name + "' is a sequence where a tensor is expected");
   if (it == values.end())
     fail("input '" + name + "' is undefined");
   return it->second;

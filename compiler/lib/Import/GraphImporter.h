@@ -62,7 +62,11 @@ public:
   std::function<mlir::Value(const std::string &)> rngArgument;
 
   // --- values ---
-  bool has(const std::string &name) const { return values.count(name); }
+  bool has(const std::string &name) const {
+    return values.count(name) || sequences.count(name);
+  }
+  // Sequences (SplitToSequence): the names of their tensors, in order.
+  std::map<std::string, std::vector<std::string>> sequences;
   void define(const std::string &name, mlir::Value v);
   void defineConst(const std::string &name, Const c);
   // The node's i-th input; optional inputs may be absent ("" or past the end).

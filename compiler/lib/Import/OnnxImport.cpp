@@ -3,6 +3,7 @@
 
 #include "GraphImporter.h"
 #include "LibonnxGuards.h"
+#include "OpsetSchemas.h"
 #include "TrainingInfo.h"
 #include "hc/Compiler/Pipeline.h"
 
@@ -15,6 +16,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fcntl.h>
 #include <set>
@@ -42,7 +44,9 @@ void registerImportDialects(MLIRContext &context) {
 
 namespace {
 
-constexpr int64_t kMinOpset = 13, kMaxOpset = 17;
+constexpr int64_t kMinOpset = 13, kMaxOpset = hc::import::kOwnSchemaMaxOpset;
+// libonnx 1.12's schemas and checker: opsets up to 17, IR up to 8.
+constexpr int64_t kLibOnnxMaxOpset = 17, kLibOnnxMaxIr = 8;
 constexpr int64_t kMaxDim = int64_t(1) << 31;
 constexpr int64_t kMaxElements = int64_t(1) << 40;
 
@@ -113,6 +117,7 @@ private:
   void applyTrainingInfo();
   void recordTrainingInfo();
   void warnLooksFrozen();
+  void refuseUnnamedDynamoWeights();
   int64_t opset = 0;
   std::set<std::string> initializerNames;
   std::set<std::string> trainingState;  // training_info's R, T, V, H
@@ -158,6 +163,10 @@ void Importer::checkOpsets() {
   }
   if (opset == 0)
     fileError("no ai.onnx opset import");
+  if (model().ir_version() > hc::import::kMaxIrVersion)
+    fileError("IR version " + std::to_string(model().ir_version()) +
+              " is newer than supported (up to " +
+              std::to_string(hc::import::kMaxIrVersion) + ")");
   if (opset > kMaxOpset)
     fileError("opset " + std::to_string(opset) +
               " of ai.onnx is newer than supported (" +
@@ -192,7 +201,16 @@ void Importer::checkStructure() {
     if (domain != "" && domain != "ai.onnx.ml")
       throw ImportError(nodeLabel(options.path, n, opset) + ": unknown op domain '" +
                         n.domain() + "'");
-    if (!onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset),
+    if (opset > kLibOnnxMaxOpset) {
+      // libonnx would answer with an older schema: hc's own table judges.
+      if (!domain.empty())
+        throw ImportError(nodeLabel(options.path, n, opset) + ": domain '" +
+                          n.domain() + "' is not supported at opset " +
+                          std::to_string(opset));
+      std::string bad = hc::import::validateNode(n, opset);
+      if (!bad.empty())
+        throw ImportError(nodeLabel(options.path, n, opset) + ": " + bad);
+    } else if (!onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset),
                                         domain))
       throw ImportError(nodeLabel(options.path, n, opset) + ": unknown op type '" +
                         n.op_type() + "'");
@@ -257,9 +275,15 @@ void Importer::checkInitializer(const onnx::TensorProto &t) {
     have = t.has_raw_data() ? t.raw_data().size() : t.int32_data_size() * item;
     break;
   default:
+  {
+    // Types newer than libonnx 1.12 (IR 9's float8, IR 10's int4) have no
+    // name there: say the number.
+    std::string name = onnx::TensorProto::DataType_Name(
+        static_cast<onnx::TensorProto::DataType>(t.data_type()));
     fileError("initializer '" + t.name() + "' has unsupported element type " +
-              onnx::TensorProto::DataType_Name(
-                  static_cast<onnx::TensorProto::DataType>(t.data_type())));
+              (name.empty() ? std::to_string(t.data_type()) : name) +
+              " (float, double, int64, int32, bool)");
+  }
   }
   if (have != static_cast<std::size_t>(n) * item)
     fileError("initializer '" + t.name() + "' holds " + std::to_string(have) +
@@ -332,6 +356,10 @@ void Importer::fixBatch() {
       continue;
     if (!in.type().has_tensor_type())
       fileError("input '" + in.name() + "' is not a tensor");
+    // A missing shape is not a scalar: hc needs every input's rank.
+    if (!in.type().tensor_type().has_shape())
+      fileError("input '" + in.name() + "' has no shape (hc needs the rank "
+                "and dims of every graph input)");
     auto *shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
     for (int d = 0; d < shape->dim_size(); ++d) {
       auto *dim = shape->mutable_dim(d);
@@ -360,9 +388,24 @@ void Importer::fixBatch() {
 }
 
 void Importer::runOnnxChecks() {
+  // Opsets 18..21: libonnx 1.12 has no schemas for them (it would check
+  // and infer with older definitions), so checkStructure validated every
+  // node against hc's own table and the handlers infer shapes; an op whose
+  // shapes do not fit fails there, naming the node.
+  if (opset > kLibOnnxMaxOpset)
+    return;
   try {
-    // The file form lets the checker resolve external data next to it.
-    onnx::checker::check_model(options.path);
+    if (model().ir_version() <= kLibOnnxMaxIr) {
+      // The file form lets the checker resolve external data next to it.
+      onnx::checker::check_model(options.path);
+    } else {
+      // IR 9 and 10 add float8/int4 types and function overloads, none of
+      // which hc imports (element types and functions are refused where
+      // used): the rest is IR 8, which the checker knows.
+      onnx::ModelProto copy = model();
+      copy.set_ir_version(kLibOnnxMaxIr);
+      onnx::checker::check_model(copy);
+    }
   } catch (const std::exception &e) {
     fileError("ONNX checker: " + oneLine(e.what()));
   }
@@ -597,6 +640,7 @@ void Importer::run() {
     }
   if (model().training_info_size() > 0)
     applyTrainingInfo();
+  refuseUnnamedDynamoWeights();
   bool folded = false;
   for (const auto &t : model().graph().initializer())
     folded |= t.name().rfind("onnx::", 0) == 0;
@@ -611,6 +655,23 @@ void Importer::run() {
     recordTrainingInfo();
   warnLooksFrozen();
   out.storage = storage;
+}
+
+// An optimized dynamo export (unnamed folded weights) is refused, naming
+// the ways out (OpsetSchemas.cpp, generatedInitializer).
+void Importer::refuseUnnamedDynamoWeights() {
+  if (out.hasTraining)
+    return;
+  std::string n = hc::import::generatedInitializer(model(), opset);
+  if (!n.empty())
+    fileError("float initializer '" + n +
+              "' has a graph value's name, not a parameter's: the dynamo "
+              "exporter's default optimize=True folded weights and "
+              "constants into unnamed initializers, so which tensors train "
+              "cannot be told; export with torch.onnx.export(..., "
+              "dynamo=True, optimize=False), or give it its parameters "
+              "with models/map_params.py MODEL.onnx --state-dict SD -o "
+              "OUT.onnx");
 }
 
 // A fixed sin-cos position table as DiT/MAE build it ([T, D] or [1, T, D]):

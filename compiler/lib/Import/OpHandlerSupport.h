@@ -24,9 +24,14 @@ bool allInputsConst(GraphImporter &gi);
 std::pair<mlir::Value, mlir::Value> matchedOperands(GraphImporter &gi);
 std::vector<int64_t> shapeOfInput(GraphImporter &gi, int i);
 
+void castTo(GraphImporter &gi, int32_t to);
+
 // Adds the math handlers (elementwise, reductions, normalization, matrix
 // products, patch-embedding conv, einsum, random draws) to `table`.
 void addMathHandlers(std::map<std::string, OpHandler> &table);
+// Adds the handlers of ops only the dynamo exporter (opsets 18..21) writes
+// for DiT: CastLike, SplitToSequence/SequenceAt, Gelu.
+void addOpset18Handlers(std::map<std::string, OpHandler> &table);
 
 } // namespace hc::import::detail
 

@@ -1,4 +1,4 @@
-// One handler per ONNX op type (opsets 13..17) that torch 1.13 emits for DiT:
+// One handler per ONNX op type (opsets 13..21) that torch emits for DiT:
 // here shapes, data movement and constants (integer shape arithmetic on known
 // constants is folded, so every hc op gets static shapes); the math ops are in
 // OpHandlersMath.cpp.
@@ -146,6 +146,24 @@ std::vector<int64_t> shapeOfInput(GraphImporter &gi, int i) {
   if (const Const *c = gi.inputConst(i))
     return c->shape;
   return gi.staticShape(gi.input(i), "input");
+}
+
+// Cast's conversion (also CastLike's, with the type of its second input).
+void castTo(GraphImporter &gi, int32_t to) {
+  if (const Const *c = gi.inputConst(0)) {
+    Const r = *c;
+    r.dtype = to;
+    gi.elementType(to);
+    bool toInt = r.isInteger();
+    for (double &v : r.data)
+      v = to == TP::BOOL ? (v != 0) : toInt ? std::trunc(v)
+          : to == TP::FLOAT ? static_cast<double>(static_cast<float>(v)) : v;
+    gi.outputConst(0, r);
+    return;
+  }
+  Value x = gi.input(0);
+  auto type = RankedTensorType::get(gi.typeOf(x).getShape(), gi.elementType(to));
+  gi.output(0, type == x.getType() ? x : gi.buildTyped<CastOp>(type, x));
 }
 
 } // namespace detail
@@ -453,6 +471,21 @@ void splitOp(GraphImporter &gi) {
   std::vector<int64_t> sizes;
   if (gi.hasInput(1)) {
     sizes = ints(gi.requireConst(1, "split sizes"));
+  } else if (gi.opset >= 18) {
+    // Split-18: num_outputs pieces of ceil(dim / n), the last one smaller.
+    int64_t n = gi.attrInt("num_outputs", 0);
+    if (!gi.attr("num_outputs"))
+      gi.fail("neither the 'split' input nor the 'num_outputs' attribute is "
+              "given");
+    if (n < 1 || n != gi.node->output_size())
+      gi.fail("num_outputs is " + std::to_string(n) + " but the node has " +
+              std::to_string(gi.node->output_size()) + " outputs");
+    int64_t piece = (dim + n - 1) / n;
+    if (piece * (n - 1) >= dim)
+      gi.fail("dim " + std::to_string(dim) + " cannot be split into " +
+              std::to_string(n) + " non-empty pieces");
+    sizes.assign(n, piece);
+    sizes.back() = dim - piece * (n - 1);
   } else {
     int64_t n = gi.node->output_size();
     if (dim % n)
@@ -514,21 +547,7 @@ void gatherOp(GraphImporter &gi) {
 }
 
 void castOp(GraphImporter &gi) {
-  int32_t to = static_cast<int32_t>(gi.attrInt("to", TP::FLOAT));
-  if (const Const *c = gi.inputConst(0)) {
-    Const r = *c;
-    r.dtype = to;
-    gi.elementType(to);
-    bool toInt = r.isInteger();
-    for (double &v : r.data)
-      v = to == TP::BOOL ? (v != 0) : toInt ? std::trunc(v)
-          : to == TP::FLOAT ? static_cast<double>(static_cast<float>(v)) : v;
-    gi.outputConst(0, r);
-    return;
-  }
-  Value x = gi.input(0);
-  auto type = RankedTensorType::get(gi.typeOf(x).getShape(), gi.elementType(to));
-  gi.output(0, type == x.getType() ? x : gi.buildTyped<CastOp>(type, x));
+  castTo(gi, static_cast<int32_t>(gi.attrInt("to", TP::FLOAT)));
 }
 
 // --- constants ---------------------------------------------------------------
@@ -670,6 +689,7 @@ const std::map<std::string, OpHandler> &opHandlers() {
       {"If", ifOp},
     };
     addMathHandlers(t);
+    addOpset18Handlers(t);
     return t;
   }();
   return table;

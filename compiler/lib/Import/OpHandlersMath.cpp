@@ -61,8 +61,11 @@ template <typename OpT> OpHandler unary(std::function<double(double)> fold) {
   };
 }
 
-template <typename OpT> OpHandler reduce(bool axesAsInput) {
+// `axesFrom`: the opset from which axes are input 1 rather than an attribute
+// (ReduceSum 13, ReduceMean 18); noop_with_empty_axes exists from then on.
+template <typename OpT> OpHandler reduce(int64_t axesFrom) {
   return [=](GraphImporter &gi) {
+    bool axesAsInput = gi.opset >= axesFrom;
     Value x = gi.input(0);
     int64_t rank = gi.typeOf(x).getRank();
     std::vector<int64_t> axes = axesAsInput && gi.hasInput(1)
@@ -275,8 +278,8 @@ void addMathHandlers(std::map<std::string, OpHandler> &table) {
       {"Erf", unary<ErfOp>([](double a) { return std::erf(a); })},
       {"Reciprocal", unary<ReciprocalOp>([](double a) { return 1 / a; })},
       {"Softmax", softmaxOp},
-      {"ReduceMean", reduce<ReduceMeanOp>(false)},
-      {"ReduceSum", reduce<ReduceSumOp>(true)},
+      {"ReduceMean", reduce<ReduceMeanOp>(18)},
+      {"ReduceSum", reduce<ReduceSumOp>(13)},
       {"LayerNormalization", layerNormOp},
       {"MatMul", [](GraphImporter &gi) {
          auto [l, r] = matchedOperands(gi);
