@@ -55,6 +55,9 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--keep-corpus", action="store_true", help="reuse DIR/corpus from an earlier run")
     ap.add_argument("--fork", type=int, default=0, help="libFuzzer -fork=N worker processes (long runs)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="libFuzzer -seed (default 1: ctest's 60 s are the same mutation sequence on every "
+                         "machine, a prefix of what a faster one runs; 0 = random, for long runs)")
     ap.add_argument("--small", action="store_true",
                     help="no DiT seeds, inputs up to 32 KiB: ~10x the executions per second (a DiT seed is 0.7 MB)")
     a = ap.parse_args()
@@ -67,7 +70,7 @@ def main():
         print("seeds: %d files" % make_seeds(a, seeds))
     limit = ["-max_total_time=%d" % a.seconds] if a.seconds else ["-runs=%d" % a.runs]
     cmd = [a.fuzzer, corpus, seeds, "-timeout=10", "-rss_limit_mb=2048", "-detect_leaks=1",
-           "-print_final_stats=1", "-artifact_prefix=" + a.work + "/"] + limit + (
+           "-print_final_stats=1", "-seed=%d" % a.seed, "-artifact_prefix=" + a.work + "/"] + limit + (
                ["-max_len=32768"] if a.small else []) + (
                ["-fork=%d" % a.fork] if a.fork else [])
     env = dict(os.environ,
