@@ -742,23 +742,8 @@ HCRT_OP_DEF(mse_loss_grad) {
 // ------------------------------------------------------------ optimizers ----
 // torch.optim.AdamW in float32 with the hyperparameters' derived scalars
 // (1 - beta, bias corrections, lr / bc1) formed in double first, as torch
-// forms them from Python floats. Not hc_adamw: its float beta2 makes
-// 1 - beta2 = 1 - 0.999f off by 1.3e-5 relative, far from torch's update.
-static void adamwChunk(int64_t n, float *p, const float *g, float *m, float *v,
-                       float decay, float b1, float omb1, float b2, float omb2,
-                       float stepSize, float bc2sqrt, float eps) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i];
-    const float pi = p[i] * decay;
-    const float mi = m[i] * b1 + omb1 * gi;
-    const float vi = v[i] * b2 + omb2 * (gi * gi);
-    const float denom = std::sqrt(vi) / bc2sqrt + eps;
-    p[i] = pi - stepSize * (mi / denom);
-    m[i] = mi;
-    v[i] = vi;
-  }
-}
-
+// forms them from Python floats, then the vectorized kernel of the ISA over
+// the flat arena (the same float arithmetic, element by element).
 HCRT_OP_DEF(adamw) {
   const int32_t n = (nin - 1) / 4;
   if (nout < 3 * n)
@@ -777,8 +762,8 @@ HCRT_OP_DEF(adamw) {
   adamLikeUpdate(ins, 1, n, outs, threads,
                  [&](int64_t b, int64_t e, float *p, const float *g, float *m,
                      float *v) {
-                   adamwChunk(e - b, p + b, g + b, m + b, v + b, decay, fb1,
-                              omb1, fb2, omb2, stepSize, bc2sqrt, feps);
+                   ops().adamw(e - b, p + b, g + b, m + b, v + b, fb1, omb1,
+                               fb2, omb2, feps, decay, stepSize, bc2sqrt);
                  });
 }
 

@@ -97,12 +97,16 @@ struct OpsTable {
   void (*layernorm_fwd_rows)(const hc_layernorm_args &, int64_t, int64_t, bool);
   void (*layernorm_bwd_rows)(const hc_layernorm_bwd_args &, int64_t, int64_t,
                              float *, float *, float *, float *, bool);
+  // (n, p, g, m, v, beta1, 1 - beta1, beta2, 1 - beta2, eps, decay,
+  //  lr / bc1, sqrt(bc2))
   void (*adamw)(int64_t, float *, const float *, float *, float *, float,
-                float, float, float, float, float, float);
+                float, float, float, float, float, float, float);
   void (*sgd)(int64_t, float *, const float *, float *, float, float, float,
               float, int, int);
   double (*mse_sum)(int64_t, const float *, const float *);
   void (*mse_bwd)(int64_t, const float *, const float *, float, float *);
+  // (rows, cols, x, ld, acc): acc[c] += the column sums, in double
+  void (*colsum_f64)(int64_t, int64_t, const float *, int64_t, double *);
   // (Dh, Tq, Br, Bc) -> floats; tiles of Br query x Bc key rows
   int64_t (*attention_scratch)(int64_t, int64_t, int64_t, int64_t);
   // (args, batch, head, next task to prefetch or -1, scratch, Br, Bc)

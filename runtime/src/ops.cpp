@@ -216,8 +216,8 @@ void hc_adamw(int64_t n, float *param, const float *grad, float *exp_avg,
   float stepSize = static_cast<float>(dlr / bc1);
   float bc2sqrt = static_cast<float>(std::sqrt(bc2));
   forChunks(t, n, [&](int64_t b, int64_t e) {
-    o.adamw(e - b, param + b, grad + b, exp_avg + b, exp_avg_sq + b, lr, beta1,
-            beta2, eps, decay, stepSize, bc2sqrt);
+    o.adamw(e - b, param + b, grad + b, exp_avg + b, exp_avg_sq + b, beta1,
+            1.0f - beta1, beta2, 1.0f - beta2, eps, decay, stepSize, bc2sqrt);
   });
 }
 

@@ -231,7 +231,11 @@ TEST(GraphOps, Reductions) {
   const C cases[] = {{{6, 1, 7, 5}, {3}},       {{6, 1, 7, 5}, {0}},    {{6, 1, 7, 5}, {0, 2}},
                      {{6, 1, 7, 5}, {1, 3}},    {{6, 1, 7, 5}, {0, 1, 2, 3}}, {{6, 1, 7, 5}, {}},
                      {{6, 1, 7, 5}, {1}},       {{1}, {0}},             {{300, 151}, {0}},
-                     {{300, 151}, {1}},         {{3, 300, 61}, {0, 2}}};
+                     {{300, 151}, {1}},         {{3, 300, 61}, {0, 2}},
+                     // bias-gradient shape: row chunks x column blocks, odd
+                     {{3, 191, 1030}, {0, 1}},
+                     // adaLN gate-gradient shape: per sample, over tokens
+                     {{5, 300, 37}, {1}}, {{4, 7, 530}, {1}}};
   uint32_t seed = 700;
   for (const C &cc : cases)
     for (Layout l : kAllLayouts)
