@@ -416,18 +416,10 @@ HCRT_OP_DEF(layer_norm_grad) {
   if (nin > 2 && ins[2].data)
     a.gamma = contiguousF32(ins[2], bw, threads);
   float *mean = stats.alloc(2 * rows), *rstd = mean + rows;
+  const OpsTable &o = ops();
   parFor(threads, rows, 1, static_cast<double>(D) * 2, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const float *xr = a.x + r * a.ldx;
-      double s = 0, v = 0;
-      for (int64_t k = 0; k < D; ++k)
-        s += xr[k];
-      const double mu = s / static_cast<double>(D);
-      for (int64_t k = 0; k < D; ++k)
-        v += (xr[k] - mu) * (xr[k] - mu);
-      mean[r] = static_cast<float>(mu);
-      rstd[r] = static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(D) + eps));
-    }
+    o.layernorm_stats_rows(e - b, D, a.x + b * a.ldx, a.ldx, eps, mean + b,
+                           rstd + b);
   });
   a.mean = mean, a.rstd = rstd;
   hc_layernorm_bwd(&a, threads);
@@ -450,6 +442,18 @@ HCRT_OP_DEF(modulate) {
   const float *psh = static_cast<const float *>(sh.data);
   const float *psc = static_cast<const float *>(sc.data);
   float *py = static_cast<float *>(y.data);
+  if (x.strides[2] == 1 && sh.strides[1] == 1 && sc.strides[1] == 1) {
+    const OpsTable &o = ops();
+    parFor(threads, B * N, 1, static_cast<double>(D), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t bi = r / N, n = r % N;
+        o.modulate_fwd_row(D, px + bi * x.strides[0] + n * x.strides[1],
+                           psh + bi * sh.strides[0], psc + bi * sc.strides[0],
+                           py + r * D);
+      }
+    });
+    return;
+  }
   const int q = L.rank - 1;
   const int64_t s1 = L.st[1][q], s2 = L.st[2][q], s3 = L.st[3][q];
   parFor(threads, L.total, 64, 1.0, [&](int64_t b, int64_t e) {
@@ -482,6 +486,27 @@ HCRT_OP_DEF(modulate_grad) {
   const int64_t g0 = dy.strides[0], g1 = dy.strides[1], g2 = dy.strides[2];
   const int64_t x0 = x.strides[0], x1 = x.strides[1], x2 = x.strides[2];
   const int64_t c0s = sc.strides[0], c1s = sc.strides[1];
+  if (g2 == 1 && x2 == 1 && c1s == 1) {
+    const OpsTable &o = ops();
+    parFor(threads, B * nb, 1, static_cast<double>(N * std::min(D, CB)) * 2,
+           [&](int64_t b, int64_t e) {
+             double as[CB], ac[CB];
+             for (int64_t u = b; u < e; ++u) {
+               const int64_t bi = u / nb, d0 = (u % nb) * CB,
+                             w = std::min(D, d0 + CB) - d0;
+               std::fill(as, as + w, 0.0);
+               std::fill(ac, ac + w, 0.0);
+               o.modulate_bwd_cols(N, w, pg + bi * g0 + d0, g1,
+                                   px + bi * x0 + d0, x1, pc + bi * c0s + d0,
+                                   odx + bi * N * D + d0, D, as, ac);
+               for (int64_t d = 0; d < w; ++d) {
+                 osh[bi * D + d0 + d] = static_cast<float>(as[d]);
+                 osc[bi * D + d0 + d] = static_cast<float>(ac[d]);
+               }
+             }
+           });
+    return;
+  }
   parFor(threads, B * nb, 1, static_cast<double>(N * std::min(D, CB)) * 2,
          [&](int64_t b, int64_t e) {
            double as[CB], ac[CB], f[CB];

@@ -107,6 +107,16 @@ struct OpsTable {
   void (*mse_bwd)(int64_t, const float *, const float *, float, float *);
   // (rows, cols, x, ld, acc): acc[c] += the column sums, in double
   void (*colsum_f64)(int64_t, int64_t, const float *, int64_t, double *);
+  // (rows, D, x, ldx, eps, mean, rstd)
+  void (*layernorm_stats_rows)(int64_t, int64_t, const float *, int64_t,
+                               double, float *, float *);
+  // (n, x, shift, scale, y)
+  void (*modulate_fwd_row)(int64_t, const float *, const float *,
+                           const float *, float *);
+  // (N, w, dy, lddy, x, ldx, scale, dx, lddx, dshift, dscale)
+  void (*modulate_bwd_cols)(int64_t, int64_t, const float *, int64_t,
+                            const float *, int64_t, const float *, float *,
+                            int64_t, double *, double *);
   // (Dh, Tq, Br, Bc) -> floats; tiles of Br query x Bc key rows
   int64_t (*attention_scratch)(int64_t, int64_t, int64_t, int64_t);
   // (args, batch, head, next task to prefetch or -1, scratch, Br, Bc)

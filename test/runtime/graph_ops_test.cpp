@@ -398,15 +398,19 @@ TEST(GraphOps, LayerNorm) {
 // Computed in double: y and dx within u|y|; dshift/dscale (double sums):
 // u|y| + 1e-12 sum|terms|.
 TEST(GraphOps, Modulate) {
-  const Shape shapes[] = {{2, 7, 5}, {1, 1, 1}, {3, 19, 300}};
+  // 300 columns: blocks of 256 and 64-column register blocks with tails.
+  const Shape shapes[] = {{2, 7, 5}, {1, 1, 1}, {3, 19, 300}, {2, 3, 64}};
   uint32_t seed = 1000;
   for (const Shape &s : shapes)
     for (Layout l : kAllLayouts)
-      for (int th : kThreads) {
+      for (int th : kThreads)
+        for (int rowsContig = 0; rowsContig < 2; ++rowsContig) {
         const int64_t B = s[0], N = s[1], D = s[2];
         TT x = make(s, l, seed++);
-        TT sh = make({B, D}, l == kContig ? kContig : kBroadcast, seed++);
-        TT sc = make({B, D}, l == kPadded ? kTransposed : kStrided, seed++);
+        // rowsContig: shift/scale rows contiguous, as adaLN's chunks are
+        // (the vectorized paths); else broadcast/strided/transposed.
+        TT sh = make({B, D}, l == kContig || rowsContig ? kContig : kBroadcast, seed++);
+        TT sc = make({B, D}, rowsContig ? kContig : l == kPadded ? kTransposed : kStrided, seed++);
         TT y = output(s);
         run(hcrt_op_modulate, {&x, &sh, &sc}, {&y}, attrs(), th);
         TT dy = make(s, l == kContig ? kTransposed : kContig, seed++);
