@@ -1,7 +1,9 @@
 // RUN: hc-opt %s -split-input-file -verify-diagnostics
 // The schedule dialect's own checks: hcs.call names a kernel of the
-// runtime's list (runtime/include/hc/runtime/kernels.def), so a typo in a
-// lowering is an IR error here, not "the generated C++ failed to compile".
+// runtime's registry (runtime/include/hc/runtime/kernels.def) and carries
+// exactly the attributes its layout there names, so a typo in a lowering is
+// an IR error here, not "the generated C++ failed to compile" or an
+// attribute the runtime silently reads as its default.
 
 func.func @unknown_kernel(%a: memref<4xf32>, %b: memref<4xf32>) {
   // expected-error @+1 {{'hcs.call' op unknown runtime kernel 'tanhh' (runtime/include/hc/runtime/kernels.def lists them)}}
@@ -11,11 +13,65 @@ func.func @unknown_kernel(%a: memref<4xf32>, %b: memref<4xf32>) {
 
 // -----
 
-// Every name of the list is accepted: the first, one from the middle, the
-// last (the in-place optimizer), and the backward kernels.
-func.func @known_kernels(%a: memref<4xf32>, %b: memref<4xf32>) {
+// Every name of the registry is accepted with its layout: the first, one
+// from the middle, the last (the in-place optimizer), a backward kernel
+// with its flag at its default (absent) and set, and a compiler-only
+// attribute (keepdims) the runtime does not read.
+func.func @known_kernels(%a: memref<4xf32>, %b: memref<4xf32>, %s: memref<1xf32>) {
   hcs.call "add"(%a, %a) -> (%b) {} : (memref<4xf32>, memref<4xf32>) -> memref<4xf32>
   hcs.call "gelu_grad"(%a, %a) -> (%b) {} : (memref<4xf32>, memref<4xf32>) -> memref<4xf32>
-  hcs.call "sgd"(%a, %a) -> (%b) {} : (memref<4xf32>, memref<4xf32>) -> memref<4xf32>
+  hcs.call "gelu_grad"(%a, %a) -> (%b) {approximate = "none"} : (memref<4xf32>, memref<4xf32>) -> memref<4xf32>
+  hcs.call "reduce_sum"(%a) -> (%s) {axes = array<i64: 0>, keepdims = true} : (memref<4xf32>) -> memref<1xf32>
+  hcs.call "sgd"(%a, %a) -> (%b) {lr = 1.0e-03 : f64, weight_decay = 0.0 : f64} : (memref<4xf32>, memref<4xf32>) -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @attribute_not_in_layout(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{'hcs.call' op kernel 'add' has no attribute 'axis' (kernels.def: none)}}
+  hcs.call "add"(%a, %a) -> (%b) {axis = 0 : i64} : (memref<4xf32>, memref<4xf32>) -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @misspelt_attribute(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{'hcs.call' op kernel 'softmax' has no attribute 'axes' (kernels.def: axis)}}
+  hcs.call "softmax"(%a) -> (%b) {axes = array<i64: 0>} : (memref<4xf32>) -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @missing_attribute(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{'hcs.call' op kernel 'sgd' needs attribute 'weight_decay' (a float)}}
+  hcs.call "sgd"(%a, %a) -> (%b) {lr = 1.0e-03 : f64} : (memref<4xf32>, memref<4xf32>) -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @attribute_of_the_wrong_kind(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{'hcs.call' op kernel 'attention': attribute 'num_heads' must be an integer}}
+  hcs.call "attention"(%a) -> (%b) {num_heads = 4.0 : f64, scale = 0.5 : f64} : (memref<4xf32>) -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @flag_must_be_a_string(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{'hcs.call' op kernel 'gelu': attribute 'approximate' must be a string}}
+  hcs.call "gelu"(%a) -> (%b) {approximate = 1 : i64} : (memref<4xf32>) -> memref<4xf32>
+  return
+}
+
+// -----
+
+// hcrt_attrs holds 16 integers: slice_grad's starts and steps of a rank-9
+// view would need 18.
+func.func @too_many_values(%a: memref<1x1x1x1x1x1x1x1x1xf32>, %b: memref<1x1x1x1x1x1x1x1x1xf32>) {
+  // expected-error @+1 {{'hcs.call' op kernel 'slice_grad': 18 integer and 0 float attribute values, hcrt_attrs holds 16 and 8}}
+  hcs.call "slice_grad"(%a) -> (%b) {starts = array<i64: 0, 0, 0, 0, 0, 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1, 1, 1, 1, 1, 1>} : (memref<1x1x1x1x1x1x1x1x1xf32>) -> memref<1x1x1x1x1x1x1x1x1xf32>
   return
 }

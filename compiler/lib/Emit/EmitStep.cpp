@@ -4,6 +4,7 @@
 // row, not code, and compiling the .so stays fast for any depth.
 #include "hc/Compiler/EmitStep.h"
 
+#include "hc/Schedule/KernelRegistry.h"
 #include "hc/Schedule/ScheduleOps.h"
 #include "hc/runtime/step_abi.h"
 
@@ -146,53 +147,11 @@ int Emitter::descOf(Value v) {
 }
 
 int Emitter::attrsOf(hs::CallOp call) {
-  DictionaryAttr a = call.getAttrs();
-  StringRef k = call.getKernel();
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-  auto i64 = [&](const char *name) {
-    if (auto x = a.getAs<IntegerAttr>(name))
-      ints.push_back(x.getInt());
-  };
-  auto f64 = [&](const char *name) {
-    if (auto x = a.getAs<FloatAttr>(name))
-      floats.push_back(x.getValueAsDouble());
-  };
-  auto array = [&](const char *name) {
-    if (auto x = a.getAs<DenseI64ArrayAttr>(name))
-      ints.insert(ints.end(), x.asArrayRef().begin(), x.asArrayRef().end());
-  };
-  if (k == "gelu" || k == "gelu_grad") {
-    auto s = a.getAs<StringAttr>("approximate");
-    ints.push_back(!s || s.getValue() == "tanh" ? 1 : 0);
-  } else if (k == "reduce_sum" || k == "reduce_mean") {
-    array("axes");
-  } else if (k == "layer_norm" || k == "layer_norm_grad") {
-    i64("axis");
-    f64("epsilon");
-  } else if (k == "attention" || k == "attention_grad") {
-    i64("num_heads");
-    f64("scale");
-  } else if (k == "random_uniform") {
-    i64("op_id");
-    f64("low");
-    f64("high");
-  } else if (k == "slice_grad") {
-    array("starts");
-    array("steps");
-  } else if (k == "adamw") {
-    for (const char *n : {"lr", "beta1", "beta2", "eps", "weight_decay"})
-      f64(n);
-  } else if (k == "adam") {
-    for (const char *n : {"alpha", "beta", "epsilon", "norm_coefficient",
-                          "norm_coefficient_post"})
-      f64(n);
-  } else if (k == "sgd") {
-    f64("lr");
-    f64("weight_decay");
-  } else {
-    i64("axis");  // softmax(_grad), concat, gather, scatter_add
-  }
+  // Layout from the kernel registry; the verifier has checked the call.
+  const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(call.getKernel());
+  hs::PackedAttrs packed = hs::KernelRegistry::pack(*k, call.getAttrs());
+  const std::vector<int64_t> &ints = packed.ints;
+  const std::vector<double> &floats = packed.floats;
   std::string row = "{{";
   for (int64_t x : ints)
     row += std::to_string(x) + ", ";
@@ -235,28 +194,14 @@ void Emitter::constantData(hs::ConstantOp c) {
 }
 
 double Emitter::flopsOf(hs::CallOp call) {
-  auto shape = [&](Value v) { return cast<MemRefType>(v.getType()).getShape(); };
-  auto numel = [&](Value v) {
-    return static_cast<double>(cast<MemRefType>(v.getType()).getNumElements());
+  auto shapes = [](ValueRange vs) {
+    SmallVector<ArrayRef<int64_t>> r;
+    for (Value v : vs)
+      r.push_back(cast<MemRefType>(v.getType()).getShape());
+    return r;
   };
-  StringRef k = call.getKernel();
-  // linear: y [M,out] = x [M,in] w[out,in]^T, 2 M out in.
-  if (k == "linear")
-    return 2 * numel(call.getOuts()[0]) * shape(call.getIns()[1]).back();
-  // linear_grad_input: dx [M,in] = dy [M,out] w, 2 M in out.
-  if (k == "linear_grad_input")
-    return 2 * numel(call.getOuts()[0]) * shape(call.getIns()[0]).back();
-  if (k == "linear_grad_weight")
-    return 2 * numel(call.getIns()[0]) * shape(call.getIns()[1]).back();
-  if (k == "matmul")
-    return 2 * numel(call.getOuts()[0]) *
-           shape(call.getIns()[0]).back();
-  if (k == "attention" || k == "attention_grad") {
-    auto s = shape(call.getIns()[k == "attention" ? 0 : 1]);
-    double base = 4.0 * s[0] * s[1] * s[1] * (s[2] / 3);  // QKᵀ and PV
-    return k == "attention" ? base : 2.5 * base;
-  }
-  return 0;
+  const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(call.getKernel());
+  return hs::KernelRegistry::flops(*k, shapes(call.getIns()), shapes(call.getOuts()));
 }
 
 bool Emitter::run(std::string &cpp, std::string &description,

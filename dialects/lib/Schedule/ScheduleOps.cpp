@@ -1,9 +1,9 @@
 #include "hc/Schedule/ScheduleOps.h"
+#include "hc/Schedule/KernelRegistry.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -52,17 +52,15 @@ int64_t hc::schedule::byteSize(MemRefType type) {
 }
 
 LogicalResult CallOp::verify() {
-  // The runtime's own list (a plain X-macro file, no MLIR in it), so the
-  // compiler and libhcrt cannot disagree on which kernels exist.
-  static const llvm::StringSet<> kernels = {
-#define HCRT_KERNEL(name) #name,
-#include "hc/runtime/kernels.def"
-#undef HCRT_KERNEL
-  };
-  if (!kernels.contains(getKernel()))
+  // The runtime's own registry (a plain X-macro file, no MLIR in it), so the
+  // compiler and libhcrt cannot disagree on which kernels exist and which
+  // attributes they read.
+  const KernelInfo *k = KernelRegistry::builtin().lookup(getKernel());
+  if (!k)
     return emitOpError("unknown runtime kernel '")
            << getKernel() << "' (runtime/include/hc/runtime/kernels.def lists them)";
-  return success();
+  return KernelRegistry::verifyAttrs(*k, getAttrs(),
+                                     [&] { return emitOpError(); });
 }
 
 LogicalResult BufferOp::verify() {

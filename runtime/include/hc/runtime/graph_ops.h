@@ -51,9 +51,9 @@ typedef struct hcrt_attrs {
   void hcrt_op_##name(const hcrt_tensor *ins, int32_t nin, hcrt_tensor *outs,  \
                       int32_t nout, const hcrt_attrs *attrs, hc_threads threads)
 
-// Every kernel of runtime/include/hc/runtime/kernels.def (the list, with
-// each kernel's operands and attributes documented there).
-#define HCRT_KERNEL(name) HCRT_OP(name);
+// Every kernel of runtime/include/hc/runtime/kernels.def (the registry, with
+// each kernel's operands and attribute layout documented there).
+#define HCRT_KERNEL(name, flops, attrs) HCRT_OP(name);
 #include "hc/runtime/kernels.def"
 #undef HCRT_KERNEL
 

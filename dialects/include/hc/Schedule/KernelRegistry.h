@@ -1,0 +1,102 @@
+// The runtime's kernel registry (runtime/include/hc/runtime/kernels.def) as
+// the compiler reads it: names, attribute layouts and FLOP rules. hcs.call's
+// verifier, the emitter's attribute packing and the profile's FLOP counts
+// all come from here, so a kernel is described once.
+#ifndef HC_SCHEDULE_KERNELREGISTRY_H
+#define HC_SCHEDULE_KERNELREGISTRY_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hc::schedule {
+
+enum class AttrSlotKind { Int, Ints, Float, Flag, Unused };
+
+struct AttrSlot {
+  const char *key;
+  AttrSlotKind kind;
+  const char *flagValue = nullptr;  // Flag: the string that packs as 1
+  int flagAbsent = 0;               // Flag: the value when missing
+};
+
+enum class FlopRule {
+  NONE,
+  LINEAR,
+  LINEAR_GRAD_INPUT,
+  LINEAR_GRAD_WEIGHT,
+  MATMUL,
+  ATTENTION,
+  ATTENTION_GRAD
+};
+
+struct KernelInfo {
+  const char *name;
+  FlopRule flops;
+  std::vector<AttrSlot> attrs;
+};
+
+// The hcrt_attrs a call passes: ints then floats, in the layout's order.
+struct PackedAttrs {
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+};
+
+// Hard limits of hcrt_attrs (graph_ops.h).
+constexpr size_t kMaxAttrInts = 16, kMaxAttrFloats = 8;
+
+// A set of kernels. builtin() is kernels.def; tests build others from it
+// plus entries of their own, the way kernels.def is read.
+class KernelRegistry {
+public:
+  explicit KernelRegistry(std::vector<KernelInfo> kernels);
+  static const KernelRegistry &builtin();
+
+  const KernelInfo *lookup(llvm::StringRef name) const;
+  llvm::ArrayRef<KernelInfo> kernels() const { return all; }
+
+  // Whether `attrs` fit `k`'s layout: every Int/Ints/Float slot present with
+  // that type, Flag a string, no key the layout does not name, and the
+  // packed sizes within hcrt_attrs. The message names the kernel and key.
+  static mlir::LogicalResult
+  verifyAttrs(const KernelInfo &k, mlir::DictionaryAttr attrs,
+              llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  // Packs verified attributes.
+  static PackedAttrs pack(const KernelInfo &k, mlir::DictionaryAttr attrs);
+  // FLOPs of one call by k's rule, from its operand and result shapes.
+  static double flops(const KernelInfo &k,
+                      llvm::ArrayRef<llvm::ArrayRef<int64_t>> insShapes,
+                      llvm::ArrayRef<llvm::ArrayRef<int64_t>> outsShapes);
+
+private:
+  std::vector<KernelInfo> all;
+};
+
+} // namespace hc::schedule
+
+// kernels.def entries as KernelInfo initializers. A reader defines
+// HCRT_KERNEL, HCRT_INT, ... as these, includes the .def file(s) inside a
+// braced list, and undefines them (KernelRegistry.cpp; the registry test
+// adds a throwaway kernel that way).
+// (Variadic: the slots' own commas arrive as extra arguments.)
+#define HCRT_KERNEL_AS_INFO(name, flops, ...)                                  \
+  ::hc::schedule::KernelInfo{#name, ::hc::schedule::FlopRule::flops,           \
+                             {__VA_ARGS__}},
+#define HCRT_INT_AS_SLOT(key)                                                  \
+  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Int},
+#define HCRT_INTS_AS_SLOT(key)                                                 \
+  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Ints},
+#define HCRT_FLOAT_AS_SLOT(key)                                                \
+  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Float},
+#define HCRT_FLAG_AS_SLOT(key, value, absent)                                  \
+  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Flag, #value,   \
+                           absent},
+#define HCRT_UNUSED_AS_SLOT(key)                                               \
+  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Unused},
+
+#endif // HC_SCHEDULE_KERNELREGISTRY_H

@@ -1,0 +1,177 @@
+// The kernel registry read from runtime/include/hc/runtime/kernels.def.
+#include "hc/Schedule/KernelRegistry.h"
+#include "hc/runtime/graph_ops.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+
+namespace hc::schedule {
+
+static_assert(sizeof(hcrt_attrs::ints) / sizeof(int64_t) == kMaxAttrInts &&
+                  sizeof(hcrt_attrs::floats) / sizeof(double) == kMaxAttrFloats,
+              "KernelRegistry.h's limits are hcrt_attrs' sizes");
+
+KernelRegistry::KernelRegistry(std::vector<KernelInfo> kernels)
+    : all(std::move(kernels)) {}
+
+const KernelRegistry &KernelRegistry::builtin() {
+  static const KernelRegistry registry({
+#define HCRT_KERNEL(name, flops, attrs) HCRT_KERNEL_AS_INFO(name, flops, attrs)
+#define HCRT_INT(key) HCRT_INT_AS_SLOT(key)
+#define HCRT_INTS(key) HCRT_INTS_AS_SLOT(key)
+#define HCRT_FLOAT(key) HCRT_FLOAT_AS_SLOT(key)
+#define HCRT_FLAG(key, value, absent) HCRT_FLAG_AS_SLOT(key, value, absent)
+#define HCRT_UNUSED(key) HCRT_UNUSED_AS_SLOT(key)
+#include "hc/runtime/kernels.def"
+#undef HCRT_KERNEL
+#undef HCRT_INT
+#undef HCRT_INTS
+#undef HCRT_FLOAT
+#undef HCRT_FLAG
+#undef HCRT_UNUSED
+  });
+  return registry;
+}
+
+const KernelInfo *KernelRegistry::lookup(llvm::StringRef name) const {
+  for (const KernelInfo &k : all)
+    if (name == k.name)
+      return &k;
+  return nullptr;
+}
+
+static const char *kindName(AttrSlotKind kind) {
+  switch (kind) {
+  case AttrSlotKind::Int:
+    return "an integer";
+  case AttrSlotKind::Ints:
+    return "an i64 array";
+  case AttrSlotKind::Float:
+    return "a float";
+  case AttrSlotKind::Flag:
+    return "a string";
+  case AttrSlotKind::Unused:
+    return "any attribute";
+  }
+  return "?";
+}
+
+static bool hasKind(Attribute a, AttrSlotKind kind) {
+  switch (kind) {
+  case AttrSlotKind::Int:
+    return isa<IntegerAttr>(a);
+  case AttrSlotKind::Ints:
+    return isa<DenseI64ArrayAttr>(a);
+  case AttrSlotKind::Float:
+    return isa<FloatAttr>(a);
+  case AttrSlotKind::Flag:
+    return isa<StringAttr>(a);
+  case AttrSlotKind::Unused:
+    return true;
+  }
+  return false;
+}
+
+LogicalResult KernelRegistry::verifyAttrs(
+    const KernelInfo &k, DictionaryAttr attrs,
+    llvm::function_ref<InFlightDiagnostic()> emitError) {
+  for (NamedAttribute na : attrs) {
+    auto slot = llvm::find_if(
+        k.attrs, [&](const AttrSlot &s) { return na.getName() == s.key; });
+    if (slot == k.attrs.end()) {
+      std::string keys;
+      for (const AttrSlot &s : k.attrs)
+        keys += (keys.empty() ? "" : ", ") + std::string(s.key);
+      return emitError() << "kernel '" << k.name << "' has no attribute '"
+                         << na.getName().getValue() << "' (kernels.def: "
+                         << (keys.empty() ? "none" : keys) << ")";
+    }
+    if (!hasKind(na.getValue(), slot->kind))
+      return emitError() << "kernel '" << k.name << "': attribute '"
+                         << slot->key << "' must be " << kindName(slot->kind);
+  }
+  for (const AttrSlot &s : k.attrs)
+    if ((s.kind == AttrSlotKind::Int || s.kind == AttrSlotKind::Ints ||
+         s.kind == AttrSlotKind::Float) &&
+        !attrs.get(s.key))
+      return emitError() << "kernel '" << k.name << "' needs attribute '"
+                         << s.key << "' (" << kindName(s.kind) << ")";
+  PackedAttrs p = pack(k, attrs);
+  if (p.ints.size() > kMaxAttrInts || p.floats.size() > kMaxAttrFloats)
+    return emitError() << "kernel '" << k.name << "': " << p.ints.size()
+                       << " integer and " << p.floats.size()
+                       << " float attribute values, hcrt_attrs holds "
+                       << kMaxAttrInts << " and " << kMaxAttrFloats;
+  return success();
+}
+
+PackedAttrs KernelRegistry::pack(const KernelInfo &k, DictionaryAttr attrs) {
+  PackedAttrs p;
+  for (const AttrSlot &s : k.attrs) {
+    Attribute a = attrs.get(s.key);
+    switch (s.kind) {
+    case AttrSlotKind::Int:
+      if (auto x = dyn_cast_or_null<IntegerAttr>(a))
+        p.ints.push_back(x.getInt());
+      break;
+    case AttrSlotKind::Ints:
+      if (auto x = dyn_cast_or_null<DenseI64ArrayAttr>(a))
+        p.ints.insert(p.ints.end(), x.asArrayRef().begin(),
+                      x.asArrayRef().end());
+      break;
+    case AttrSlotKind::Float:
+      if (auto x = dyn_cast_or_null<FloatAttr>(a))
+        p.floats.push_back(x.getValueAsDouble());
+      break;
+    case AttrSlotKind::Flag: {
+      auto x = dyn_cast_or_null<StringAttr>(a);
+      p.ints.push_back(!x ? s.flagAbsent : x.getValue() == s.flagValue);
+      break;
+    }
+    case AttrSlotKind::Unused:
+      break;
+    }
+  }
+  return p;
+}
+
+double KernelRegistry::flops(const KernelInfo &k,
+                             llvm::ArrayRef<llvm::ArrayRef<int64_t>> ins,
+                             llvm::ArrayRef<llvm::ArrayRef<int64_t>> outs) {
+  auto numel = [](llvm::ArrayRef<int64_t> s) {
+    double n = 1;
+    for (int64_t d : s)
+      n *= static_cast<double>(d);
+    return n;
+  };
+  auto last = [](llvm::ArrayRef<int64_t> s) {
+    return s.empty() ? 1.0 : static_cast<double>(s.back());
+  };
+  switch (k.flops) {
+  case FlopRule::NONE:
+    return 0;
+  case FlopRule::LINEAR:  // y [M,out] = x [M,in] w [out,in]^T: 2 M out in
+    return 2 * numel(outs[0]) * last(ins[1]);
+  case FlopRule::LINEAR_GRAD_INPUT:  // dx [M,in] = dy [M,out] w: 2 M in out
+    return 2 * numel(outs[0]) * last(ins[0]);
+  case FlopRule::LINEAR_GRAD_WEIGHT:  // dw = dy^T x: 2 M out in
+    return 2 * numel(ins[0]) * last(ins[1]);
+  case FlopRule::MATMUL:
+    return 2 * numel(outs[0]) * last(ins[0]);
+  case FlopRule::ATTENTION:
+  case FlopRule::ATTENTION_GRAD: {
+    // qkv [B, N, 3D]: Q K^T and P V, 2 B N^2 D each; the backward 2.5x that
+    auto s = ins[k.flops == FlopRule::ATTENTION ? 0 : 1];
+    if (s.size() < 3)
+      return 0;
+    const double base = 4.0 * s[0] * s[1] * s[1] * (s[2] / 3);
+    return k.flops == FlopRule::ATTENTION ? base : 2.5 * base;
+  }
+  }
+  return 0;
+}
+
+} // namespace hc::schedule

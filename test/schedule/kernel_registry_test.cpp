@@ -1,0 +1,180 @@
+// The kernel registry end to end with a throwaway kernel: one entry in
+// throwaway_kernel.def (kernels.def's format) and its body below are all it
+// takes for the compiler side (lookup, attribute verification, hcrt_attrs
+// packing, FLOP rule) and the runtime side (a table of entry points built
+// from the same X-macro, called with the packed attributes) to know it.
+#include "hc/Schedule/KernelRegistry.h"
+#include "hc/runtime/graph_ops.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iterator>
+#include <string>
+
+using namespace hc::schedule;
+
+// The throwaway kernel's body, with the runtime's calling convention.
+extern "C" void hcrt_op_throwaway_axpb(const hcrt_tensor *ins, int32_t nin,
+                                       hcrt_tensor *outs, int32_t nout,
+                                       const hcrt_attrs *attrs,
+                                       hc_threads threads) {
+  (void)nin, (void)nout, (void)threads;
+  const float *x = static_cast<const float *>(ins[0].data);
+  float *y = static_cast<float *>(outs[0].data);
+  const bool off = attrs->ints[1] != 0;
+  for (int64_t i = 0; i < ins[0].shape[0]; ++i)
+    y[i] = off ? x[i]
+               : static_cast<float>(attrs->floats[0] * x[i] + attrs->floats[1]);
+}
+
+namespace {
+
+// The compiler's reading: kernels.def, then the throwaway entry.
+const KernelRegistry &withThrowaway() {
+  static const KernelRegistry r({
+#define HCRT_KERNEL(name, flops, attrs) HCRT_KERNEL_AS_INFO(name, flops, attrs)
+#define HCRT_INT(key) HCRT_INT_AS_SLOT(key)
+#define HCRT_INTS(key) HCRT_INTS_AS_SLOT(key)
+#define HCRT_FLOAT(key) HCRT_FLOAT_AS_SLOT(key)
+#define HCRT_FLAG(key, value, absent) HCRT_FLAG_AS_SLOT(key, value, absent)
+#define HCRT_UNUSED(key) HCRT_UNUSED_AS_SLOT(key)
+#include "hc/runtime/kernels.def"
+#include "throwaway_kernel.def"
+#undef HCRT_KERNEL
+#undef HCRT_INT
+#undef HCRT_INTS
+#undef HCRT_FLOAT
+#undef HCRT_FLAG
+#undef HCRT_UNUSED
+  });
+  return r;
+}
+
+// The runtime's reading: name -> entry point, from the same files.
+using OpFn = void (*)(const hcrt_tensor *, int32_t, hcrt_tensor *, int32_t,
+                      const hcrt_attrs *, hc_threads);
+struct RuntimeEntry {
+  const char *name;
+  OpFn fn;
+};
+const RuntimeEntry kRuntimeTable[] = {
+#define HCRT_KERNEL(name, flops, attrs) {#name, hcrt_op_##name},
+#include "hc/runtime/kernels.def"
+#include "throwaway_kernel.def"
+#undef HCRT_KERNEL
+};
+
+struct KernelRegistryTest : ::testing::Test {
+  mlir::MLIRContext ctx;
+  mlir::Builder b{&ctx};
+  std::string lastError;
+  mlir::DictionaryAttr dict(llvm::ArrayRef<mlir::NamedAttribute> attrs) {
+    return b.getDictionaryAttr(attrs);
+  }
+  mlir::NamedAttribute named(const char *k, mlir::Attribute v) {
+    return b.getNamedAttr(k, v);
+  }
+  bool verify(const KernelInfo &k, mlir::DictionaryAttr a) {
+    lastError.clear();
+    mlir::ScopedDiagnosticHandler h(&ctx, [&](mlir::Diagnostic &d) {
+      lastError = d.str();
+      return mlir::success();
+    });
+    return mlir::succeeded(KernelRegistry::verifyAttrs(
+        k, a, [&] { return mlir::emitError(b.getUnknownLoc()); }));
+  }
+};
+
+TEST_F(KernelRegistryTest, ThrowawayKernelIsKnownOnlyWhereItsEntryIsRead) {
+  EXPECT_EQ(KernelRegistry::builtin().lookup("throwaway_axpb"), nullptr);
+  const KernelInfo *k = withThrowaway().lookup("throwaway_axpb");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->flops, FlopRule::LINEAR);
+  ASSERT_EQ(k->attrs.size(), 5u);
+  EXPECT_STREQ(k->attrs[3].key, "mode");
+  EXPECT_EQ(k->attrs[3].kind, AttrSlotKind::Flag);
+  // Every builtin kernel is read the same way in both registries.
+  EXPECT_EQ(withThrowaway().kernels().size(),
+            KernelRegistry::builtin().kernels().size() + 1);
+}
+
+TEST_F(KernelRegistryTest, ThrowawayAttributesAreVerifiedAndPacked) {
+  const KernelInfo &k = *withThrowaway().lookup("throwaway_axpb");
+  auto good = dict({named("axis", b.getI64IntegerAttr(-1)),
+                    named("alpha", b.getF64FloatAttr(2.5)),
+                    named("beta", b.getF64FloatAttr(-1.0)),
+                    named("note", b.getStringAttr("compiler only"))});
+  EXPECT_TRUE(verify(k, good)) << lastError;
+  PackedAttrs p = KernelRegistry::pack(k, good);
+  EXPECT_EQ(p.ints, (std::vector<int64_t>{-1, 0}));  // axis, mode absent -> 0
+  EXPECT_EQ(p.floats, (std::vector<double>{2.5, -1.0}));
+  auto off = dict({named("axis", b.getI64IntegerAttr(0)),
+                   named("alpha", b.getF64FloatAttr(1.0)),
+                   named("beta", b.getF64FloatAttr(0.0)),
+                   named("mode", b.getStringAttr("off"))});
+  EXPECT_TRUE(verify(k, off)) << lastError;
+  EXPECT_EQ(KernelRegistry::pack(k, off).ints, (std::vector<int64_t>{0, 1}));
+
+  EXPECT_FALSE(verify(k, dict({named("axis", b.getI64IntegerAttr(0)),
+                               named("alpha", b.getF64FloatAttr(1.0))})));
+  EXPECT_EQ(lastError,
+            "kernel 'throwaway_axpb' needs attribute 'beta' (a float)");
+  EXPECT_FALSE(verify(k, dict({named("axis", b.getF64FloatAttr(0)),
+                               named("alpha", b.getF64FloatAttr(1.0)),
+                               named("beta", b.getF64FloatAttr(0.0))})));
+  EXPECT_EQ(lastError,
+            "kernel 'throwaway_axpb': attribute 'axis' must be an integer");
+  EXPECT_FALSE(verify(k, dict({named("axis", b.getI64IntegerAttr(0)),
+                               named("alpha", b.getF64FloatAttr(1.0)),
+                               named("beta", b.getF64FloatAttr(0.0)),
+                               named("gamma", b.getF64FloatAttr(0.0))})));
+  EXPECT_EQ(lastError, "kernel 'throwaway_axpb' has no attribute 'gamma' "
+                       "(kernels.def: axis, alpha, beta, mode, note)");
+}
+
+TEST_F(KernelRegistryTest, ThrowawayFlopsFollowItsRule) {
+  const KernelInfo &k = *withThrowaway().lookup("throwaway_axpb");
+  // LINEAR: 2 * numel(out) * last dim of ins[1]
+  int64_t x[] = {6, 5}, w[] = {3, 5}, y[] = {6, 3};
+  llvm::ArrayRef<int64_t> ins[] = {x, w}, outs[] = {y};
+  EXPECT_EQ(KernelRegistry::flops(k, ins, outs), 2.0 * 18 * 5);
+  const KernelInfo &add = *withThrowaway().lookup("add");
+  EXPECT_EQ(KernelRegistry::flops(add, ins, outs), 0.0);
+}
+
+TEST_F(KernelRegistryTest, RuntimeTableFromTheSameEntriesCallsTheThrowaway) {
+  const RuntimeEntry *e = nullptr;
+  for (const RuntimeEntry &r : kRuntimeTable)
+    if (std::strcmp(r.name, "throwaway_axpb") == 0)
+      e = &r;
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(std::size(kRuntimeTable), withThrowaway().kernels().size());
+  const KernelInfo &k = *withThrowaway().lookup("throwaway_axpb");
+  PackedAttrs p = KernelRegistry::pack(
+      k, dict({named("axis", b.getI64IntegerAttr(0)),
+               named("alpha", b.getF64FloatAttr(3.0)),
+               named("beta", b.getF64FloatAttr(0.5))}));
+  hcrt_attrs a{};
+  for (int64_t v : p.ints)
+    a.ints[a.num_ints++] = v;
+  for (double v : p.floats)
+    a.floats[a.num_floats++] = v;
+  float xs[3] = {1, -2, 0.25f}, ys[3] = {};
+  hcrt_tensor in{}, out{};
+  in.data = xs, out.data = ys;
+  in.dtype = out.dtype = HCRT_F32;
+  in.rank = out.rank = 1;
+  in.shape[0] = out.shape[0] = 3;
+  in.strides[0] = out.strides[0] = 1;
+  e->fn(&in, 1, &out, 1, &a, hc_threads{});
+  EXPECT_FLOAT_EQ(ys[0], 3.5f);
+  EXPECT_FLOAT_EQ(ys[1], -5.5f);
+  EXPECT_FLOAT_EQ(ys[2], 1.25f);
+}
+
+} // namespace
