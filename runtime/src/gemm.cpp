@@ -663,7 +663,12 @@ EpiCtx resolveEpi(const hc_sgemm_args &g, int64_t b) {
     e.residual = ep->residual + b * ep->stride_residual;
     e.ldResidual = ep->ld_residual;
   }
-  e.kind = (e.gelu || e.preact) ? EpiKind::Nonlinear : EpiKind::Affine;
+  if (f & HC_EPI_GELU_TANH_GRAD) {
+    e.geluGradX = ep->gelu_x + b * ep->stride_gelu_x;
+    e.ldGeluGradX = ep->ld_gelu_x;
+  }
+  e.kind = (e.gelu || e.preact || e.geluGradX) ? EpiKind::Nonlinear
+                                                : EpiKind::Affine;
   return e;
 }
 

@@ -10,6 +10,13 @@ float geluExact(float t) {
   return 0.5f * t * (1.0f + std::tanh(kSqrt2OverPi * (t + kGeluC * t * t * t)));
 }
 
+// d/dx of geluExact, in double.
+float geluGradExact(float x) {
+  const double xd = x, th = std::tanh(kSqrt2OverPi * (xd + kGeluC * xd * xd * xd));
+  const double du = kSqrt2OverPi * (1.0 + 3.0 * kGeluC * xd * xd);
+  return static_cast<float>(0.5 * (1.0 + th) + 0.5 * xd * (1.0 - th * th) * du);
+}
+
 } // namespace hc::rt
 
 using namespace hc::rt;
@@ -48,6 +55,9 @@ extern "C" void hc_sgemm_ref(const hc_sgemm_args *g) {
             ep->preact[b * ep->stride_preact + m * ep->ld_preact + n] = t;
           if (fl & HC_EPI_GELU_TANH)
             t = geluExact(t);
+          if (fl & HC_EPI_GELU_TANH_GRAD)
+            t *= geluGradExact(
+                ep->gelu_x[b * ep->stride_gelu_x + m * ep->ld_gelu_x + n]);
           if (fl & HC_EPI_GATE) {
             int64_t gr = ep->gate_rows > 0 ? ep->gate_rows : M;
             t *= ep->gate[b * ep->stride_gate + (m / gr) * ep->ld_gate + n];

@@ -149,6 +149,8 @@ struct EpiCtx {
   int64_t ldGate = 0, gateRows = 1;
   const float *residual = nullptr;
   int64_t ldResidual = 0;
+  const float *geluGradX = nullptr;  // HC_EPI_GELU_TANH_GRAD
+  int64_t ldGeluGradX = 0;
 };
 
 struct GemmKernel {

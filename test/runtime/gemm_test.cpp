@@ -17,10 +17,6 @@ using namespace hctest;
 
 namespace {
 
-double geluD(double t) {
-  return 0.5 * t * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (t + 0.044715 * t * t * t)));
-}
-
 struct GemmCase {
   int64_t M, N, K;
   int ta = 0, tb = 0;
@@ -65,6 +61,8 @@ int64_t runGemm(const GemmCase &c, uint32_t seed) {
   std::vector<float> gate = randomVec(std::max<int64_t>(1, B * groups * (N + 4)), seed + 4, -2, 2);
   std::vector<float> res = randomVec(std::max<int64_t>(1, B * M * (N + 1)), seed + 5);
   std::vector<float> pre(std::max<int64_t>(1, B * M * (N + 3)), sentinel);
+  // The GELU-gradient epilogue's GELU inputs, ld N + 2, over GELU's range.
+  std::vector<float> gx = randomVec(std::max<int64_t>(1, B * M * (N + 2)), seed + 6, -6, 6);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
@@ -95,6 +93,9 @@ int64_t runGemm(const GemmCase &c, uint32_t seed) {
     e.ld_residual = N + 1;
     e.stride_residual = M * (N + 1);
   }
+  e.gelu_x = gx.data();
+  e.ld_gelu_x = N + 2;
+  e.stride_gelu_x = M * (N + 2);
   hc_sgemm_args g{};
   g.M = M, g.N = N, g.K = K, g.batch = B, g.trans_a = c.ta, g.trans_b = c.tb;
   g.alpha = c.alpha, g.beta = c.beta;
@@ -127,6 +128,10 @@ int64_t runGemm(const GemmCase &c, uint32_t seed) {
         double preT = t;
         if (c.flags & HC_EPI_GELU_TANH)
           t = geluD(t);
+        double dg = 1, beforeGrad = t;
+        if (c.flags & HC_EPI_GELU_TANH_GRAD)
+          dg = geluGradD(gx[b * M * (N + 2) + m * (N + 2) + n]);
+        t *= dg;
         if (c.flags & HC_EPI_GATE)
           gt = gate[b * groups * (N + 4) + (m / gr) * (N + 4) + n];
         t *= gt;
@@ -141,6 +146,11 @@ int64_t runGemm(const GemmCase &c, uint32_t seed) {
         if (c.flags & HC_EPI_GELU_TANH)
           tol += 2e-6 * (1 + std::fabs(preT)) * std::max(1.0, std::fabs(gt)) +
                  1.2 * 2.0 * (K + 4) * kU * (S + std::fabs(bi)) * std::max(1.0, std::fabs(gt));
+        // gelu' <= 1.13 scales what came before; the fast derivative's
+        // stated error (Ops.GeluBackward) is 1e-6 of its factor.
+        if (c.flags & HC_EPI_GELU_TANH_GRAD)
+          tol = 1.13 * tol + (1e-6 + 8 * kU) * std::fabs(beforeGrad * gt) +
+                1.13 * 2e-6 * (1 + std::fabs(preT));
         chk.check(C[ci], t, tol, ci);
         if (c.preact) {
           double ptol = 2.0 * (K + 4) * kU * (S + std::fabs(bi)) + 4 * kU * std::fabs(preT);
@@ -184,7 +194,7 @@ void shapeGrid(bool ref, int32_t isa) {
 void epilogueGrid(int32_t isa, int64_t K) {
   IsaScope scope(isa);
   uint32_t seed = 100;
-  for (uint32_t flags = 0; flags < 16; ++flags)
+  for (uint32_t flags = 0; flags < 32; ++flags)
     for (float beta : {0.0f, 1.0f, -0.5f})
       for (int variant = 0; variant < 3; ++variant) {
         GemmCase c{37, 41, K, (int)(flags & 1), (int)((flags >> 1) & 1)};
@@ -235,7 +245,7 @@ void skipUnless(int32_t isa) {
 
 TEST(Gemm, ReferenceShapes) { shapeGrid(true, hcrt_isa()); }
 TEST(Gemm, ReferenceEpilogues) {
-  for (uint32_t flags = 0; flags < 16; ++flags) {
+  for (uint32_t flags = 0; flags < 32; ++flags) {
     GemmCase c{19, 23, 45, 1, 0};
     c.flags = flags;
     c.ref = true;

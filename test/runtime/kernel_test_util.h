@@ -72,6 +72,16 @@ struct IsaScope {
 
 inline hc_threads threads(int n) { return hc_threads{0, n}; }
 
+// GELU (tanh form) and its derivative in double.
+inline double geluD(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+inline double geluGradD(double x) {
+  double k = std::sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x);
+  double t = std::tanh(u);
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+}
+
 // float32 unit roundoff
 constexpr double kU = 1.0 / (1 << 24);
 

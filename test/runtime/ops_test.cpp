@@ -10,14 +10,6 @@ using namespace hctest;
 
 namespace {
 
-double geluD(double x) {
-  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-double geluGradD(double x) {
-  double k = std::sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x);
-  double t = std::tanh(u);
-  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
-}
 double siluD(double x) { return x / (1.0 + std::exp(-x)); }
 double siluGradD(double x) {
   double s = 1.0 / (1.0 + std::exp(-x));

@@ -83,6 +83,9 @@ double hcrt_triad_gbs(int32_t threads);
 //   HC_EPI_BIAS       t += bias[n]
 //                     (if preact != NULL: preact[m * ld_preact + n] = t)
 //   HC_EPI_GELU_TANH  t = 0.5 t (1 + tanh(sqrt(2/pi) (t + 0.044715 t^3)))
+//   HC_EPI_GELU_TANH_GRAD  t *= gelu_tanh'(gelu_x[m * ld_gelu_x + n]) (the
+//                     backward of a GELU whose input was gelu_x: dX W of the
+//                     layer after it, times the GELU's derivative)
 //   HC_EPI_GATE       t *= gate[(m / gate_rows) * ld_gate + n]   (adaLN gate;
 //                     gate_rows = rows per sample, <= 0 means M)
 //   HC_EPI_RESIDUAL   t += residual[m * ld_residual + n]
@@ -94,6 +97,7 @@ enum {
   HC_EPI_GELU_TANH = 1u << 1,
   HC_EPI_GATE = 1u << 2,
   HC_EPI_RESIDUAL = 1u << 3,
+  HC_EPI_GELU_TANH_GRAD = 1u << 4,
 };
 
 typedef struct hc_epilogue {
@@ -106,6 +110,8 @@ typedef struct hc_epilogue {
   int64_t ld_gate, gate_rows, stride_gate;
   const float *residual;
   int64_t ld_residual, stride_residual;
+  const float *gelu_x;  // HC_EPI_GELU_TANH_GRAD: the GELU's input
+  int64_t ld_gelu_x, stride_gelu_x;
 } hc_epilogue;
 
 typedef struct hc_sgemm_args {
