@@ -28,6 +28,9 @@ def main():
     ap.add_argument("--optimizer", default="adamw")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--bucket-mb", default="1")
+    ap.add_argument("--schedule-arg", action="append", default=[],
+                    help="an extra flag for the schedule-level run only (the "
+                         "graph-level run stays the unfused reference)")
     ap.add_argument("export_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -41,7 +44,7 @@ def main():
             "--lr", "1e-3", "--weight-decay", "0.01", "--bucket-mb", a.bucket_mb]
     graph, sched = os.path.join(a.work, "graph"), os.path.join(a.work, "schedule")
     run(base + ["--out", graph])
-    run(base + ["--schedule", "--out", sched])
+    run(base + ["--schedule", "--out", sched] + a.schedule_arg)
 
     errors = []
     loss_err = rel(np.load(os.path.join(sched, "train_loss.npy")),

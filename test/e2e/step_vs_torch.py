@@ -39,6 +39,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--optimizer", default="adamw")
     ap.add_argument("--ranks", type=int, default=1)
+    ap.add_argument("--compile-arg", action="append", default=[],
+                    help="an extra hc-compile flag (not given to PyTorch)")
     ap.add_argument("export_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -53,7 +55,7 @@ def main():
         run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
              "--batch", str(batch), "--out", w("ref"), "--train-steps", str(steps),
              "--dtype", "float32"] + hyper)
-        compile_step(a.bin, w("model.onnx"), w("step.so"), batch, hyper)
+        compile_step(a.bin, w("model.onnx"), w("step.so"), batch, hyper + a.compile_arg)
         out = run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", "1",
                    "--save-grads", w("g1.safetensors")])
         out = run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", str(steps),
@@ -70,8 +72,8 @@ def main():
         # Global inputs for 2B samples; -np 2 at batch B vs -np 1 at batch 2B.
         run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
              "--batch", str(2 * batch), "--out", w("in")])
-        compile_step(a.bin, w("model.onnx"), w("b1.so"), batch, hyper)
-        compile_step(a.bin, w("model.onnx"), w("b2.so"), 2 * batch, hyper)
+        compile_step(a.bin, w("model.onnx"), w("b1.so"), batch, hyper + a.compile_arg)
+        compile_step(a.bin, w("model.onnx"), w("b2.so"), 2 * batch, hyper + a.compile_arg)
         one = run([hc_run, w("b2.so"), "--inputs", w("in"), "--steps", str(steps),
                    "--save-params", w("p1.safetensors")])
         two = run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"),

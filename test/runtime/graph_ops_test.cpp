@@ -500,6 +500,59 @@ TEST(GraphOps, Linear) {
         }
 }
 
+// The epilogue-fused GEMMs: linear_gelu's pre-activation within the SGEMM
+// bound, its output within that times max|gelu'| (1.13) plus the fast
+// GELU's 2e-6 (1 + |t|); linear_grad_input_gelu within 1.13 times the
+// SGEMM bound plus the fast derivative's (1e-6 + 8u) |dy W| (Ops.Gelu*).
+TEST(GraphOps, LinearGeluEpilogues) {
+  const LinCase cases[] = {{{2, 3, 17}, 11}, {{1, 1}, 1}, {{5, 1}, 7}, {{4, 13, 37}, 29}, {{67, 5}, 3}};
+  uint32_t seed = 1150;
+  for (const LinCase &lc : cases)
+    for (Layout lx : kAllLayouts)
+      for (Layout lw : {kContig, kTransposed})
+        for (int bias = 0; bias < 2; ++bias) {
+          const int th = bias ? 0 : 1;
+          const int64_t K = lc.x.back(), N = lc.out, M = numelOf(lc.x) / K;
+          TT x = make(lc.x, lx, seed++);
+          TT w = make({N, K}, lw, seed++);
+          TT b = bias ? make({N}, kContig, seed++) : absent();
+          Shape ys = lc.x;
+          ys.back() = N;
+          TT y = output(ys), pre = output(ys);
+          run(hcrt_op_linear_gelu, {&x, &w, &b}, {&y, &pre}, attrs(), th);
+          Checker c{tag("linear_gelu", th, {&x, &w})};
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              double acc = bias ? b.v[n] : 0, S = 0;
+              for (int64_t k = 0; k < K; ++k) {
+                acc += x.v[m * K + k] * w.v[n * K + k];
+                S += std::fabs(x.v[m * K + k] * w.v[n * K + k]);
+              }
+              const double tol = 2 * (K + 4) * kU * (S + (bias ? std::fabs(b.v[n]) : 0)) + 1e-30;
+              c.check(pre.out(m * N + n), acc, tol, m * N + n);
+              c.check(y.out(m * N + n), geluD(acc), 1.13 * tol + 2e-6 * (1 + std::fabs(acc)), -(m * N + n));
+            }
+          // dx = (dy W) * gelu'(h), h = the GELU's input [..., in]
+          TT dy = make(ys, lx == kContig ? kTransposed : lx, seed++);
+          TT h = make(lc.x, lx == kContig ? kContig : kTransposed, seed++);
+          TT dx = output(lc.x);
+          run(hcrt_op_linear_grad_input_gelu, {&dy, &w, &h}, {&dx}, attrs(), th);
+          Checker cg{tag("linear_grad_input_gelu", th, {&dy, &w, &h})};
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t k = 0; k < K; ++k) {
+              double acc = 0, S = 0;
+              for (int64_t n = 0; n < N; ++n) {
+                acc += dy.v[m * N + n] * w.v[n * K + k];
+                S += std::fabs(dy.v[m * N + n] * w.v[n * K + k]);
+              }
+              const double d = geluGradD(h.v[m * K + k]);
+              cg.check(dx.out(m * K + k), acc * d,
+                       1.13 * 2 * (N + 4) * kU * S + (1e-6 + 8 * kU) * std::fabs(acc) + 1e-30,
+                       m * K + k);
+            }
+        }
+}
+
 TEST(GraphOps, Matmul) {
   struct C {
     Shape a, b;

@@ -335,11 +335,17 @@ bool Emitter::run(std::string &cpp, std::string &description,
         lossCall = i;
   // Model FLOPs, the usual MFU numerator: 3x the forward's matrix products
   // (recompute inside attention's backward is not counted).
+  // The forward's matrix products are the calls whose registry FLOP rule
+  // is a forward one (linear, linear_gelu, matmul, attention).
   double modelFlops = 0;
-  for (std::size_t i = 0; i <= lossCall && i < calls.size(); ++i)
-    if (callWhere[i].first == "linear" || callWhere[i].first == "matmul" ||
-        callWhere[i].first == "attention")
+  for (std::size_t i = 0; i <= lossCall && i < calls.size(); ++i) {
+    const hs::KernelInfo *k =
+        hs::KernelRegistry::builtin().lookup(callWhere[i].first);
+    if (k && (k->flops == hs::FlopRule::LINEAR ||
+              k->flops == hs::FlopRule::MATMUL ||
+              k->flops == hs::FlopRule::ATTENTION))
       modelFlops += 3 * callFlops[i];
+  }
   int64_t batch = info.batchPerRank;
   for (auto &[i, obj] : inputByIndex) {
     auto *shape = obj.getArray("shape");

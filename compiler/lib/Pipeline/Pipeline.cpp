@@ -14,6 +14,10 @@ namespace hc {
 const char *pipelineFlagsHelp() {
   return R"(  --no-fuse        skip the fusion passes (the IR stays as the exporter
                    decomposed it)
+  --fuse-gemm-epilogues  after autodiff, run GELU and its gradient in the
+                   GEMMs' epilogues (linear_gelu, linear_grad_input_gelu).
+                   Off by default: measured slower than the GEMM plus the
+                   separate vectorized pass on AVX-512 (bench/results-epilogue-*)
   --freeze A,B     parameters that get no gradient and no update, beyond
                    the model's own frozen set (ONNX metadata "hc.frozen",
                    e.g. DiT's fixed pos_embed)
@@ -61,6 +65,10 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   }
   if (arg == "--no-fuse" && !inlineValue) {
     o.fuse = false;
+    return 1;
+  }
+  if (arg == "--fuse-gemm-epilogues" && !inlineValue) {
+    o.fuseGemmEpilogues = true;
     return 1;
   }
   static const char *valued[] = {"--freeze", "--optimizer", "--lr", "--beta1",
@@ -249,6 +257,11 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
   }
+  // Epilogue fusion sees the whole step: forward GELUs and their gradients.
+  // Off by default: measured slower than the separate passes it removes
+  // (bench/results-epilogue-zen5-2core.txt).
+  if (options.fuse && options.fuseGemmEpilogues)
+    pm.nest<mlir::func::FuncOp>().addPass(createFuseGemmEpilogues());
   if (options.schedule) {
     LowerToScheduleOptions lower;
     lower.bucketBytes = options.bucketBytes;

@@ -26,6 +26,9 @@ int64_t bucketBytesForLink(const LinkModel &link);
 
 struct PipelineOptions {
   bool fuse = true;   // the fusion passes (hc-fuse)
+  // GELU and its gradient into GEMM epilogues after autodiff (opt-in: on
+  // the machines measured the separate vectorized passes are faster)
+  bool fuseGemmEpilogues = false;
   bool train = false; // autodiff + optimizer: the whole training step
   bool schedule = false;  // lower to the schedule level and plan buffers
   // Gradient all-reduce bucket bytes: from the link model (--link), or

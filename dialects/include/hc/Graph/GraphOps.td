@@ -288,5 +288,6 @@ def HC_RandomUniformOp : HC_Op<"random_uniform", [Pure]> {
 }
 
 include "hc/Graph/GraphBackwardOps.td"
+include "hc/Graph/GraphEpilogueOps.td"
 
 #endif // HC_GRAPH_OPS

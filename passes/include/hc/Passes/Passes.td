@@ -88,6 +88,18 @@ def FuseMseLoss : Pass<"hc-fuse-mse-loss", "mlir::func::FuncOp"> {
 // Training expansion
 //===----------------------------------------------------------------------===//
 
+def FuseGemmEpilogues : Pass<"hc-fuse-gemm-epilogues", "mlir::func::FuncOp"> {
+  let summary = "after autodiff: GELU (and its gradient) into the GEMM's epilogue";
+  let description = [{
+    `gelu(linear(x, W, b))` (tanh form, f32) becomes `hc.linear_gelu`, whose
+    second result, the pre-activation, replaces the linear's other uses (the
+    GELU's backward reads it). `gelu_grad(linear_grad_input(dy, W), h)`, the
+    intermediate used once, becomes `hc.linear_grad_input_gelu(dy, W, h)`.
+    Runs after autodiff: the fused ops have no gradient rules.
+  }];
+  let dependentDialects = ["hc::graph::HCDialect"];
+}
+
 def Autodiff : Pass<"hc-autodiff", "mlir::ModuleOp"> {
   let summary = "reverse-mode gradients of the loss w.r.t. every trainable parameter";
   let description = [{

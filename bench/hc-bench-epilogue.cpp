@@ -1,0 +1,114 @@
+// GEMM epilogues against the separate pass they would replace, on DiT's MLP
+// shapes: the data behind hc-compile's --fuse-gemm-epilogues default (off).
+// For fc1 (x W1^T + b, GELU, keeping the pre-activation) and the backward
+// through the GELU ((dY W2) * gelu'(h)), it times, interleaved, the plain
+// GEMM, the GEMM plus hc's vectorized GELU pass, and the GEMM with the
+// fused epilogue, and prints medians and the fused/separate ratio.
+#include "bench_common.h"
+#include "hc/runtime/hcrt.h"
+#include "hc/runtime/kernels.h"
+
+#include <random>
+
+namespace {
+
+using bench::Clock;
+
+struct Shape {
+  const char *name;
+  int64_t M, hidden, mlp;  // tokens, D, 4 D
+};
+
+double timeIt(const std::function<void()> &f) {
+  auto t0 = Clock::now();
+  f();
+  return bench::seconds(t0, Clock::now()) * 1e3;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int threads = 2, reps = 9;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--reps N]\n", argv[0]);
+      return 2;
+    }
+  }
+  const Shape shapes[] = {{"S/2 fc1, batch 32", 8192, 384, 1536},
+                          {"XL/2 fc1, batch 8", 2048, 1152, 4608}};
+  hc_threads th{0, threads};
+  std::printf("# hc-bench-epilogue: %d thread(s), isa %s, median of %d "
+              "interleaved runs (ms)\n",
+              threads, hcrt_isa_name(hcrt_isa()), reps);
+  std::printf("%-20s %-28s %9s %9s %9s %7s\n", "shape", "product", "plain",
+              "+pass", "fused", "f/pass");
+  for (const Shape &s : shapes) {
+    const int64_t M = s.M, K = s.hidden, N = s.mlp;
+    std::vector<float> x(M * K), w1(N * K), b1(N), w2(K * N), dy(M * K),
+        h(M * N), a(M * N), pre(M * N);
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (auto *v : {&x, &w1, &b1, &w2, &dy, &h})
+      for (float &e : *v)
+        e = u(rng);
+    // forward: a = GELU(x W1^T + b1), pre kept
+    auto fwd = [&](int variant) {
+      hc_sgemm_args g{};
+      g.M = M, g.N = N, g.K = K, g.batch = 1, g.alpha = 1, g.beta = 0;
+      g.A = x.data(), g.lda = K, g.B = w1.data(), g.ldb = K, g.trans_b = 1;
+      hc_epilogue e{};
+      e.flags = HC_EPI_BIAS, e.bias = b1.data();
+      if (variant == 2) {
+        e.flags |= HC_EPI_GELU_TANH;
+        e.preact = pre.data(), e.ld_preact = N;
+        g.C = a.data(), g.ldc = N;
+      } else {
+        g.C = pre.data(), g.ldc = N;
+      }
+      g.epi = &e;
+      return timeIt([&] {
+        hc_sgemm(&g, th);
+        if (variant == 1)
+          hc_gelu_tanh_fwd(M * N, pre.data(), a.data(), th);
+      });
+    };
+    // backward through the GELU: dh = (dy W2) * gelu'(h)
+    auto bwd = [&](int variant) {
+      hc_sgemm_args g{};
+      g.M = M, g.N = N, g.K = K, g.batch = 1, g.alpha = 1, g.beta = 0;
+      g.A = dy.data(), g.lda = K, g.B = w2.data(), g.ldb = N;
+      g.C = a.data(), g.ldc = N;
+      hc_epilogue e{};
+      if (variant == 2) {
+        e.flags = HC_EPI_GELU_TANH_GRAD;
+        e.gelu_x = h.data(), e.ld_gelu_x = N;
+        g.epi = &e;
+      }
+      return timeIt([&] {
+        hc_sgemm(&g, th);
+        if (variant == 1)
+          hc_gelu_tanh_bwd(M * N, h.data(), a.data(), a.data(), th);
+      });
+    };
+    for (int dir = 0; dir < 2; ++dir) {
+      std::vector<double> t[3];
+      fwd(0), bwd(0);  // warm up
+      for (int r = 0; r < reps; ++r)
+        for (int v = 0; v < 3; ++v)
+          t[v].push_back(dir == 0 ? fwd(v) : bwd(v));
+      const double plain = bench::median(t[0]), sep = bench::median(t[1]),
+                   fused = bench::median(t[2]);
+      std::printf("%-20s %-28s %9.2f %9.2f %9.2f %7.3f\n", s.name,
+                  dir == 0 ? "x W1^T + b, GELU (+preact)"
+                           : "(dY W2) * gelu'(h)",
+                  plain, sep, fused, fused / sep);
+    }
+  }
+  return 0;
+}

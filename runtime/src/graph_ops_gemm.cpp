@@ -1,0 +1,278 @@
+// Graph-op entry points (graph_ops.h), part 3: the contractions on
+// hc_sgemm (linear and its gradients, NumPy matmul) and the GEMMs with a
+// fused epilogue the compiler's epilogue fusion asks for (linear_gelu,
+// linear_grad_input_gelu). A strided operand the GEMM cannot address is
+// packed into a contiguous temporary.
+#include "graph_ops_util.h"
+
+#include <algorithm>
+
+namespace hc::rt::gop {
+namespace {
+
+// ---------------------------------------------------------------- GEMM ----
+// A logical rows x cols matrix at p with strides (rs, cs), as a GEMM
+// operand: row-major (trans 0) or column-major (trans 1) with a leading
+// dimension; false when neither fits.
+struct GemmOperand {
+  const float *p = nullptr;
+  int64_t ld = 1;
+  int32_t trans = 0;
+};
+
+bool gemmOperand(const float *p, int64_t rows, int64_t cols, int64_t rs,
+                 int64_t cs, GemmOperand &o) {
+  o.p = p;
+  if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= std::max<int64_t>(cols, 1))) {
+    o.trans = 0;
+    o.ld = rows <= 1 ? std::max<int64_t>(cols, 1) : rs;
+    return true;
+  }
+  if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= std::max<int64_t>(rows, 1))) {
+    o.trans = 1;
+    o.ld = cols <= 1 ? std::max<int64_t>(rows, 1) : cs;
+    return true;
+  }
+  return false;
+}
+
+// The operand, or a contiguous packed copy of it in `buf`.
+GemmOperand gemmOperandOrPack(const float *p, int64_t rows, int64_t cols,
+                              int64_t rs, int64_t cs, Buf<float> &buf,
+                              hc_threads th) {
+  GemmOperand o;
+  if (gemmOperand(p, rows, cols, rs, cs, o))
+    return o;
+  float *d = buf.alloc(rows * cols);
+  const int64_t shape[2] = {rows, cols}, dst[2] = {cols, 1}, src[2] = {rs, cs};
+  copyStrided(2, shape, d, dst, p, src, 4, th);
+  o.p = d;
+  o.trans = 0;
+  o.ld = std::max<int64_t>(cols, 1);
+  return o;
+}
+
+// `t` as a matrix with rows = dims [0, split); a packed copy when its dims
+// do not fold.
+Mat matOrPack(const hcrt_tensor &t, int split, Buf<float> &buf, hc_threads th,
+              const float *&p) {
+  Mat m;
+  p = static_cast<const float *>(t.data);
+  if (matView(t, split, m))
+    return m;
+  p = contiguousF32(t, buf, th);
+  m.rows = prod(t.shape, 0, split);
+  m.cols = prod(t.shape, split, t.rank);
+  m.rs = m.cols;
+  m.cs = 1;
+  return m;
+}
+
+void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
+          const GemmOperand &b, float *c, const hc_epilogue *epi,
+          hc_threads th) {
+  if (M <= 0 || N <= 0)
+    return;
+  hc_sgemm_args g{};
+  g.M = M, g.N = N, g.K = K, g.batch = 1;
+  g.trans_a = a.trans, g.trans_b = b.trans;
+  g.alpha = 1.0f, g.beta = 0.0f;
+  g.A = a.p, g.lda = a.ld;
+  g.B = b.p, g.ldb = b.ld;
+  g.C = c, g.ldc = N;
+  g.epi = epi;
+  hc_sgemm(&g, th);
+}
+
+} // namespace
+} // namespace hc::rt::gop
+
+using namespace hc::rt;
+using namespace hc::rt::gop;
+
+extern "C" {
+
+// ------------------------------------------------------------ contractions ----
+// y [..., out] = x [..., in] W^T (+ b), bias through the GEMM epilogue.
+HCRT_OP_DEF(linear) {
+  (void)nout, (void)attrs;
+  const hcrt_tensor &x = ins[0], &w = ins[1];
+  hcrt_tensor &y = outs[0];
+  Buf<float> bx, bx2, bw, bb;
+  const float *px;
+  Mat mx = matOrPack(x, x.rank - 1, bx, threads, px);
+  const int64_t M = mx.rows, K = mx.cols, N = w.shape[0];
+  GemmOperand A = gemmOperandOrPack(px, M, K, mx.rs, mx.cs, bx2, threads);
+  // B = W^T: logical K x N, element (k, n) = W[n, k].
+  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
+                                      w.strides[1], w.strides[0], bw, threads);
+  hc_epilogue epi{};
+  const bool bias = nin > 2 && ins[2].data;
+  if (bias) {
+    epi.flags = HC_EPI_BIAS;
+    epi.bias = contiguousF32(ins[2], bb, threads);
+  }
+  gemm(M, N, K, A, Bop, static_cast<float *>(y.data), bias ? &epi : nullptr,
+       threads);
+}
+
+// dx [..., in] = dy [..., out] W.
+HCRT_OP_DEF(linear_grad_input) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &dy = ins[0], &w = ins[1];
+  hcrt_tensor &dx = outs[0];
+  Buf<float> bg, bg2, bw;
+  const float *pg;
+  Mat mg = matOrPack(dy, dy.rank - 1, bg, threads, pg);
+  const int64_t M = mg.rows, K = mg.cols, N = w.shape[1];
+  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.rs, mg.cs, bg2, threads);
+  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
+                                      w.strides[0], w.strides[1], bw, threads);
+  gemm(M, N, K, A, Bop, static_cast<float *>(dx.data), nullptr, threads);
+}
+
+// dw [out, in] = dy^T x, summed over all leading dims.
+HCRT_OP_DEF(linear_grad_weight) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &dy = ins[0], &x = ins[1];
+  hcrt_tensor &dw = outs[0];
+  Buf<float> bg, bx, bg2, bx2;
+  const float *pg, *px;
+  Mat mg = matOrPack(dy, dy.rank - 1, bg, threads, pg);
+  Mat mx = matOrPack(x, x.rank - 1, bx, threads, px);
+  const int64_t M = mg.cols, N = mx.cols, K = mg.rows;
+  if (K <= 0) {  // no rows: dW = 0
+    float *o = static_cast<float *>(dw.data);
+    std::fill(o, o + M * N, 0.0f);
+    return;
+  }
+  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.cs, mg.rs, bg2, threads);
+  GemmOperand Bop = gemmOperandOrPack(px, K, N, mx.rs, mx.cs, bx2, threads);
+  gemm(M, N, K, A, Bop, static_cast<float *>(dw.data), nullptr, threads);
+}
+
+// NumPy matmul: 1-D operands promoted (and their dim dropped), batch dims
+// broadcast. One hc_sgemm call per run of evenly strided batch entries.
+HCRT_OP_DEF(matmul) {
+  (void)nin, (void)nout, (void)attrs;
+  hcrt_tensor a = ins[0], b = ins[1];
+  hcrt_tensor &y = outs[0];
+  const bool vecA = a.rank == 1, vecB = b.rank == 1;
+  Buf<float> ba, bb;
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t M = vecA ? 1 : a.shape[a.rank - 2], K = a.shape[a.rank - 1];
+    const int64_t N = vecB ? 1 : b.shape[b.rank - 1];
+    const int64_t rsA = vecA ? 0 : a.strides[a.rank - 2], csA = a.strides[a.rank - 1];
+    const int64_t rsB = b.strides[vecB ? 0 : b.rank - 2], csB = vecB ? 0 : b.strides[b.rank - 1];
+    GemmOperand A, Bop;
+    bool okA = gemmOperand(static_cast<const float *>(a.data), M, K, rsA, csA, A);
+    bool okB = gemmOperand(static_cast<const float *>(b.data), K, N, rsB, csB, Bop);
+    if (!okA || !okB) {
+      // Pack the offending operand whole, then retry (contiguous always fits).
+      if (!okA) {
+        float *p = ba.alloc(numel(a));
+        copyToContiguous(a, p, threads);
+        a = asContiguous(a, p);
+      }
+      if (!okB) {
+        float *p = bb.alloc(numel(b));
+        copyToContiguous(b, p, threads);
+        b = asContiguous(b, p);
+      }
+      continue;
+    }
+    // Batch dims of the output; operands' batch strides right-aligned.
+    const int nbd = y.rank - (vecA ? 0 : 1) - (vecB ? 0 : 1);
+    int64_t bshape[HCRT_MAX_RANK], sa[HCRT_MAX_RANK], sb[HCRT_MAX_RANK],
+        sc[HCRT_MAX_RANK];
+    int64_t cs = M * N;
+    for (int d = nbd - 1; d >= 0; --d) {
+      bshape[d] = y.shape[d];
+      sc[d] = cs;
+      cs *= y.shape[d];
+    }
+    auto batchStrides = [&](const hcrt_tensor &t, int mdims, int64_t *s) {
+      const int tb = t.rank - mdims;  // t's batch dims
+      for (int d = 0; d < nbd; ++d) {
+        int i = d - (nbd - tb);
+        s[d] = (i >= 0 && t.shape[i] != 1) ? t.strides[i] : 0;
+      }
+    };
+    batchStrides(a, vecA ? 1 : 2, sa);
+    batchStrides(b, vecB ? 1 : 2, sb);
+    const int64_t *sts[3] = {sc, sa, sb};
+    Loop L = makeLoop(nbd, bshape, 3, sts);
+    if (L.total <= 0 || M <= 0 || N <= 0)
+      return;
+    const int q = L.rank - 1;
+    float *pc = static_cast<float *>(y.data);
+    // Runs of the innermost batch dim become one batched GEMM call.
+    const int64_t outer = L.total / L.shape[q];
+    for (int64_t o = 0; o < outer; ++o) {
+      loopRange(L, o * L.shape[q], (o + 1) * L.shape[q],
+                [&](const int64_t *off, int64_t n) {
+                  hc_sgemm_args g{};
+                  g.M = M, g.N = N, g.K = K, g.batch = n;
+                  g.trans_a = A.trans, g.trans_b = Bop.trans;
+                  g.alpha = 1.0f, g.beta = 0.0f;
+                  g.A = A.p + off[1], g.lda = A.ld, g.stride_a = L.st[1][q];
+                  g.B = Bop.p + off[2], g.ldb = Bop.ld, g.stride_b = L.st[2][q];
+                  g.C = pc + off[0], g.ldc = N, g.stride_c = L.st[0][q];
+                  hc_sgemm(&g, threads);
+                });
+    }
+    return;
+  }
+}
+
+// ----------------------------------------------------- fused epilogues ----
+// outs: y = GELU-tanh(x W^T + b), preact = x W^T + b, both [..., out]: the
+// GEMM's epilogue writes both while each tile is hot.
+HCRT_OP_DEF(linear_gelu) {
+  (void)nout, (void)attrs;
+  const hcrt_tensor &x = ins[0], &w = ins[1];
+  Buf<float> bx, bx2, bw, bb;
+  const float *px;
+  Mat mx = matOrPack(x, x.rank - 1, bx, threads, px);
+  const int64_t M = mx.rows, K = mx.cols, N = w.shape[0];
+  GemmOperand A = gemmOperandOrPack(px, M, K, mx.rs, mx.cs, bx2, threads);
+  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
+                                      w.strides[1], w.strides[0], bw, threads);
+  hc_epilogue epi{};
+  epi.flags = HC_EPI_GELU_TANH;
+  if (nin > 2 && ins[2].data) {
+    epi.flags |= HC_EPI_BIAS;
+    epi.bias = contiguousF32(ins[2], bb, threads);
+  }
+  epi.preact = static_cast<float *>(outs[1].data);
+  epi.ld_preact = N;
+  gemm(M, N, K, A, Bop, static_cast<float *>(outs[0].data), &epi, threads);
+}
+
+// dx [..., in] = (dy [..., out] W) * gelu_tanh'(preact [..., in]): the
+// gelu_grad pass done by the GEMM's epilogue.
+HCRT_OP_DEF(linear_grad_input_gelu) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &dy = ins[0], &w = ins[1], &pre = ins[2];
+  hcrt_tensor &dx = outs[0];
+  Buf<float> bg, bg2, bw, bp;
+  const float *pg;
+  Mat mg = matOrPack(dy, dy.rank - 1, bg, threads, pg);
+  const int64_t M = mg.rows, K = mg.cols, N = w.shape[1];
+  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.rs, mg.cs, bg2, threads);
+  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
+                                      w.strides[0], w.strides[1], bw, threads);
+  const float *pp;
+  Mat mp = matOrPack(pre, pre.rank - 1, bp, threads, pp);
+  if (mp.cs != 1) {  // rows of the GELU input must be contiguous
+    pp = contiguousF32(pre, bp, threads);
+    mp.rs = N;
+  }
+  hc_epilogue epi{};
+  epi.flags = HC_EPI_GELU_TANH_GRAD;
+  epi.gelu_x = pp;
+  epi.ld_gelu_x = mp.rs;
+  gemm(M, N, K, A, Bop, static_cast<float *>(dx.data), &epi, threads);
+}
+
+} // extern "C"
