@@ -64,9 +64,23 @@ def check_profile(c, path, batch, np_):
 
 def case_profile(c):
     c.fresh()
-    p = c.ok("hc-run", ["s.so"] + D + ["--steps", "3", "--no-progress", "--profile", "p1.json"])
+    p = c.ok("hc-run", ["s.so"] + D + ["--steps", "3", "--no-progress", "--profile", "p1.json",
+                                       "--metrics", "m.jsonl", "--log-every", "1"])
     check("hc-run --profile: 2 step(s)" in p.stdout and "MFU" in p.stdout, p.stdout)
     j = check_profile(c, "p1.json", 4, 1)
+    # The metrics lines carry the same split per logged window: kernel time
+    # in GEMM/attention, copies and the rest (together within the step) and
+    # the window's MFU against the same peak.
+    lines = [json.loads(l) for l in open(c.path("m.jsonl"))]
+    check(len(lines) == 3, "metrics lines %d" % len(lines))
+    for l in lines:
+        parts = [l.get(k) for k in ("gemm_attention_s", "copy_s", "other_kernels_s", "mfu")]
+        check(all(isinstance(v, float) and v >= 0 for v in parts), "metrics line %s" % l)
+        step = l["profiled_step_s"]
+        check(0 < step <= 1.0 / l["steps_per_sec"] * 1.02 + 1e-4, "profiled step %g, %s" % (step, l))
+        check(0 < sum(parts[:3]) <= step * 1.02 + 1e-4 and parts[0] > 0, "kernel times %s, step %g" % (parts, step))
+        mfu = j["model_flops_per_step"] / (j["machine"]["fma_peak_gflops"] * 1e9 * step)
+        check(abs(l["mfu"] - mfu) <= 1e-9 * mfu, "metrics mfu %g, expected %g" % (l["mfu"], mfu))
     write_inputs(c, "in", [1, 2, 3, 4, 5, 6, 7, 8], [0, 1, 2, 3, 4, 5, 6, 7])
     # np 2 in test mode: each rank feeds 4 of the 8 rows.
     os.remove(c.path("in", "x_t.npy"))

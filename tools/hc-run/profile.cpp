@@ -9,13 +9,12 @@
 
 namespace hcrun {
 namespace {
-// Kernels whose time is the matrix-unit work the step exists for; the rest
-// (normalizations, elementwise, copies, reductions, optimizer, all-reduce)
-// is what the profile calls "outside GEMM and attention".
-bool isGemmOrAttention(const std::string &k) {
-  return k.rfind("linear", 0) == 0 || k.rfind("matmul", 0) == 0 ||
-         k.rfind("attention", 0) == 0;
-}
+// Calls whose time is the matrix-unit work the step exists for: those the
+// compiler counts FLOPs for (the kernel registry's FLOP rules: GEMMs and
+// attention). The rest (normalizations, elementwise, copies, reductions,
+// optimizer, all-reduce) is what the profile calls "outside GEMM and
+// attention".
+bool isGemmOrAttention(const hc_call_profile &c) { return c.flops > 0; }
 } // namespace
 
 Profiler::Profiler(const Options &opt, const StepLibrary &lib)
@@ -45,12 +44,41 @@ std::vector<hc_call_profile> Profiler::read(StepContext &ctx) const {
 void Profiler::afterStep(StepContext &ctx, int64_t step, double seconds) {
   if (!on_)
     return;
+  windowSeconds_ += seconds;
+  ++windowSteps_;
   if (step == 1 && opt_.steps > 1) {
     base_ = read(ctx);
     return;
   }
   stepSeconds_ += seconds;
   ++steps_;
+}
+
+nlohmann::ordered_json Profiler::window(StepContext &ctx) {
+  nlohmann::ordered_json m = nlohmann::ordered_json::object();
+  if (!on_ || windowSteps_ == 0)
+    return m;
+  std::vector<hc_call_profile> calls = read(ctx);
+  double gemm = 0, copy = 0, other = 0;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const double secs =
+        calls[i].seconds - (windowBase_.empty() ? 0 : windowBase_[i].seconds);
+    (isGemmOrAttention(calls[i]) ? gemm
+     : std::string(calls[i].kernel) == "copy" ? copy
+                                               : other) += secs;
+  }
+  const double per = 1.0 / static_cast<double>(windowSteps_),
+               step = windowSeconds_ * per;
+  const double modelFlops = lib_.desc.raw.value("model_flops_per_step", 0.0);
+  m["profiled_step_s"] = step;  // the step calls' wall time, per step
+  m["gemm_attention_s"] = gemm * per;
+  m["copy_s"] = copy * per;
+  m["other_kernels_s"] = other * per;
+  m["mfu"] = peakGflops_ > 0 && step > 0 ? modelFlops / (peakGflops_ * 1e9 * step) : 0.0;
+  windowBase_ = std::move(calls);
+  windowSeconds_ = 0;
+  windowSteps_ = 0;
+  return m;
 }
 
 void Profiler::finish(StepContext &ctx) {
@@ -75,7 +103,7 @@ void Profiler::finish(StepContext &ctx) {
     k.flops += c.flops * runs * per;
     k.bytes += c.bytes * runs * per;
     profiled += secs * per;
-    if (!isGemmOrAttention(c.kernel))
+    if (!isGemmOrAttention(c))
       outside += secs * per;
     order.push_back({secs * per, i});
   }

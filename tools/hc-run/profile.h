@@ -21,6 +21,10 @@ public:
   void measureMachine();
   // After each step (1-based index) with its wall time.
   void afterStep(StepContext &ctx, int64_t step, double seconds);
+  // The steps since the last call, for the metrics line: seconds per step
+  // in GEMM/attention kernels, in copies and in the other kernels, and MFU
+  // against the peak measured at the start (rank 0; empty when off).
+  nlohmann::ordered_json window(StepContext &ctx);
   // Rank 0: writes the file and prints the table. Throws Error(1).
   void finish(StepContext &ctx);
 
@@ -35,6 +39,9 @@ private:
   std::vector<hc_call_profile> base_; // after step 1
   double stepSeconds_ = 0;
   int64_t steps_ = 0;
+  std::vector<hc_call_profile> windowBase_;  // at the last window()
+  double windowSeconds_ = 0;
+  int64_t windowSteps_ = 0;
 };
 
 } // namespace hcrun

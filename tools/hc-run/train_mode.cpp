@@ -420,6 +420,10 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
           m["comm_hidden_s"] = std::max(0.0, inflight - exposed);
           m["comm_mb"] = commStats.bytes * per / 1e6;
         }
+        // --profile: where the window's compute went, and its MFU.
+        const nlohmann::ordered_json split = profiler.window(*ctx);
+        for (auto &[key, value] : split.items())
+          m[key] = value;
         std::string line = m.dump() + "\n";
         if (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0)
           comm.fail(1, "--metrics " + opt.metrics + ": write failed");
