@@ -12,25 +12,6 @@ namespace hc {
 
 namespace {
 
-// `v` is [B, 1, D] for x of [B, N, D].
-bool isPerSample(Value v, RankedTensorType x) {
-  auto t = typeOf(v);
-  return t.getRank() == 3 && t.getDimSize(0) == x.getDimSize(0) &&
-         t.getDimSize(1) == 1 && t.getDimSize(2) == x.getDimSize(2) &&
-         t.getElementType() == x.getElementType();
-}
-
-// The [B, D] form of a [B, 1, D] value: its reshape source, or a new reshape.
-Value asPerSampleMatrix(PatternRewriter &rewriter, Location loc, Value v) {
-  auto t = typeOf(v);
-  auto matrix = RankedTensorType::get({t.getDimSize(0), t.getDimSize(2)},
-                                      t.getElementType());
-  if (auto r = v.getDefiningOp<ReshapeOp>())
-    if (r.getInput().getType() == matrix)
-      return r.getInput();
-  return rewriter.create<ReshapeOp>(loc, matrix, v);
-}
-
 struct ScaleShift : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AddOp op,

@@ -79,6 +79,26 @@ inline mlir::RankedTensorType typeOf(mlir::Value v) {
   return mlir::cast<mlir::RankedTensorType>(v.getType());
 }
 
+// `v` is [B, 1, D] for x of [B, N, D].
+inline bool isPerSample(mlir::Value v, mlir::RankedTensorType x) {
+  auto t = typeOf(v);
+  return t.getRank() == 3 && t.getDimSize(0) == x.getDimSize(0) &&
+         t.getDimSize(1) == 1 && t.getDimSize(2) == x.getDimSize(2) &&
+         t.getElementType() == x.getElementType();
+}
+
+// The [B, D] form of a [B, 1, D] value: its reshape source, or a new reshape.
+inline mlir::Value asPerSampleMatrix(mlir::PatternRewriter &rewriter,
+                                     mlir::Location loc, mlir::Value v) {
+  auto t = typeOf(v);
+  auto matrix = mlir::RankedTensorType::get({t.getDimSize(0), t.getDimSize(2)},
+                                            t.getElementType());
+  if (auto r = v.getDefiningOp<hc::graph::ReshapeOp>())
+    if (r.getInput().getType() == matrix)
+      return r.getInput();
+  return rewriter.create<hc::graph::ReshapeOp>(loc, matrix, v);
+}
+
 // The body of every fusion pass: apply `patterns` greedily to the function.
 #define HC_FUSION_PASS(NAME, ...)                                              \
   struct NAME##Pass : impl::NAME##Base<NAME##Pass> {                           \

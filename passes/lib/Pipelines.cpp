@@ -13,6 +13,7 @@ void addFusionPipeline(mlir::OpPassManager &pm) {
   fn.addPass(createFuseSilu());
   fn.addPass(createFuseGelu());
   fn.addPass(createFuseModulate());
+  fn.addPass(createFuseGatedResidual());
   fn.addPass(createFuseAttention());
   fn.addPass(createFuseMseLoss());
   fn.addPass(mlir::createCanonicalizerPass());

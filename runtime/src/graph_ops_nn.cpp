@@ -462,6 +462,56 @@ HCRT_OP_DEF(modulate_grad) {
          });
 }
 
+// -------------------------------------------------------- gated residual ----
+// y [B, N, D] = x + gate[B, D] h, in float32 (product, then sum); inputs
+// that are not contiguous are packed first.
+HCRT_OP_DEF(gated_residual) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &x = ins[0], &g = ins[1], &h = ins[2];
+  const int64_t B = x.shape[0], N = x.shape[1], D = x.shape[2];
+  Buf<float> bx, bg, bh;
+  const float *px = contiguousF32(x, bx, threads),
+              *pg = contiguousF32(g, bg, threads),
+              *ph = contiguousF32(h, bh, threads);
+  float *py = static_cast<float *>(outs[0].data);
+  const OpsTable &o = ops();
+  parFor(threads, B * N, 1, static_cast<double>(D), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      o.gated_residual_row(D, px + r * D, pg + (r / N) * D, ph + r * D,
+                           py + r * D);
+  });
+}
+
+// dgate [B, D] = sum_N dy h (double, N in order), dh = dy gate.
+HCRT_OP_DEF(gated_residual_grad) {
+  (void)nin, (void)nout, (void)attrs;
+  const hcrt_tensor &dy = ins[0], &g = ins[1], &h = ins[2];
+  const int64_t B = h.shape[0], N = h.shape[1], D = h.shape[2];
+  Buf<float> bd, bg, bh;
+  const float *pd = contiguousF32(dy, bd, threads),
+              *pg = contiguousF32(g, bg, threads),
+              *ph = contiguousF32(h, bh, threads);
+  float *odg = static_cast<float *>(outs[0].data),
+        *odh = static_cast<float *>(outs[1].data);
+  constexpr int64_t CB = 256;
+  const int64_t nb = (D + CB - 1) / CB;
+  const OpsTable &o = ops();
+  parFor(threads, B * nb, 1, static_cast<double>(N * std::min(D, CB)) * 2,
+         [&](int64_t b, int64_t e) {
+           double acc[CB];
+           for (int64_t u = b; u < e; ++u) {
+             const int64_t bi = u / nb, d0 = (u % nb) * CB,
+                           w = std::min(D, d0 + CB) - d0;
+             std::fill(acc, acc + w, 0.0);
+             o.gated_residual_bwd_cols(N, w, pd + bi * N * D + d0, D,
+                                       ph + bi * N * D + d0, D, pg + bi * D + d0,
+                                       odh + bi * N * D + d0, D, acc);
+             for (int64_t d = 0; d < w; ++d)
+               odg[bi * D + d0 + d] = static_cast<float>(acc[d]);
+           }
+         });
+}
+
 // ------------------------------------------------------------- attention ----
 // q/k/v read in place from qkv [B, N, 3D] laid out (3, heads, Dh) along the
 // last dim (packed first when that dim is not contiguous).

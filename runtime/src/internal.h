@@ -117,6 +117,13 @@ struct OpsTable {
   void (*modulate_bwd_cols)(int64_t, int64_t, const float *, int64_t,
                             const float *, int64_t, const float *, float *,
                             int64_t, double *, double *);
+  // (n, x, gate, h, y)
+  void (*gated_residual_row)(int64_t, const float *, const float *,
+                             const float *, float *);
+  // (N, w, dy, lddy, h, ldh, gate, dh, lddh, dgate)
+  void (*gated_residual_bwd_cols)(int64_t, int64_t, const float *, int64_t,
+                                  const float *, int64_t, const float *,
+                                  float *, int64_t, double *);
   // (Dh, Tq, Br, Bc) -> floats; tiles of Br query x Bc key rows
   int64_t (*attention_scratch)(int64_t, int64_t, int64_t, int64_t);
   // (args, batch, head, next task to prefetch or -1, scratch, Br, Bc)

@@ -435,6 +435,43 @@ TEST(GraphOps, Modulate) {
       }
 }
 
+// -------------------------------------------------------- gated residual ----
+// y = x + fl(g h) in float: within u|y| of the double value plus the product's
+// rounding; dh = dy g exact up to one rounding; dgate (double sums) within
+// u|dgate| + 1e-12 sum|terms|.
+TEST(GraphOps, GatedResidual) {
+  const Shape shapes[] = {{2, 7, 5}, {1, 1, 1}, {3, 19, 300}, {2, 3, 64}};
+  uint32_t seed = 1200;
+  for (const Shape &s : shapes)
+    for (Layout l : kAllLayouts)
+      for (int th : kThreads) {
+        const int64_t B = s[0], N = s[1], D = s[2];
+        TT x = make(s, l, seed++);
+        TT g = make({B, D}, l == kContig ? kContig : kTransposed, seed++);
+        TT h = make(s, l == kContig ? kTransposed : kContig, seed++);
+        TT y = output(s);
+        run(hcrt_op_gated_residual, {&x, &g, &h}, {&y}, attrs(), th);
+        TT dy = make(s, l, seed++);
+        TT dg = output({B, D}), dh = output(s);
+        run(hcrt_op_gated_residual_grad, {&dy, &g, &h}, {&dg, &dh}, attrs(), th);
+        Checker c{tag("gated_residual", th, {&x, &g, &h})},
+            cg{tag("gated_residual_grad", th, {&dy, &g, &h})};
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t d = 0; d < D; ++d) {
+            double wg = 0, mg = 0;
+            for (int64_t n = 0; n < N; ++n) {
+              const int64_t i = (b * N + n) * D + d;
+              const double p = g.v[b * D + d] * h.v[i], want = x.v[i] + p;
+              c.check(y.out(i), want, kU * (std::fabs(want) + std::fabs(p)), i);
+              const double wdh = dy.v[i] * g.v[b * D + d];
+              cg.check(dh.out(i), wdh, kU * std::fabs(wdh), i);
+              wg += dy.v[i] * h.v[i], mg += std::fabs(dy.v[i] * h.v[i]);
+            }
+            cg.check(dg.out(b * D + d), wg, kU * std::fabs(wg) + 1e-12 * mg, 1000000 + b * D + d);
+          }
+      }
+}
+
 // ---------------------------------------------------------- contractions ----
 // SGEMM bound (README-kernels): |c - c64| <= 2 (K + 4) u (S + |bias|),
 // S = sum_k |a b|.

@@ -186,6 +186,23 @@ bool evalBackwardOp(Operation *op, Env &env) {
                         }));
         return true;
       })
+      .Case<GatedResidualGradOp>([&](GatedResidualGradOp o) {
+        const EvalTensor &dy = get(env, o.getGrad()), &g = get(env, o.getGate()),
+                         &h = get(env, o.getBranch());
+        int64_t B = h.shape[0], N = h.shape[1], D = h.shape[2];
+        EvalTensor dg{shapeOf(o.getGateGrad()), std::vector<double>(B * D, 0.0)};
+        EvalTensor dh = h;
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t d = 0; d < D; ++d) {
+              const int64_t i = (b * N + n) * D + d;
+              dg.data[b * D + d] += dy.data[i] * h.data[i];
+              dh.data[i] = dy.data[i] * g.data[b * D + d];
+            }
+        set(o.getGateGrad(), std::move(dg));
+        set(o.getBranchGrad(), std::move(dh));
+        return true;
+      })
       // Epilogue-fused ops: the GEMM, then the elementwise op, in float64.
       .Case<LinearGeluOp>([&](LinearGeluOp o) {
         const EvalTensor &x = get(env, o.getInput()), &w = get(env, o.getWeight());

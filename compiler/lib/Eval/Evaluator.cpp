@@ -311,6 +311,19 @@ void Interpreter::run(Operation *op) {
             }
         set(std::move(r));
       })
+      .Case<GatedResidualOp>([&](GatedResidualOp o) {
+        const EvalTensor &x = get(o.getInput()), &g = get(o.getGate()),
+                         &h = get(o.getBranch());
+        int64_t B = x.shape[0], N = x.shape[1], D = x.shape[2];
+        EvalTensor r = x;
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t d = 0; d < D; ++d) {
+              const int64_t i = (b * N + n) * D + d;
+              r.data[i] += g.data[b * D + d] * h.data[i];
+            }
+        set(std::move(r));
+      })
       .Case<LinearOp>([&](LinearOp o) {
         const EvalTensor &x = get(o.getInput()), &w = get(o.getWeight());
         const EvalTensor *b = o.getBias() ? &get(o.getBias()) : nullptr;

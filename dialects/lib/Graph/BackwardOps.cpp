@@ -60,6 +60,16 @@ LogicalResult ModulateGradOp::verify() {
   return success();
 }
 
+LogicalResult GatedResidualGradOp::verify() {
+  auto h = getBranch().getType(), g = getGate().getType();
+  if (h.getRank() != 3 || getGrad().getType() != h ||
+      getBranchGrad().getType() != h || g.getRank() != 2 ||
+      g.getShape() != ArrayRef<int64_t>{h.getDimSize(0), h.getDimSize(2)} ||
+      getGateGrad().getType() != g)
+    return emitOpError("needs dy, h [B, N, D] and gate [B, D]");
+  return success();
+}
+
 LogicalResult AttentionGradOp::verify() {
   auto qkv = getQkv().getType(), dy = getGrad().getType();
   if (getResult().getType() != qkv || qkv.getRank() != 3 || dy.getRank() != 3 ||

@@ -290,6 +290,20 @@ LogicalResult ModulateOp::buildGradients(OpBuilder &b, ValueRange rg,
   return success();
 }
 
+LogicalResult GatedResidualOp::buildGradients(OpBuilder &b, ValueRange rg,
+                                              SmallVectorImpl<Value> &og) {
+  og.assign(3, Value());
+  if (!rg[0])
+    return success();
+  auto grads = b.create<GatedResidualGradOp>(
+      getLoc(), TypeRange{getGate().getType(), getType()}, rg[0], getGate(),
+      getBranch());
+  og[0] = rg[0];
+  og[1] = grads.getGateGrad();
+  og[2] = grads.getBranchGrad();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//

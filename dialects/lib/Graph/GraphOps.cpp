@@ -216,6 +216,18 @@ LogicalResult ModulateOp::verify() {
   return success();
 }
 
+LogicalResult GatedResidualOp::verify() {
+  auto x = getInput().getType(), g = tensorType(getGate());
+  if (x.getRank() != 3 || getBranch().getType() != x || getResult().getType() != x)
+    return emitOpError("input, branch and result must be one [B, N, D] type, got ")
+           << x << ", " << getBranch().getType() << " -> " << getResult().getType();
+  if (g.getRank() != 2 || g.getDimSize(0) != x.getDimSize(0) ||
+      g.getDimSize(1) != x.getDimSize(2) || g.getElementType() != x.getElementType())
+    return emitOpError("gate must be [B, D] = [")
+           << x.getDimSize(0) << ", " << x.getDimSize(2) << "], got " << g;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//

@@ -52,6 +52,21 @@ def HC_ModulateGradOp : HC_Op<"modulate_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def HC_GatedResidualGradOp : HC_Op<"gated_residual_grad", [Pure]> {
+  let summary = "adjoints of x + gate·h but x's (dy itself): (dgate, dh)";
+  let description = [{
+    dgate = Σ_N dy·h, dh = dy·gate, with `grad` and `branch` `[B, N, D]` and
+    `gate` `[B, D]`.
+  }];
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$gate,
+                       HC_FloatTensor:$branch);
+  let results = (outs HC_FloatTensor:$gate_grad, HC_FloatTensor:$branch_grad);
+  let assemblyFormat = [{
+    $grad `,` $gate `,` $branch attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 class HC_PointwiseGradOp<string mnemonic, string doc>
     : HC_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = doc;

@@ -148,6 +148,22 @@ def HC_ModulateOp : HC_Op<"modulate", [DeclareOpInterfaceMethods<HC_GradientOpIn
   let hasVerifier = 1;
 }
 
+def HC_GatedResidualOp : HC_Op<"gated_residual", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure]> {
+  let summary = "adaLN-Zero's residual: x + gate·h, gate per sample";
+  let description = [{
+    `input` and `branch` are `[B, N, D]`, `gate` is `[B, D]` broadcast over
+    N: DiT's `x + gate.unsqueeze(1) * block(x)`, in float32 as PyTorch
+    rounds it (the product, then the sum).
+  }];
+  let arguments = (ins HC_FloatTensor:$input, HC_FloatTensor:$gate,
+                       HC_FloatTensor:$branch);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gate `,` $branch attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//

@@ -51,6 +51,16 @@ def FuseModulate : Pass<"hc-fuse-modulate", "mlir::func::FuncOp"> {
   let dependentDialects = ["hc::graph::HCDialect"];
 }
 
+def FuseGatedResidual : Pass<"hc-fuse-gated-residual", "mlir::func::FuncOp"> {
+  let summary = "x + gate·h with a per-sample [B, 1, D] gate -> hc.gated_residual";
+  let description = [{
+    adaLN-Zero's gated residual `x + gate.unsqueeze(1) * h` (the product used
+    once, either operand order) becomes `hc.gated_residual x, gate, h` with
+    the gate as `[B, D]`.
+  }];
+  let dependentDialects = ["hc::graph::HCDialect"];
+}
+
 def FuseAttention : Pass<"hc-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "qkv split, q·kᵀ·scale, softmax, ·v, merge heads -> hc.attention";
   let description = [{
