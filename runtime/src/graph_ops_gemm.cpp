@@ -84,6 +84,40 @@ void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
   hc_sgemm(&g, th);
 }
 
+// y [..., out] = x [..., in] W^T (+ b), with `epi` (the bias is added to
+// it here when ins[2] is given): linear and linear_gelu.
+void linearForward(const hcrt_tensor *ins, int32_t nin, float *y,
+                   hc_epilogue epi, hc_threads th) {
+  const hcrt_tensor &x = ins[0], &w = ins[1];
+  Buf<float> bx, bx2, bw, bb;
+  const float *px;
+  Mat mx = matOrPack(x, x.rank - 1, bx, th, px);
+  const int64_t M = mx.rows, K = mx.cols, N = w.shape[0];
+  GemmOperand A = gemmOperandOrPack(px, M, K, mx.rs, mx.cs, bx2, th);
+  // B = W^T: logical K x N, element (k, n) = W[n, k].
+  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
+                                      w.strides[1], w.strides[0], bw, th);
+  if (nin > 2 && ins[2].data) {
+    epi.flags |= HC_EPI_BIAS;
+    epi.bias = contiguousF32(ins[2], bb, th);
+  }
+  gemm(M, N, K, A, Bop, y, epi.flags || epi.preact ? &epi : nullptr, th);
+}
+
+// dx [..., in] = dy [..., out] W, with `epi` (or none): linear_grad_input
+// and linear_grad_input_gelu.
+void linearGradInput(const hcrt_tensor &dy, const hcrt_tensor &w, float *dx,
+                     const hc_epilogue *epi, hc_threads th) {
+  Buf<float> bg, bg2, bw;
+  const float *pg;
+  Mat mg = matOrPack(dy, dy.rank - 1, bg, th, pg);
+  const int64_t M = mg.rows, K = mg.cols, N = w.shape[1];
+  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.rs, mg.cs, bg2, th);
+  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
+                                      w.strides[0], w.strides[1], bw, th);
+  gemm(M, N, K, A, Bop, dx, epi, th);
+}
+
 } // namespace
 } // namespace hc::rt::gop
 
@@ -96,39 +130,15 @@ extern "C" {
 // y [..., out] = x [..., in] W^T (+ b), bias through the GEMM epilogue.
 HCRT_OP_DEF(linear) {
   (void)nout, (void)attrs;
-  const hcrt_tensor &x = ins[0], &w = ins[1];
-  hcrt_tensor &y = outs[0];
-  Buf<float> bx, bx2, bw, bb;
-  const float *px;
-  Mat mx = matOrPack(x, x.rank - 1, bx, threads, px);
-  const int64_t M = mx.rows, K = mx.cols, N = w.shape[0];
-  GemmOperand A = gemmOperandOrPack(px, M, K, mx.rs, mx.cs, bx2, threads);
-  // B = W^T: logical K x N, element (k, n) = W[n, k].
-  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
-                                      w.strides[1], w.strides[0], bw, threads);
-  hc_epilogue epi{};
-  const bool bias = nin > 2 && ins[2].data;
-  if (bias) {
-    epi.flags = HC_EPI_BIAS;
-    epi.bias = contiguousF32(ins[2], bb, threads);
-  }
-  gemm(M, N, K, A, Bop, static_cast<float *>(y.data), bias ? &epi : nullptr,
-       threads);
+  linearForward(ins, nin, static_cast<float *>(outs[0].data), hc_epilogue{},
+                threads);
 }
 
 // dx [..., in] = dy [..., out] W.
 HCRT_OP_DEF(linear_grad_input) {
   (void)nin, (void)nout, (void)attrs;
-  const hcrt_tensor &dy = ins[0], &w = ins[1];
-  hcrt_tensor &dx = outs[0];
-  Buf<float> bg, bg2, bw;
-  const float *pg;
-  Mat mg = matOrPack(dy, dy.rank - 1, bg, threads, pg);
-  const int64_t M = mg.rows, K = mg.cols, N = w.shape[1];
-  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.rs, mg.cs, bg2, threads);
-  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
-                                      w.strides[0], w.strides[1], bw, threads);
-  gemm(M, N, K, A, Bop, static_cast<float *>(dx.data), nullptr, threads);
+  linearGradInput(ins[0], ins[1], static_cast<float *>(outs[0].data), nullptr,
+                  threads);
 }
 
 // dw [out, in] = dy^T x, summed over all leading dims.
@@ -230,49 +240,31 @@ HCRT_OP_DEF(matmul) {
 // GEMM's epilogue writes both while each tile is hot.
 HCRT_OP_DEF(linear_gelu) {
   (void)nout, (void)attrs;
-  const hcrt_tensor &x = ins[0], &w = ins[1];
-  Buf<float> bx, bx2, bw, bb;
-  const float *px;
-  Mat mx = matOrPack(x, x.rank - 1, bx, threads, px);
-  const int64_t M = mx.rows, K = mx.cols, N = w.shape[0];
-  GemmOperand A = gemmOperandOrPack(px, M, K, mx.rs, mx.cs, bx2, threads);
-  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
-                                      w.strides[1], w.strides[0], bw, threads);
   hc_epilogue epi{};
   epi.flags = HC_EPI_GELU_TANH;
-  if (nin > 2 && ins[2].data) {
-    epi.flags |= HC_EPI_BIAS;
-    epi.bias = contiguousF32(ins[2], bb, threads);
-  }
   epi.preact = static_cast<float *>(outs[1].data);
-  epi.ld_preact = N;
-  gemm(M, N, K, A, Bop, static_cast<float *>(outs[0].data), &epi, threads);
+  epi.ld_preact = ins[1].shape[0];
+  linearForward(ins, nin, static_cast<float *>(outs[0].data), epi, threads);
 }
 
 // dx [..., in] = (dy [..., out] W) * gelu_tanh'(preact [..., in]): the
 // gelu_grad pass done by the GEMM's epilogue.
 HCRT_OP_DEF(linear_grad_input_gelu) {
   (void)nin, (void)nout, (void)attrs;
-  const hcrt_tensor &dy = ins[0], &w = ins[1], &pre = ins[2];
-  hcrt_tensor &dx = outs[0];
-  Buf<float> bg, bg2, bw, bp;
-  const float *pg;
-  Mat mg = matOrPack(dy, dy.rank - 1, bg, threads, pg);
-  const int64_t M = mg.rows, K = mg.cols, N = w.shape[1];
-  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.rs, mg.cs, bg2, threads);
-  GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
-                                      w.strides[0], w.strides[1], bw, threads);
+  const hcrt_tensor &pre = ins[2];
+  Buf<float> bp;
   const float *pp;
   Mat mp = matOrPack(pre, pre.rank - 1, bp, threads, pp);
   if (mp.cs != 1) {  // rows of the GELU input must be contiguous
     pp = contiguousF32(pre, bp, threads);
-    mp.rs = N;
+    mp.rs = ins[1].shape[1];
   }
   hc_epilogue epi{};
   epi.flags = HC_EPI_GELU_TANH_GRAD;
   epi.gelu_x = pp;
   epi.ld_gelu_x = mp.rs;
-  gemm(M, N, K, A, Bop, static_cast<float *>(dx.data), &epi, threads);
+  linearGradInput(ins[0], ins[1], static_cast<float *>(outs[0].data), &epi,
+                  threads);
 }
 
 } // extern "C"

@@ -37,20 +37,10 @@ namespace {
 // The compiler's reading: kernels.def, then the throwaway entry.
 const KernelRegistry &withThrowaway() {
   static const KernelRegistry r({
-#define HCRT_KERNEL(name, flops, attrs) HCRT_KERNEL_AS_INFO(name, flops, attrs)
-#define HCRT_INT(key) HCRT_INT_AS_SLOT(key)
-#define HCRT_INTS(key) HCRT_INTS_AS_SLOT(key)
-#define HCRT_FLOAT(key) HCRT_FLOAT_AS_SLOT(key)
-#define HCRT_FLAG(key, value, absent) HCRT_FLAG_AS_SLOT(key, value, absent)
-#define HCRT_UNUSED(key) HCRT_UNUSED_AS_SLOT(key)
+#include "hc/Schedule/KernelInfoMacros.h"
 #include "hc/runtime/kernels.def"
 #include "throwaway_kernel.def"
-#undef HCRT_KERNEL
-#undef HCRT_INT
-#undef HCRT_INTS
-#undef HCRT_FLOAT
-#undef HCRT_FLAG
-#undef HCRT_UNUSED
+#include "hc/Schedule/KernelInfoMacrosEnd.h"
   });
   return r;
 }

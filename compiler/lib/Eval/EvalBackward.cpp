@@ -97,14 +97,9 @@ bool evalBackwardOp(Operation *op, Env &env) {
   auto set = [&](Value v, EvalTensor t) { env[v] = std::move(t); };
   return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<LinearGradInputOp>([&](LinearGradInputOp o) {
-        const EvalTensor &dy = get(env, o.getGrad()), &w = get(env, o.getWeight());
-        int64_t out = w.shape[0], in = w.shape[1], rows = dy.numElements() / out;
-        EvalTensor dx{shapeOf(o.getResult()), std::vector<double>(rows * in, 0.0)};
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < out; ++j)
-            for (int64_t i = 0; i < in; ++i)
-              dx.data[r * in + i] += dy.data[r * out + j] * w.data[j * in + i];
-        set(o.getResult(), std::move(dx));
+        set(o.getResult(), linearGradInputD(get(env, o.getGrad()),
+                                            get(env, o.getWeight()),
+                                            shapeOf(o.getResult())));
         return true;
       })
       .Case<LinearGradWeightOp>([&](LinearGradWeightOp o) {
@@ -205,18 +200,9 @@ bool evalBackwardOp(Operation *op, Env &env) {
       })
       // Epilogue-fused ops: the GEMM, then the elementwise op, in float64.
       .Case<LinearGeluOp>([&](LinearGeluOp o) {
-        const EvalTensor &x = get(env, o.getInput()), &w = get(env, o.getWeight());
-        const EvalTensor *b = o.getBias() ? &get(env, o.getBias()) : nullptr;
-        int64_t in = w.shape[1], out = w.shape[0],
-                rows = x.numElements() / std::max<int64_t>(in, 1);
-        EvalTensor pre{shapeOf(o.getPreact()), std::vector<double>(rows * out)};
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < out; ++j) {
-            double acc = b ? b->data[j] : 0.0;
-            for (int64_t k = 0; k < in; ++k)
-              acc += x.data[r * in + k] * w.data[j * in + k];
-            pre.data[r * out + j] = acc;
-          }
+        EvalTensor pre = linearD(get(env, o.getInput()), get(env, o.getWeight()),
+                                 o.getBias() ? &get(env, o.getBias()) : nullptr,
+                                 shapeOf(o.getPreact()));
         EvalTensor y = elementwise({&pre}, pre.shape, [](const double *v) {
           const double x = v[0];
           return 0.5 * x *
@@ -227,14 +213,9 @@ bool evalBackwardOp(Operation *op, Env &env) {
         return true;
       })
       .Case<LinearGradInputGeluOp>([&](LinearGradInputGeluOp o) {
-        const EvalTensor &dy = get(env, o.getGrad()), &w = get(env, o.getWeight()),
-                         &pre = get(env, o.getPreact());
-        int64_t out = w.shape[0], in = w.shape[1], rows = dy.numElements() / out;
-        EvalTensor dx{shapeOf(o.getResult()), std::vector<double>(rows * in, 0.0)};
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < out; ++j)
-            for (int64_t i = 0; i < in; ++i)
-              dx.data[r * in + i] += dy.data[r * out + j] * w.data[j * in + i];
+        const EvalTensor &pre = get(env, o.getPreact());
+        EvalTensor dx = linearGradInputD(get(env, o.getGrad()), get(env, o.getWeight()),
+                                         shapeOf(o.getResult()));
         for (size_t i = 0; i < dx.data.size(); ++i)
           dx.data[i] *= geluDerivative(pre.data[i], true);
         set(o.getResult(), std::move(dx));

@@ -98,6 +98,34 @@ using Env = llvm::DenseMap<Value, EvalTensor>;
 
 // Evaluates any graph op whose operands are in `env`, adding its results;
 // throws EvalError on an unsupported op or bad data.
+// x [..., in] W^T (+ b), W [out, in], into `shape` (float64).
+inline EvalTensor linearD(const EvalTensor &x, const EvalTensor &w,
+                          const EvalTensor *b, Shape shape) {
+  const int64_t in = w.shape[1], out = w.shape[0],
+                rows = x.numElements() / std::max<int64_t>(in, 1);
+  EvalTensor r{std::move(shape), std::vector<double>(rows * out)};
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < out; ++j) {
+      double acc = b ? b->data[j] : 0.0;
+      for (int64_t k = 0; k < in; ++k)
+        acc += x.data[i * in + k] * w.data[j * in + k];
+      r.data[i * out + j] = acc;
+    }
+  return r;
+}
+
+// dy [..., out] W, W [out, in], into `shape` (float64).
+inline EvalTensor linearGradInputD(const EvalTensor &dy, const EvalTensor &w,
+                                   Shape shape) {
+  const int64_t out = w.shape[0], in = w.shape[1], rows = dy.numElements() / out;
+  EvalTensor dx{std::move(shape), std::vector<double>(rows * in, 0.0)};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < out; ++j)
+      for (int64_t i = 0; i < in; ++i)
+        dx.data[r * in + i] += dy.data[r * out + j] * w.data[j * in + i];
+  return dx;
+}
+
 void evalOp(mlir::Operation *op, Env &env);
 
 // Evaluates a backward or optimizer op into `env`; false if `op` is not one.

@@ -325,19 +325,8 @@ void Interpreter::run(Operation *op) {
         set(std::move(r));
       })
       .Case<LinearOp>([&](LinearOp o) {
-        const EvalTensor &x = get(o.getInput()), &w = get(o.getWeight());
-        const EvalTensor *b = o.getBias() ? &get(o.getBias()) : nullptr;
-        int64_t in = w.shape[1], outDim = w.shape[0],
-                rows = x.numElements() / std::max<int64_t>(in, 1);
-        EvalTensor r{out(), std::vector<double>(rows * outDim)};
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = 0; j < outDim; ++j) {
-            double acc = b ? b->data[j] : 0.0;
-            for (int64_t k = 0; k < in; ++k)
-              acc += x.data[i * in + k] * w.data[j * in + k];
-            r.data[i * outDim + j] = acc;
-          }
-        set(std::move(r));
+        set(linearD(get(o.getInput()), get(o.getWeight()),
+                    o.getBias() ? &get(o.getBias()) : nullptr, out()));
       })
       .Case<MatmulOp>([&](MatmulOp o) {
         set(matmul(get(o.getLhs()), get(o.getRhs()), out()));

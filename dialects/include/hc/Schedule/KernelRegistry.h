@@ -79,24 +79,8 @@ private:
 
 } // namespace hc::schedule
 
-// kernels.def entries as KernelInfo initializers. A reader defines
-// HCRT_KERNEL, HCRT_INT, ... as these, includes the .def file(s) inside a
-// braced list, and undefines them (KernelRegistry.cpp; the registry test
-// adds a throwaway kernel that way).
-// (Variadic: the slots' own commas arrive as extra arguments.)
-#define HCRT_KERNEL_AS_INFO(name, flops, ...)                                  \
-  ::hc::schedule::KernelInfo{#name, ::hc::schedule::FlopRule::flops,           \
-                             {__VA_ARGS__}},
-#define HCRT_INT_AS_SLOT(key)                                                  \
-  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Int},
-#define HCRT_INTS_AS_SLOT(key)                                                 \
-  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Ints},
-#define HCRT_FLOAT_AS_SLOT(key)                                                \
-  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Float},
-#define HCRT_FLAG_AS_SLOT(key, value, absent)                                  \
-  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Flag, #value,   \
-                           absent},
-#define HCRT_UNUSED_AS_SLOT(key)                                               \
-  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Unused},
+// Reading kernels.def (and a test's own entries) into KernelInfo
+// initializers: include KernelInfoMacros.h, then the .def file(s), then
+// KernelInfoMacrosEnd.h, inside a braced list (KernelRegistry.cpp).
 
 #endif // HC_SCHEDULE_KERNELREGISTRY_H
