@@ -176,6 +176,12 @@ SampleOptions parseSampleOptions(int argc, char **argv) {
   return o;
 }
 
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 std::string labelsPathFor(const std::string &npy) {
   const std::string ext = ".npy";
   if (npy.size() > ext.size() && npy.compare(npy.size() - ext.size(), ext.size(), ext) == 0)
@@ -300,12 +306,12 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
     classes = parseList("--classes", o.classes, 0, m.numClasses - 1);
   const bool guided = o.cfgScale != 1.0;
   if (guided && !m.hasNullClass)
-    usageError("--cfg-scale " + std::to_string(o.cfgScale) + " needs the null class, but " +
+    usageError("--cfg-scale " + number(o.cfgScale) + " needs the null class, but " +
                lib.path + "'s label table has " + std::to_string(m.labelRows) + " rows for " +
                std::to_string(m.numClasses) +
                " classes (exported with --class-dropout-prob 0?); use --cfg-scale 1");
   if (guided && m.batch % 2)
-    usageError("--cfg-scale " + std::to_string(o.cfgScale) + " runs the conditional and "
+    usageError("--cfg-scale " + number(o.cfgScale) + " runs the conditional and "
                "null-class halves in one batch, so the library's batch must be even, not " +
                std::to_string(m.batch) + " (hc-compile --sampler --batch)");
   std::string err;
@@ -433,17 +439,17 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
       s.insert(s.end(), tail.begin(), tail.end());
       return s;
     };
-    writeNpyOrFail(dir + "/x.npy", "F32", shaped(K + 1, N, image), dumpX.data());
-    writeNpyOrFail(dir + "/model_out.npy", "F32",
+    writeNpyOrFail(dir + "/x.npy", "f4", shaped(K + 1, N, image), dumpX.data());
+    writeNpyOrFail(dir + "/model_out.npy", "f4",
                    shaped(K, m.batch, {m.outChannels, m.height, m.width}), dumpPred.data());
-    writeNpyOrFail(dir + "/noise.npy", "F32", shaped(K, N, image), dumpNoise.data());
-    writeNpyOrFail(dir + "/t.npy", "I64", {K}, dumpT.data());
-    writeNpyOrFail(dir + "/y.npy", "I64", {m.batch}, yIn.data());
+    writeNpyOrFail(dir + "/noise.npy", "f4", shaped(K, N, image), dumpNoise.data());
+    writeNpyOrFail(dir + "/t.npy", "i8", {K}, dumpT.data());
+    writeNpyOrFail(dir + "/y.npy", "i8", {m.batch}, yIn.data());
   }
   if (!o.saveNpy.empty()) {
     std::vector<int64_t> shape = {N, m.channels, m.height, m.width};
-    writeNpyOrFail(o.saveNpy, "F32", shape, samples.data());
-    writeNpyOrFail(labelsPathFor(o.saveNpy), "I64", {N}, labels.data());
+    writeNpyOrFail(o.saveNpy, "f4", shape, samples.data());
+    writeNpyOrFail(labelsPathFor(o.saveNpy), "i8", {N}, labels.data());
     std::printf("samples: %s (labels %s)\n", o.saveNpy.c_str(), labelsPathFor(o.saveNpy).c_str());
   }
   if (!o.out.empty()) {
