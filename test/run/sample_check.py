@@ -89,7 +89,46 @@ def sample(a, name, sampler, steps, cfg, dump):
                 name + ".ckpt.safetensors", "--classes", "0,2", "--per-class", "1",
                 "--cfg-scale", str(cfg), "--sampler", sampler, "--sampling-steps", steps,
                 "--seed", "7", "--dump-steps", dump, "--save-npy", dump + "/samples.npy",
-                "--no-progress"], a.work)
+                "--out", dump + "/grid.png", "--no-progress"], a.work)
+
+
+def read_png(path):
+    """(width, height, colour type, rows as uint8 [H, W*channels]); checks every CRC."""
+    import struct
+    import zlib
+    data = open(path, "rb").read()
+    check(data[:8] == b"\x89PNG\r\n\x1a\n", "%s: not a PNG signature" % path)
+    pos, chunks = 8, {}
+    while pos < len(data):
+        (n,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        (crc,) = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])
+        check(zlib.crc32(kind + body) == crc, "%s: bad CRC in %s" % (path, kind))
+        chunks[kind] = chunks.get(kind, b"") + body
+        pos += 12 + n
+    w, h, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    check(depth == 8 and b"IEND" in chunks, "%s: depth %d or no IEND" % (path, depth))
+    ch = 3 if colour == 2 else 1
+    raw = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(h, 1 + w * ch)
+    check(not raw[:, 0].any(), "%s: a row uses a PNG filter the writer does not" % path)
+    return w, h, colour, raw[:, 1:]
+
+
+def check_grid(path, samples, classes, per_class):
+    """The grid shows sample j of class row r at its cell, in grey."""
+    w, h, colour, pix = read_png(path)
+    pad, label = 2, 3 * 6 * 2 + 2
+    check(colour == 0 and w == label + per_class * (S + pad) + pad and
+          h == len(classes) * (S + pad) + pad, "%s: %dx%d colour %d" % (path, w, h, colour))
+    for r in range(len(classes)):
+        for j in range(per_class):
+            cell = pix[pad + r * (S + pad):pad + r * (S + pad) + S,
+                       label + j * (S + pad):label + j * (S + pad) + S]
+            want = np.rint(np.clip((samples[r * per_class + j, 0] + 1) * 127.5, 0, 255))
+            check(np.abs(cell.astype(int) - want).max() <= 1,
+                  "%s: cell (%d, %d) is not sample %d" % (path, r, j, r * per_class + j))
+        check((pix[pad + r * (S + pad):pad + r * (S + pad) + S, :label] < 128).any(),
+              "%s: row %d has no class label drawn" % (path, r))
 
 
 def replay(d, sched, sampler, cfg, learn_sigma, **mutation):
@@ -132,6 +171,9 @@ def case_arithmetic(a):
               "relative (tolerance %g)" % (what, worst, TOL_STEP))
         samples = np.load(os.path.join(a.work, dump, "samples.npy"))
         check(np.array_equal(samples, d["x"][K]), "%s: --save-npy is not the last step's x" % what)
+        check(list(np.load(os.path.join(a.work, dump, "samples.labels.npy"))) == [0, 2],
+              "%s: samples.labels.npy is not the classes in order" % what)
+        check_grid(os.path.join(a.work, dump, "grid.png"), samples, [0, 2], 1)
         # The model outputs are the PyTorch DiT's with the EMA weights.
         m = torch_model(a, name, learn_sigma)
         rows = 2 * n if cfg != 1.0 else n
