@@ -370,6 +370,7 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  double lastDrawn = -1.0;
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t first = c * perCall, n = std::min(perCall, N - first);
     float *x = samples.data() + first * D;  // the chunk's images, updated in place
@@ -419,8 +420,11 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
                                                   : ddimStep(sched, i, s, o.clip);
           x[j * D + e] = static_cast<float>(next);
         }
-      if (bar)
-        progressLine(c * K + (K - i), calls, seconds());
+      const int64_t done = c * K + (K - i);
+      if (bar && (done == calls || seconds() - lastDrawn >= 0.1)) {  // ~10 redraws/s
+        progressLine(done, calls, seconds());
+        lastDrawn = seconds();
+      }
     }
     if (!o.dumpSteps.empty())
       dumpX.insert(dumpX.end(), x, x + n * D);

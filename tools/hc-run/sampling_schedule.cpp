@@ -3,7 +3,6 @@
 #include "sampling_schedule.h"
 
 #include <algorithm>
-#include <cfenv>
 #include <cmath>
 
 namespace hcrun {
@@ -18,7 +17,6 @@ std::vector<int> spaceTimesteps(int numTimesteps, const std::vector<int> &sectio
   const int n = static_cast<int>(sections.size());
   const int sizePer = numTimesteps / n, extra = numTimesteps % n;
   int start = 0;
-  std::fesetround(FE_TONEAREST);  // Python's round(): half to even
   for (int i = 0; i < n; ++i) {
     const int size = sizePer + (i < extra ? 1 : 0);
     const int count = sections[i];
@@ -30,6 +28,8 @@ std::vector<int> spaceTimesteps(int numTimesteps, const std::vector<int> &sectio
     const double stride = count <= 1 ? 1.0 : double(size - 1) / double(count - 1);
     double cur = 0.0;  // accumulated like Python's `cur_idx += frac_stride`
     for (int k = 0; k < count; ++k) {
+      // nearbyint in the default rounding mode rounds half to even, as
+      // Python's round() does.
       steps.push_back(start + static_cast<int>(std::nearbyint(cur)));
       cur += stride;
     }
