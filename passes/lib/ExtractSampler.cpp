@@ -101,6 +101,13 @@ LogicalResult extract(func::FuncOp f) {
       op->erase();
   if (!noise.use_empty())
     return f.emitError("--sampler: the model itself reads the 'noise' input");
+  // Random ops left in the model (a TRAINING-mode export's label dropout)
+  // would drop a sampler's class labels at random.
+  for (Operation &op : f.getBody().front())
+    if (isa<RandomUniformOp>(op))
+      return op.emitError("--sampler: the model draws random numbers (label dropout "
+                          "in the graph?); a sampler must be deterministic: export "
+                          "without graph-level dropout");
   f.eraseArgument(noise.getArgNumber());
   return success();
 }
