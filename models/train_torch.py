@@ -116,7 +116,6 @@ def save_weights(path, model, ema):
     safetensors_np.save(path, tensors, {"hc.written_by": "models/train_torch.py",
                                         "hc.dit_config": json.dumps(model.config,
                                                                     sort_keys=True)})
-    return a
 
 
 def load_data(a):
