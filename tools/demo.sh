@@ -55,6 +55,8 @@ echo "== sample: forward-only library, 10 classes x 8, DDPM 100 steps, guidance 
 if [ "${HC_DEMO_QUALITY:-0}" = 1 ]; then
   "$py" "$root/models/sample_quality.py" --samples samples.npy --cache-dir classifier
 fi
+"$py" "$root/models/plot_demo.py" --loss loss.png --samples samples.png --out demo.png
 echo "metrics: $work/metrics.jsonl"
 echo "loss curve: $work/loss.png"
 echo "sample grid: $work/samples.png (one row per class, 0-9)"
+echo "both side by side: $work/demo.png"
