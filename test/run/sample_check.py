@@ -15,6 +15,11 @@ usage: sample_check.py CASE --bin DIR --work DIR
               model outputs are the PyTorch DiT's with the EMA weights (1e-4);
               and the check is shown to fail on upstream's 3-channel guidance
               and on a guidance scale of 5 for 4.
+  checkpoint  an hc-run checkpoint (trained 3 steps with --ema 0.5): the model
+              outputs are the PyTorch DiT's with its EMA, not its raw
+              parameters; a damaged checkpoint is refused (checksum).
+  fid         models/sample_quality.py's Frechet distance equals the closed
+              form for diagonal Gaussians.
   refusals    bad flags (one line naming the flag, exit 2), guidance on a model
               without a null class, a training library given to sample and a
               sampler to training, an output over an input, hc-compile
@@ -202,6 +207,67 @@ def case_arithmetic(a):
                   % ("", quirk, off))
 
 
+def case_checkpoint(a):
+    """An hc-run checkpoint: its EMA is what is sampled; a damaged one is refused."""
+    import torch
+    np.save(os.path.join(a.work, "ck_x.npy"),
+            np.random.default_rng(1).uniform(-1, 1, (4, C, S, S)).astype(np.float32))
+    np.save(os.path.join(a.work, "ck_y.npy"), np.array([0, 1, 2, 1], np.int64))
+    shutil.rmtree(os.path.join(a.work, "ck"), ignore_errors=True)
+    run([os.path.join(a.bin, "hc-run"), "train.so", "--data", "ck_x.npy", "--labels", "ck_y.npy",
+         "--steps", "3", "--ckpt-dir", "ck", "--ema", "0.5", "--no-progress"], a.work)
+    ck = os.path.join("ck", "ckpt-00000003.safetensors")
+    tensors = safetensors_np.load(os.path.join(a.work, ck))
+    dump = "dump-ckpt"
+    shutil.rmtree(os.path.join(a.work, dump), ignore_errors=True)
+    os.makedirs(os.path.join(a.work, dump))
+    p = run([os.path.join(a.bin, "hc-run"), "sample", "sig.so", "--ckpt", ck, "--classes", "1",
+             "--per-class", "1", "--sampling-steps", "2", "--dump-steps", dump, "--no-progress"],
+            a.work)
+    check("EMA weights" in p.stdout, "the first line does not say EMA weights:\n" + p.stdout)
+    d = {k: np.load(os.path.join(a.work, dump, k + ".npy")) for k in ("x", "model_out", "t", "y")}
+    import dit as ditlib
+    errs = {}
+    for which in ("ema:", ""):
+        m = ditlib.make_dit("tiny", image_size=S, in_channels=C, num_classes=CLASSES,
+                            learn_sigma=True, init="random")
+        m.load_state_dict({k: torch.from_numpy(tensors[which + k]) for k in m.state_dict()})
+        with torch.no_grad():
+            want = m.double()(torch.from_numpy(np.float64(np.concatenate([d["x"][0]] * 2))),
+                              torch.full((2,), int(d["t"][0])),
+                              torch.tensor(d["y"][[0, 3]])).numpy()
+        got = d["model_out"][0][[0, 3]]
+        errs[which or "raw"] = np.max(np.abs(got - want)) / np.max(np.abs(want))
+    check(errs["ema:"] <= TOL_MODEL < errs["raw"],
+          "model outputs vs EMA %.3g, vs raw parameters %.3g" % (errs["ema:"], errs["raw"]))
+    print("hc checkpoint: sampled with its EMA (%.2e; raw parameters would be %.2e)"
+          % (errs["ema:"], errs["raw"]))
+    bad = os.path.join(a.work, "ck_bad.safetensors")
+    data = bytearray(open(os.path.join(a.work, ck), "rb").read())
+    data[-3] ^= 0x40
+    open(bad, "wb").write(bytes(data))
+    refused(a, [os.path.join(a.bin, "hc-run"), "sample", "sig.so", "--ckpt", "ck_bad.safetensors",
+                "--out", "g.png"], ["--ckpt", "ck_bad.safetensors", "checksum"])
+
+
+def case_fid(a):
+    """models/sample_quality.py's Frechet distance against the closed form
+    for diagonal Gaussians: |mu_a - mu_b|^2 + sum (sa + sb - 2 sqrt(sa sb))."""
+    import sample_quality
+    r = np.random.default_rng(3)
+    sa, sb = r.uniform(0.5, 2, 6), r.uniform(0.5, 2, 6)
+    mu_a, mu_b = r.normal(0, 1, 6), r.normal(0, 1, 6)
+    # Exact moments: samples whitened, then scaled (covariances exactly diagonal).
+    z = r.normal(size=(4000, 6))
+    z = (z - z.mean(0)) @ np.linalg.inv(np.linalg.cholesky(np.cov(z, rowvar=False))).T
+    fa, fb = mu_a + z * np.sqrt(sa), mu_b + z * np.sqrt(sb)
+    want = ((mu_a - mu_b) ** 2).sum() + (sa + sb - 2 * np.sqrt(sa * sb)).sum()
+    got = sample_quality.frechet_distance(fa, fb)
+    check(abs(got - want) <= 1e-9 * max(1, want), "FID %.12g, closed form %.12g" % (got, want))
+    check(abs(sample_quality.frechet_distance(fa, fa)) < 1e-9, "FID of a set with itself is not 0")
+    print("frechet_distance: %.10f (closed form %.10f)" % (got, want))
+
+
 def refused(a, args, words, code=2):
     p = run(args, a.work, expect=code)
     lines = [l for l in p.stderr.splitlines() if l.strip()]
@@ -253,5 +319,6 @@ def case_refusals(a):
 
 if __name__ == "__main__":
     sys.exit(case_main({"setup": case_setup, "arithmetic": case_arithmetic,
-                        "refusals": case_refusals}, options=("--bin", "--work"),
+                        "refusals": case_refusals, "checkpoint": case_checkpoint,
+                        "fid": case_fid}, options=("--bin", "--work"),
                        context=lambda a: a))
