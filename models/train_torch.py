@@ -5,6 +5,7 @@ usage: /usr/bin/python3 models/train_torch.py --data DIR --model tiny|demo|DiT-S
            [--image-size 32] [--in-channels 1] [--num-classes 10]
            [--batch 32] [--steps K] [--lr 1e-4] [--seed S] [--log-every N]
            [--metrics FILE.jsonl] [--threads T] [--learn-sigma|--no-learn-sigma]
+           [--ema DECAY] [--save-weights FILE.safetensors]
 
 DIR holds images.npy (float32 [N,C,H,W]) and labels.npy (integer [N]), as
 models/fashion_mnist.py writes them (a path to images.npy works too; its
@@ -27,7 +28,11 @@ Every --log-every steps it prints DiT's line
 where the loss is the mean over the steps since the last log line, and
 appends {"step","loss","steps_per_sec","img_per_sec","wall_s"} to --metrics
 (one JSON object per line; wall_s counts from the first training step).
-A last partial window is logged too. OMP_WAIT_POLICY defaults to PASSIVE
+A last partial window is logged too. --ema keeps DiT's EMA of every
+parameter (ema = ema*decay + (1-decay)*param after each step, in float32).
+--save-weights writes the parameters under their state_dict names (and the
+EMA under `ema:NAME`) as safetensors after the last step: the layout of an
+hc-run checkpoint's tensors, so `hc-run sample --ckpt` can read it. OMP_WAIT_POLICY defaults to PASSIVE
 (set it to ACTIVE to get OpenMP's spinning back on an otherwise idle machine). A non-finite loss stops training with
 exit 1, naming the step; bad command-line input or data exits 2.
 """
@@ -77,6 +82,10 @@ def parse_args(argv):
     ap.add_argument("--learn-sigma", dest="learn_sigma", action="store_true", default=True)
     ap.add_argument("--no-learn-sigma", dest="learn_sigma", action="store_false")
     ap.add_argument("--quiet", action="store_true", help="no config line on stdout")
+    ap.add_argument("--ema", type=float, default=None, metavar="DECAY",
+                    help="keep an EMA of the parameters (DiT: 0.9999)")
+    ap.add_argument("--save-weights", default=None, metavar="FILE.safetensors",
+                    help="write the parameters (and ema:NAME) after the last step")
     a = ap.parse_args(argv)
     if a.model not in ditlib.MODEL_CONFIGS:
         ap.error("unknown --model %r (expected one of: %s)"
@@ -92,7 +101,21 @@ def parse_args(argv):
         ap.error("--threads must be positive, got %d" % a.threads)
     if not (a.lr > 0 and math.isfinite(a.lr)):
         ap.error("--lr must be a positive number, got %g" % a.lr)
+    if a.ema is not None and not 0.0 < a.ema < 1.0:
+        ap.error("--ema must be in (0, 1), got %g" % a.ema)
+    if a.save_weights and not os.path.isdir(os.path.dirname(os.path.abspath(a.save_weights))):
+        ap.error("--save-weights %s: its folder does not exist" % a.save_weights)
     return a
+
+
+def save_weights(path, model, ema):
+    import safetensors_np
+    tensors = {n: p.detach().numpy() for n, p in model.named_parameters()}
+    if ema is not None:
+        tensors.update({"ema:" + n: e.numpy() for n, e in ema.items()})
+    safetensors_np.save(path, tensors, {"hc.written_by": "models/train_torch.py",
+                                        "hc.dit_config": json.dumps(model.config,
+                                                                    sort_keys=True)})
 
 
 def load_data(a):
@@ -154,6 +177,9 @@ def main(argv=None):
     loss_fn.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.0)
+    ema = None
+    if a.ema is not None:
+        ema = {n: p.detach().clone() for n, p in model.named_parameters()}
     gen = torch.Generator()
     gen.manual_seed(a.seed)
 
@@ -185,6 +211,10 @@ def main(argv=None):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if ema is not None:
+                with torch.no_grad():
+                    for n, p in model.named_parameters():
+                        ema[n].mul_(a.ema).add_(p.detach(), alpha=1.0 - a.ema)
             step += 1
             lv = float(loss.item())
             if not math.isfinite(lv):
@@ -210,6 +240,8 @@ def main(argv=None):
     finally:
         if metrics:
             metrics.close()
+    if a.save_weights:
+        save_weights(a.save_weights, model, ema)
     if not a.quiet:
         print("done: %d steps in %.1f s" % (step, time.perf_counter() - t_start), flush=True)
     return 0

@@ -2,8 +2,12 @@
 # README command 1: install what is missing, build, and run hc's main job on
 # the embedded default: a small DiT trained on Fashion-MNIST (Debian's
 # dataset-fashion-mnist), exported from PyTorch, compiled by hc-compile and
-# trained data-parallel under mpirun -np 2 by hc-run. Prints where the
-# metrics and the loss curve went.
+# trained data-parallel under mpirun -np 2 by hc-run, then sampled by a
+# forward-only library (hc-compile --sampler, hc-run sample). Prints where
+# the metrics, the loss curve and the sample grid went. HC_DEMO_STEPS=N
+# trains longer (default 200; 5000 makes recognisable garments);
+# HC_DEMO_QUALITY=1 also measures the samples (models/sample_quality.py,
+# which trains its classifier once, a few minutes, cached in the work dir).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${HC_BUILD_DIR:-$root/build}"
@@ -31,7 +35,8 @@ echo "== train: mpirun -np 2 hc-run, $steps steps"
 rm -f metrics.jsonl
 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
   "$build/bin/hc-run" dit_step.so --data data/images.npy --labels data/labels.npy \
-  --steps "$steps" --seed 0 --log-every 20 --metrics metrics.jsonl
+  --steps "$steps" --seed 0 --log-every 20 --metrics metrics.jsonl \
+  --save-params params.safetensors
 
 "$py" "$root/models/plot_loss.py" metrics.jsonl --out loss.png --labels hc >/dev/null
 "$py" - metrics.jsonl <<'PY'
@@ -41,5 +46,17 @@ first, last = rows[0]["loss"], sum(r["loss"] for r in rows[-3:]) / len(rows[-3:]
 print("loss: first logged %.4f, last (mean of 3 logs) %.4f: %.0f%% lower"
       % (first, last, 100 * (1 - last / first)))
 PY
+
+echo "== sample: forward-only library, 10 classes x 8, DDPM 100 steps, guidance 4"
+"$build/bin/hc-compile" dit_train.onnx --sampler --batch 40 -o dit_sample.so
+"$build/bin/hc-run" sample dit_sample.so --ckpt params.safetensors --per-class 8 \
+  --sampler ddpm --sampling-steps 100 --cfg-scale 4 --seed 0 \
+  --out samples.png --save-npy samples.npy
+if [ "${HC_DEMO_QUALITY:-0}" = 1 ]; then
+  "$py" "$root/models/sample_quality.py" --samples samples.npy --cache-dir classifier
+fi
+"$py" "$root/models/plot_demo.py" --loss loss.png --samples samples.png --out demo.png
 echo "metrics: $work/metrics.jsonl"
 echo "loss curve: $work/loss.png"
+echo "sample grid: $work/samples.png (one row per class, 0-9)"
+echo "both side by side: $work/demo.png"

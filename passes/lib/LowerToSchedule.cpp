@@ -341,7 +341,16 @@ LogicalResult Lowering::run() {
       call("copy", {materialize(m)}, {slot}, b.getDictionaryAttr({}));
   }
   b.setInsertionPointToEnd(body);
-  b.create<hs::LossOp>(loc, materialize(memOf(ret.getOperand(0))));
+  if (names.size() == 1 && names[0] == "prediction") {
+    // A sampler (hc-extract-sampler): the output goes to a named buffer the
+    // host reads after step(); nothing runs after it, so it stays intact.
+    // Its first element stands in as the step's "loss".
+    Value out = buffer("act", ret.getOperand(0).getType(), std::nullopt, "prediction");
+    call("copy", {materialize(memOf(ret.getOperand(0)))}, {out}, b.getDictionaryAttr({}));
+    b.create<hs::LossOp>(loc, out);
+  } else {
+    b.create<hs::LossOp>(loc, materialize(memOf(ret.getOperand(0))));
+  }
 
   // Gradient buckets: arena slices in production order; start each one's
   // all-reduce after the last write of its gradients, wait before the

@@ -40,6 +40,11 @@ options:
                    schedule: buffers, views and kernel calls, planned
                    cpp: the generated C++ of the step library
   --target ARCH    -march for the generated code (default: native)
+  --sampler        a forward-only sampling library instead of a training
+                   step: the graph cut at the model's full output (learned-
+                   sigma channels included), no loss, gradients or optimizer;
+                   inputs x_t, t, y; read by `hc-run sample`. --batch is
+                   the model batch per call (with guidance: 2 x images)
   -h, --help       this text
 )";
 
@@ -153,6 +158,8 @@ int main(int argc, char **argv) {
     } else if (int r = hc::parsePipelineFlag(argc, argv, i, pipeline, error)) {
       if (r < 0)
         usageError(error);
+    } else if (arg == "--sampler") {
+      pipeline.sampler = true;
     } else if (arg == "--target") {
       target = value(arg);
       // A name, not a flag or words: it becomes one "-march=" argument.
@@ -184,6 +191,11 @@ int main(int argc, char **argv) {
     if (emit.empty())
       checkOutput(input, output + ".init.safetensors");
   }
+  if (pipeline.sampler && !pipeline.optimizerFlags.empty())
+    usageError(pipeline.optimizerFlags.front() +
+               " is a training setting; a --sampler library has no optimizer");
+  if (pipeline.sampler && emit == "train")
+    usageError("--emit=train and --sampler: a sampler has no training step");
   if (!emit.empty() && emit != "hc" && emit != "train" && emit != "schedule" &&
       emit != "cpp")
     usageError("--emit must be hc, train, schedule or cpp, got '" + emit + "'");
@@ -201,7 +213,7 @@ int main(int argc, char **argv) {
 
   if (emit.empty() && output.empty())
     usageError("the step library needs -o FILE");
-  pipeline.train = emit != "hc";
+  pipeline.train = emit != "hc" && !pipeline.sampler;
   pipeline.schedule = emit != "hc" && emit != "train";
   std::string optimizerJson = hc::optimizerJson(*model.module, pipeline);
   bool badInput = false;

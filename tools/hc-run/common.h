@@ -153,6 +153,14 @@ void checkOutputPath(const std::string &flag, const std::string &path);
 // no output may overwrite an input or another output. Throws Error(2).
 void checkOutputs(const Options &opt, const StepLibrary &lib, int rank);
 
+// The general form: every output checked with checkOutputPath, none the
+// same file as an input or another output. Throws Error(2) naming both.
+struct NamedPath {
+  std::string flag, path;
+};
+void checkOutputsAgainstInputs(const std::vector<NamedPath> &outputs,
+                               const std::vector<NamedPath> &inputs);
+
 // Saves what --save-params/--save-grads/--save-state ask for, then compares
 // parameters across ranks (they must be bit-identical).
 void finishRun(const Options &opt, StepContext &ctx, hc::rt::Comm &comm,
@@ -161,6 +169,8 @@ void finishRun(const Options &opt, StepContext &ctx, hc::rt::Comm &comm,
 // The two modes. They return the process exit code.
 int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm);
 int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm);
+// `hc-run sample ...` (argv[0] is "sample"): images from a sampler library.
+int runSampleMode(int argc, char **argv, hc::rt::Comm &comm);
 
 // Settles a setup phase collectively: when some rank caught an error, the
 // lowest such rank prints it, and every rank finalizes and exits with its

@@ -3,7 +3,8 @@
 //   test mode  (--inputs DIR): fixed global inputs, prints each step's loss,
 //                              saves parameters / gradients / state;
 //   train mode (--data X.npy): DiT training with diffusion sampling, logs
-//                              and metrics.
+//                              and metrics;
+//   hc-run sample SAMPLER.so:  images from a trained model (sample_mode.cpp).
 // MPI is used when a launcher started the process (mpirun sets
 // OMPI_COMM_WORLD_SIZE); plain `hc-run ...` is one rank without MPI.
 #include "common.h"
@@ -122,6 +123,18 @@ int main(int argc, char **argv) {
   comm->prefix = "hc-run";
   installFailureHandlers(*comm);
 
+  if (argc > 1 && std::strcmp(argv[1], "sample") == 0) {
+    int rc = 2;
+    try {
+      rc = runSampleMode(argc - 1, argv + 1, *comm);
+    } catch (const Error &e) {
+      std::fprintf(stderr, "hc-run: %s\n", e.what());
+      rc = e.code;
+    }
+    std::fflush(stdout);
+    comm->finalize();
+    return rc;
+  }
   Options opt;
   StepLibrary lib;
   Error failure(0, "");
@@ -133,6 +146,9 @@ int main(int argc, char **argv) {
       usageError(bad);
     if (!opt.help)
       lib.load(opt.step);
+    if (!opt.help && lib.desc.raw.value("library", "") == "sampler")
+      usageError(opt.step + " is a sampling library (hc-compile --sampler): "
+                 "run it with `hc-run sample " + opt.step + " --ckpt CKPT`");
   } catch (const Error &e) {
     failure = e;
     failed = true;

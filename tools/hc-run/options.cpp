@@ -19,6 +19,8 @@ const char *usageText() {
                   [--init P] [--save-params F] [--save-grads G] [--save-state S]
                   [--ckpt-dir D [--ckpt-every N] [--ckpt-keep K] [--resume]]
                   [--ema [DECAY]]
+  sampling:   hc-run sample SAMPLER.so --ckpt CKPT [--out GRID.png]
+                  [--save-npy F.npy] ... (hc-run sample --help)
 
 STEP.so is a step library made by hc-compile (its description names the
 inputs, the per-rank batch B and the initial parameters, OUT.init.safetensors

@@ -30,9 +30,7 @@ std::string canonicalOutput(const std::string &p) {
   return realpath(dir.c_str(), resolved) ? std::string(resolved) + "/" + name : p;
 }
 
-struct Named {
-  std::string flag, path;
-};
+using Named = NamedPath;
 
 } // namespace
 
@@ -75,18 +73,7 @@ void checkOutputs(const Options &opt, const StepLibrary &lib, int rank) {
     for (const TensorSpec &in : lib.desc.inputs)
       inputs.push_back({"--inputs", opt.inputs + "/" + in.name + ".npy"});
 
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const Named &o = outputs[i];
-    for (const Named &in : inputs)
-      if (hc::rt::sameFile(o.path, in.path))
-        usageError(o.flag + " " + o.path + " is " + in.flag + " " + in.path +
-                   ": it would be overwritten; choose another file name");
-    for (std::size_t k = 0; k < i; ++k)
-      if (canonicalOutput(o.path) == canonicalOutput(outputs[k].path) ||
-          hc::rt::sameFile(o.path, outputs[k].path))
-        usageError(o.flag + " and " + outputs[k].flag + " both name " + o.path +
-                   ": give each output its own file");
-  }
+  checkOutputsAgainstInputs(outputs, inputs);
   // A checkpoint name in the checkpoint folder would be replaced or pruned.
   if (!opt.ckptDir.empty()) {
     std::string ck = canonicalOutput(opt.ckptDir + "/x");
@@ -98,6 +85,24 @@ void checkOutputs(const Options &opt, const StepLibrary &lib, int rank) {
         usageError(o.flag + " " + o.path + " is a checkpoint name in --ckpt-dir " +
                    opt.ckptDir + ": choose another file name");
     }
+  }
+}
+
+void checkOutputsAgainstInputs(const std::vector<NamedPath> &outputs,
+                               const std::vector<NamedPath> &inputs) {
+  for (const NamedPath &o : outputs)
+    checkOutputPath(o.flag, o.path);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Named &o = outputs[i];
+    for (const Named &in : inputs)
+      if (hc::rt::sameFile(o.path, in.path))
+        usageError(o.flag + " " + o.path + " is " + in.flag + " " + in.path +
+                   ": it would be overwritten; choose another file name");
+    for (std::size_t k = 0; k < i; ++k)
+      if (canonicalOutput(o.path) == canonicalOutput(outputs[k].path) ||
+          hc::rt::sameFile(o.path, outputs[k].path))
+        usageError(o.flag + " and " + outputs[k].flag + " both name " + o.path +
+                   ": give each output its own file");
   }
 }
 

@@ -211,7 +211,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
     error = "the schedule has no buffer plan (hc-plan-buffers did not run)";
     return false;
   }
-  llvm::json::Array inputs, params, state, gradients, buckets;
+  llvm::json::Array inputs, params, state, gradients, buckets, outputs;
   std::map<int64_t, llvm::json::Object> inputByIndex;
   std::string named;
   int lossDesc = -1;
@@ -237,6 +237,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
         StringRef n = *name;
         if (buf.getArena() == "param")
           params.push_back(llvm::json::Object{{"name", n}, {"shape", std::move(shape)}});
+        else if (buf.getArena() == "act")  // a sampler's output
+          outputs.push_back(llvm::json::Object{{"name", n}, {"shape", std::move(shape)}});
         else if (buf.getArena() == "grad") {
           gradients.push_back(n.drop_front(5));
           trainable.insert(n.drop_front(5).str());
@@ -392,6 +394,12 @@ bool Emitter::run(std::string &cpp, std::string &description,
       {"init_file", info.initFile},
       {"init_hash", info.initHash},
       {"dit_config", parse(info.ditConfigJson)}};
+  if (!outputs.empty()) {
+    // A forward-only sampling library: no gradients, no optimizer.
+    desc["library"] = "sampler";
+    desc["outputs"] = std::move(outputs);
+    desc["optimizer"] = nullptr;
+  }
   description = llvm::formatv("{0:2}", llvm::json::Value(std::move(desc))).str();
 
   // ---- the C++ translation unit ----

@@ -231,17 +231,20 @@ std::string optimizerJson(mlir::ModuleOp module, const PipelineOptions &in) {
 bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
                       std::string &error, bool *badInput) {
   PipelineOptions options;
-  if (given.train && !effectiveOptimizer(module, given, options, error)) {
+  if (given.train && !given.sampler &&
+      !effectiveOptimizer(module, given, options, error)) {
     if (badInput)
       *badInput = true;
     return false;
   }
-  if (!given.train)
+  if (!given.train || given.sampler)
     options = given;
   mlir::PassManager pm(module.getContext());
   if (options.fuse)
     addFusionPipeline(pm);
-  if (options.train) {
+  if (options.sampler)
+    pm.addPass(createExtractSampler());
+  if (options.train && !options.sampler) {
     AutodiffOptions ad;
     ad.freeze = options.freeze;
     pm.addPass(createAutodiff(ad));
@@ -274,12 +277,21 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
                                         [&](mlir::Diagnostic &d) {
                                           if (!diagnostics.empty())
                                             diagnostics += "; ";
-                                          diagnostics += d.str();
+                                          std::string text = d.str();
+                                          if (text.rfind("--sampler:", 0) == 0) {
+                                            // Name the ONNX node (the op's location).
+                                            std::string where;
+                                            llvm::raw_string_ostream os(where);
+                                            os << d.getLocation();
+                                            text = os.str() + ": " + text;
+                                          }
+                                          diagnostics += text;
                                           return mlir::success();
                                         });
   if (mlir::failed(pm.run(module))) {
     // The autodiff pass's command-line and model errors, not hc's.
     bool user = diagnostics.find("--freeze ") != std::string::npos ||
+                diagnostics.find("--sampler: ") != std::string::npos ||
                 diagnostics.find("no trainable parameter") != std::string::npos;
     if (badInput)
       *badInput = user;

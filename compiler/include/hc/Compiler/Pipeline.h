@@ -31,6 +31,9 @@ struct PipelineOptions {
   bool fuseGemmEpilogues = false;
   bool train = false; // autodiff + optimizer: the whole training step
   bool schedule = false;  // lower to the schedule level and plan buffers
+  // Forward only (hc-extract-sampler): the model's full output, no loss,
+  // no gradients, no optimizer. Excludes `train`.
+  bool sampler = false;
   // Gradient all-reduce bucket bytes: from the link model (--link), or
   // --bucket-mb. The default link is this project's 2-rank shared-memory
   // measurement (bench/results-allreduce-2rank.txt), giving 1 MiB.

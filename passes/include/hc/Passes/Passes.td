@@ -202,4 +202,24 @@ def VerifyPlan : Pass<"hc-verify-plan", "mlir::ModuleOp"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Sampling
+//===----------------------------------------------------------------------===//
+
+def ExtractSampler : Pass<"hc-extract-sampler", "mlir::ModuleOp"> {
+  let summary = "cuts a DiT training graph at the model's full output";
+  let description = [{
+    Turns the training function (loss first) into the forward pass that a
+    sampler calls: the model output that the loss compares with the `noise`
+    input becomes the only result, named "prediction". Where the loss reads
+    a slice of the output along the channel axis (`out[:, :C]`, DiT with
+    learned sigma), the cut is made before the slice, so the variance
+    channels survive. The loss, the `noise` input and everything only they
+    used are removed; no gradient or optimizer is built afterwards. A graph
+    without a `noise` input, or whose noise is not compared with a tensor
+    shaped like `x_t` (up to the channel count), is refused, naming the op.
+  }];
+  let dependentDialects = ["hc::graph::HCDialect"];
+}
+
 #endif // HC_PASSES

@@ -1,0 +1,137 @@
+// The forward pass a sampler calls, cut out of a DiT training graph.
+//
+// The exported objective is loss = mse(DiT(x_t, t, y)[:, :C], noise). A
+// sampler needs DiT(x_t, t, y) itself, every channel of it: with learned
+// sigma the channels past C hold the variance interpolation that the
+// sampler uses. So the cut is made at the tensor the loss compares with the
+// `noise` input, and before a channel slice of it when there is one.
+#include "StepNames.h"
+#include "hc/Passes/Passes.h"
+
+using namespace mlir;
+using namespace hc::graph;
+
+namespace hc {
+#define GEN_PASS_DEF_EXTRACTSAMPLER
+#include "hc/Passes/Passes.h.inc"
+
+namespace {
+
+BlockArgument inputNamed(func::FuncOp f, StringRef name) {
+  for (BlockArgument a : f.getArguments())
+    if (auto n = f.getArgAttrOfType<StringAttr>(a.getArgNumber(), kInputAttr))
+      if (n.getValue() == name)
+        return a;
+  return nullptr;
+}
+
+// `s` takes channels [0, k) of its input and everything of every other axis.
+bool isLeadingChannelSlice(SliceOp s) {
+  auto in = cast<RankedTensorType>(s.getInput().getType());
+  if (in.getRank() < 2)
+    return false;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    if (s.getStarts()[d] != 0 || s.getSteps()[d] != 1)
+      return false;
+    if (d != 1 && s.getSizes()[d] != in.getDimSize(d))
+      return false;
+  }
+  return true;
+}
+
+LogicalResult extract(func::FuncOp f) {
+  BlockArgument xt = inputNamed(f, "x_t"), noise = inputNamed(f, "noise");
+  if (!xt || !noise)
+    return f.emitError("--sampler: the graph has no '")
+           << (xt ? "noise" : "x_t")
+           << "' input, so it is not a DiT training objective whose model output "
+              "can be found";
+  // The one op that compares the model's output with the noise.
+  SmallVector<Operation *> users;
+  for (Operation &op : f.getBody().front())
+    if (llvm::is_contained(op.getOperands(), noise))
+      users.push_back(&op);
+  if (users.size() > 1)
+    return users[1]->emitError("--sampler: the 'noise' input feeds more than one op ('")
+           << users[0]->getName() << "' and '" << users[1]->getName()
+           << "'); cannot tell which one is the loss";
+  Operation *compare = users.empty() ? nullptr : users[0];
+  if (!compare)
+    return f.emitError("--sampler: the 'noise' input is unused, so no loss compares "
+                       "a model output with it");
+  if (compare->getNumOperands() != 2)
+    return compare->emitError("--sampler: '")
+           << compare->getName()
+           << "' reads the noise but is not a two-operand comparison (mse_loss or sub)";
+  Value other = compare->getOperand(0) == noise ? compare->getOperand(1)
+                                                : compare->getOperand(0);
+  if (other == noise)
+    return compare->emitError("--sampler: the loss compares the noise with itself");
+  Value output = other;
+  if (auto slice = other.getDefiningOp<SliceOp>())
+    if (isLeadingChannelSlice(slice))
+      output = slice.getInput();
+
+  // Shaped like x_t except for the channel count (C, or 2C with sigma).
+  auto want = cast<RankedTensorType>(xt.getType());
+  auto got = dyn_cast<RankedTensorType>(output.getType());
+  bool shaped = got && got.getRank() == want.getRank() && want.getRank() >= 2 &&
+                got.getElementType() == want.getElementType();
+  for (int64_t d = 0; shaped && d < want.getRank(); ++d)
+    shaped = d == 1 ? got.getDimSize(1) % want.getDimSize(1) == 0
+                    : got.getDimSize(d) == want.getDimSize(d);
+  if (!shaped) {
+    Operation *at = output.getDefiningOp() ? output.getDefiningOp() : compare;
+    return at->emitError("--sampler: the tensor the loss compares with the noise is ")
+           << output.getType() << ", not a model output shaped like x_t "
+           << xt.getType() << " (up to a multiple of its channels)";
+  }
+
+  // Return the output alone, then drop what only the loss used.
+  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  ret->setOperands(output);
+  Builder b(f.getContext());
+  f.setFunctionType(b.getFunctionType(f.getArgumentTypes(), {output.getType()}));
+  f->setAttr(kResultNamesAttr, b.getStrArrayAttr({"prediction"}));
+  SmallVector<Operation *> ops;
+  for (Operation &op : f.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty())
+      op->erase();
+  if (!noise.use_empty())
+    return f.emitError("--sampler: the model itself reads the 'noise' input");
+  // Random ops left in the model (a TRAINING-mode export's label dropout)
+  // would drop a sampler's class labels at random.
+  for (Operation &op : f.getBody().front())
+    if (isa<RandomUniformOp>(op))
+      return op.emitError("--sampler: the model draws random numbers (label dropout "
+                          "in the graph?); a sampler must be deterministic: export "
+                          "without graph-level dropout");
+  f.eraseArgument(noise.getArgNumber());
+  return success();
+}
+
+struct ExtractSamplerPass : impl::ExtractSamplerBase<ExtractSamplerPass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> fns;
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (f->hasAttr(kResultNamesAttr))
+        fns.push_back(f);
+    if (fns.size() != 1) {
+      getOperation().emitError("--sampler: expected one training function, found ")
+          << fns.size();
+      return signalPassFailure();
+    }
+    if (resultNames(fns[0]).empty() || resultNames(fns[0]).front() != "loss") {
+      fns[0].emitError("--sampler: the function's first result is not the loss "
+                       "(already a sampler, or a step with gradients?)");
+      return signalPassFailure();
+    }
+    if (failed(extract(fns[0])))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace hc

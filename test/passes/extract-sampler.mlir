@@ -1,0 +1,59 @@
+// RUN: hc-opt %s --hc-extract-sampler -split-input-file | FileCheck %s
+// Refusals: extract-sampler-invalid.mlir.
+
+// Learned sigma: the loss reads channels [0, 2) of a 4-channel output; the
+// cut keeps all 4, and the noise input and the loss are gone.
+// CHECK-LABEL: func.func @learned_sigma
+// CHECK-SAME: (%[[X:.*]]: tensor<2x2x4x4xf32> {hc.input = "x_t"}, %[[P:.*]]: tensor<2x4x4x4xf32> {hc.param = "w"})
+// CHECK-SAME: -> tensor<2x4x4x4xf32> attributes {hc.result_names = ["prediction"]}
+// CHECK-NEXT: %[[C:.*]] = hc.concat %[[X]], %[[X]] {axis = 1 : i64}
+// CHECK-NEXT: %[[O:.*]] = hc.mul %[[C]], %[[P]]
+// CHECK-NEXT: return %[[O]] : tensor<2x4x4x4xf32>
+// CHECK-NEXT: }
+func.func @learned_sigma(%x: tensor<2x2x4x4xf32> {hc.input = "x_t"},
+                         %n: tensor<2x2x4x4xf32> {hc.input = "noise"},
+                         %w: tensor<2x4x4x4xf32> {hc.param = "w"}) -> tensor<f32>
+    attributes {hc.result_names = ["loss"]} {
+  %c = hc.concat %x, %x {axis = 1 : i64} : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %o = hc.mul %c, %w : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %s = hc.slice %o {starts = array<i64: 0, 0, 0, 0>, sizes = array<i64: 2, 2, 4, 4>, steps = array<i64: 1, 1, 1, 1>} : tensor<2x4x4x4xf32> -> tensor<2x2x4x4xf32>
+  %l = hc.mse_loss %s, %n : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// No learned sigma, loss left unfused (sub, mul, mean): the output is the
+// sub's other operand itself.
+// CHECK-LABEL: func.func @unfused
+// CHECK-SAME: (%[[X:.*]]: tensor<2x1x4x4xf32> {hc.input = "x_t"}, %[[W:.*]]: tensor<2x1x4x4xf32> {hc.param = "w"})
+// CHECK-SAME: -> tensor<2x1x4x4xf32>
+// CHECK-NEXT: %[[O:.*]] = hc.mul %[[X]], %[[W]]
+// CHECK-NEXT: return %[[O]] : tensor<2x1x4x4xf32>
+func.func @unfused(%x: tensor<2x1x4x4xf32> {hc.input = "x_t"},
+                   %n: tensor<2x1x4x4xf32> {hc.input = "noise"},
+                   %w: tensor<2x1x4x4xf32> {hc.param = "w"}) -> tensor<f32>
+    attributes {hc.result_names = ["loss"]} {
+  %o = hc.mul %x, %w : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %d = hc.sub %o, %n : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %s = hc.mul %d, %d : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %m = hc.reduce_mean %s {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : tensor<2x1x4x4xf32> -> tensor<f32>
+  return %m : tensor<f32>
+}
+
+// -----
+
+// Near miss: the slice takes channels [1, 3), not a leading slice, so it is
+// not the loss's [:, :C]; the cut stays at the sliced value, which is
+// shaped like x_t and is what the loss compares.
+// CHECK-LABEL: func.func @offset_slice
+// CHECK: %[[S:.*]] = hc.slice
+// CHECK-NEXT: return %[[S]] : tensor<2x2x4x4xf32>
+func.func @offset_slice(%x: tensor<2x2x4x4xf32> {hc.input = "x_t"},
+                        %n: tensor<2x2x4x4xf32> {hc.input = "noise"}) -> tensor<f32>
+    attributes {hc.result_names = ["loss"]} {
+  %c = hc.concat %x, %x {axis = 1 : i64} : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %s = hc.slice %c {starts = array<i64: 0, 1, 0, 0>, sizes = array<i64: 2, 2, 4, 4>, steps = array<i64: 1, 1, 1, 1>} : tensor<2x4x4x4xf32> -> tensor<2x2x4x4xf32>
+  %l = hc.mse_loss %s, %n : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

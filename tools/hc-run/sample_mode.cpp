@@ -1,0 +1,472 @@
+// hc-run sample: images from a trained DiT, as DiT's sample.py makes them.
+//
+// The library is hc-compile --sampler's forward pass (inputs x_t, t, y;
+// output "prediction" = every channel of DiT(x_t, t, y)). Per chunk of
+// images: x_T ~ N(0, I); for each respaced step i = K-1 .. 0 one model call
+// (with guidance: the conditional rows and the same x with the null class
+// in one batch, as forward_with_cfg), then one DDPM or DDIM step
+// (sampling_schedule.h). Random draws are Philox keyed by (seed, step,
+// image index), so an image does not depend on the batch it ran in.
+#include "common.h"
+#include "png.h"
+#include "sampling_schedule.h"
+
+#include "hc/runtime/checkpoint.h"
+#include "hc/runtime/files.h"
+#include "hc/runtime/npy.h"
+#include "hc/runtime/random.h"
+#include "hc/runtime/safetensors.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hcrun {
+namespace {
+
+const char *kSampleUsage = R"(usage: hc-run sample SAMPLER.so --ckpt CKPT.safetensors
+           [--out GRID.png] [--save-npy SAMPLES.npy] [--classes LIST|all]
+           [--per-class N] [--cfg-scale S] [--sampler ddpm|ddim]
+           [--sampling-steps K] [--seed S] [--no-clip] [--progress|--no-progress]
+
+SAMPLER.so comes from `hc-compile dit_train.onnx --sampler --batch B`. Makes
+--per-class images of each class and writes them (at least one of):
+  --out GRID.png      a grid, one row per class in --classes order, labelled
+                      with the class id (grey for 1 channel, colour for 3,
+                      else the first channel)
+  --save-npy F.npy    float32 [N, C, H, W] in the same order, and the class
+                      of each image in F.labels.npy (int64 [N])
+options:
+  --ckpt F            weights: an hc-run checkpoint (its checksum checked) or
+                      any safetensors with the parameters under their
+                      PyTorch names; EMA weights (ema:NAME) are used when
+                      present
+  --classes LIST|all  class ids, e.g. 0,3,7 (default: all)
+  --per-class N       images per class (default 8)
+  --cfg-scale S       classifier-free guidance scale (default 4.0, DiT's);
+                      1 turns guidance off; guidance needs the model's null
+                      class and an even --batch
+  --sampler ddpm|ddim ancestral DDPM (default) or deterministic DDIM (eta 0)
+  --sampling-steps K  DiT's timestep respacing of the 1000 training steps:
+                      K, or sections "K1,K2,..." (default 250)
+  --seed S            seed of every draw (default 0)
+  --no-clip           do not clip x0 predictions to [-1, 1] (DiT does not
+                      clip its latents; pixel data is clipped by default)
+  --progress, --no-progress   a progress bar on stderr (default: when stderr
+                      is a terminal)
+)";
+
+struct SampleOptions {
+  std::string library, ckpt, out, saveNpy, dumpSteps, classes = "all";
+  int64_t perClass = 8;
+  double cfgScale = 4.0;
+  std::string sampler = "ddpm";
+  std::string steps = "250";
+  std::vector<int> sections = {250};
+  uint64_t seed = 0;
+  bool clip = true, help = false;
+  int progress = -1;
+};
+
+// Draw kinds of the sampler (the op id of random.h), apart from training's.
+enum : uint64_t { kDrawInitialNoise = 0x80, kDrawStepNoise = 0x81 };
+
+// N(0, 1) by Box-Muller over a pair of uniforms: element k is the cosine
+// (even k) or sine (odd k) of pair k/2.
+float normalDraw(uint64_t seed, uint64_t step, uint64_t image, uint64_t kind, uint64_t k) {
+  const double u1 = hc::rt::uniform01(seed, step, image, kind, k & ~uint64_t{1});
+  const double u2 = hc::rt::uniform01(seed, step, image, kind, k | 1);
+  const double radius = std::sqrt(-2.0 * std::log(1.0 - u1));  // 1-u1 in (0, 1]
+  const double angle = 6.283185307179586 * u2;
+  return static_cast<float>(radius * (k & 1 ? std::sin(angle) : std::cos(angle)));
+}
+
+int64_t parseInteger(const std::string &flag, const std::string &v, int64_t lo, int64_t hi) {
+  char *end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno || x < lo || x > hi)
+    usageError(flag + " needs an integer in [" + std::to_string(lo) + ", " +
+               std::to_string(hi) + "], got '" + v + "'");
+  return x;
+}
+
+std::vector<int64_t> parseList(const std::string &flag, const std::string &v, int64_t lo,
+                               int64_t hi) {
+  std::vector<int64_t> out;
+  std::size_t start = 0;
+  while (start <= v.size()) {
+    std::size_t comma = v.find(',', start);
+    if (comma == std::string::npos)
+      comma = v.size();
+    out.push_back(parseInteger(flag, v.substr(start, comma - start), lo, hi));
+    start = comma + 1;
+  }
+  return out;
+}
+
+SampleOptions parseSampleOptions(int argc, char **argv) {
+  SampleOptions o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usageError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "--ckpt") {
+      o.ckpt = value();
+    } else if (a == "--out") {
+      o.out = value();
+    } else if (a == "--save-npy") {
+      o.saveNpy = value();
+    } else if (a == "--dump-steps") {  // for test/run/sample_check.py
+      o.dumpSteps = value();
+    } else if (a == "--classes") {
+      o.classes = value();
+    } else if (a == "--per-class") {
+      o.perClass = parseInteger(a, value(), 1, 1 << 20);
+    } else if (a == "--cfg-scale") {
+      std::string v = value();
+      char *end = nullptr;
+      o.cfgScale = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !std::isfinite(o.cfgScale) || o.cfgScale < 0 ||
+          o.cfgScale > 1000)
+        usageError("--cfg-scale needs a number in [0, 1000], got '" + v + "'");
+    } else if (a == "--sampler") {
+      o.sampler = value();
+      if (o.sampler != "ddpm" && o.sampler != "ddim")
+        usageError("--sampler must be ddpm or ddim, got '" + o.sampler + "'");
+    } else if (a == "--sampling-steps") {
+      o.steps = value();
+      o.sections.clear();
+      for (int64_t k : parseList(a, o.steps, 1, 1000))
+        o.sections.push_back(static_cast<int>(k));
+    } else if (a == "--seed") {
+      o.seed = static_cast<uint64_t>(parseInteger(a, value(), 0, INT64_MAX));
+    } else if (a == "--no-clip") {
+      o.clip = false;
+    } else if (a == "--progress" || a == "--no-progress") {
+      o.progress = a == "--progress";
+    } else if (!a.empty() && a[0] == '-') {
+      usageError("sample: unknown flag '" + a + "'");
+    } else if (o.library.empty()) {
+      o.library = a;
+    } else {
+      usageError("sample: more than one library given ('" + o.library + "', '" + a + "')");
+    }
+  }
+  if (o.help)
+    return o;
+  if (o.library.empty())
+    usageError("sample: no sampler library given");
+  if (o.ckpt.empty())
+    usageError("sample: --ckpt is required (the trained weights)");
+  if (o.out.empty() && o.saveNpy.empty() && o.dumpSteps.empty())
+    usageError("sample: nothing to write: give --out GRID.png and/or --save-npy F.npy");
+  return o;
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string labelsPathFor(const std::string &npy) {
+  const std::string ext = ".npy";
+  if (npy.size() > ext.size() && npy.compare(npy.size() - ext.size(), ext.size(), ext) == 0)
+    return npy.substr(0, npy.size() - ext.size()) + ".labels.npy";
+  return npy + ".labels.npy";
+}
+
+// What the sampler needs to know about the model, read off the description.
+struct ModelFacts {
+  int64_t batch = 0, channels = 0, height = 0, width = 0, outChannels = 0;
+  int64_t numClasses = 0, labelRows = 0;
+  bool learnSigma = false, hasNullClass = false;
+};
+
+ModelFacts modelFacts(const StepLibrary &lib) {
+  const Description &d = lib.desc;
+  const std::string &p = lib.path;
+  if (!d.raw.contains("library") || d.raw["library"] != "sampler")
+    usageError(p + " is a training step library; make a sampler with "
+               "`hc-compile MODEL.onnx --sampler -o dit_sample.so`");
+  ModelFacts m;
+  const TensorSpec *xt = d.input("x_t"), *t = d.input("t"), *y = d.input("y");
+  if (!xt || !t || !y || d.inputs.size() != 3 || xt->shape.size() != 4 ||
+      xt->dtype != "F32" || t->dtype != "I64" || y->dtype != "I64")
+    usageError(p + ": a sampler must take x_t (float32 [B,C,H,W]), t and y (int64 [B])");
+  m.batch = xt->shape[0];
+  m.channels = xt->shape[1];
+  m.height = xt->shape[2];
+  m.width = xt->shape[3];
+  const auto &outs = d.raw.value("outputs", nlohmann::json::array());
+  if (outs.size() != 1 || outs[0].value("name", "") != "prediction" ||
+      outs[0]["shape"].size() != 4)
+    usageError(p + ": the description has no 'prediction' output [B,C',H,W]");
+  std::vector<int64_t> shape = outs[0]["shape"].get<std::vector<int64_t>>();
+  m.outChannels = shape[1];
+  if (shape[0] != m.batch || shape[2] != m.height || shape[3] != m.width ||
+      (m.outChannels != m.channels && m.outChannels != 2 * m.channels))
+    usageError(p + ": prediction " + shapeString(shape) + " is neither C nor 2C channels of x_t " +
+               shapeString(xt->shape));
+  m.learnSigma = m.outChannels == 2 * m.channels;
+  const TensorSpec *table = d.labelTable();
+  if (!table)
+    usageError(p + ": the model has no label table (" + Description::kLabelTableSuffix +
+               "): it is not class-conditional");
+  m.labelRows = table->shape[0];
+  m.numClasses = m.labelRows;
+  if (d.ditConfig.is_object() && d.ditConfig.contains("num_classes") &&
+      d.ditConfig["num_classes"].is_number_integer())
+    m.numClasses = d.ditConfig["num_classes"].get<int64_t>();
+  m.hasNullClass = m.labelRows == m.numClasses + 1;
+  return m;
+}
+
+// Parameters from --ckpt into the context: ema:NAME where the file has an
+// EMA, else NAME. Returns whether the EMA was used.
+bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &path) {
+  hc::rt::SafetensorsFile plain, verified;
+  std::string err;
+  if (!plain.open(path, err))
+    usageError("--ckpt " + err);
+  const hc::rt::SafetensorsFile *f = &plain;
+  if (plain.metadata().count("hc.checksum")) {  // an hc-run checkpoint: verify it
+    if (!hc::rt::openCheckpoint(path, verified, err))
+      usageError("--ckpt " + err);
+    f = &verified;
+  }
+  bool ema = false;
+  for (const auto &e : f->entries())
+    ema |= e.name.rfind("ema:", 0) == 0;
+  for (const TensorSpec &p : lib.desc.parameters) {
+    const std::string key = (ema ? "ema:" : "") + p.name;
+    const hc::rt::SafetensorsEntry *e = f->find(key);
+    if (!e)
+      usageError("--ckpt " + path + " has no tensor '" + key + "' (parameter of " +
+                 lib.path + ")");
+    if (e->dtype != "F32" || e->shape != p.shape)
+      usageError("--ckpt " + path + ": '" + key + "' is " + e->dtype + " " +
+                 shapeString(e->shape) + ", the model needs F32 " + shapeString(p.shape));
+    if (lib.api->set_tensor(ctx.handle(), p.name.c_str(), f->data(*e), e->bytes) != 0)
+      throw Error(1, lib.path + ": set_tensor('" + p.name + "') failed");
+  }
+  return ema;
+}
+
+void progressLine(int64_t done, int64_t total, double seconds) {
+  const int width = 30;
+  int filled = static_cast<int>(width * done / total);
+  std::fprintf(stderr, "\rsampling %6lld/%lld model calls [", static_cast<long long>(done),
+               static_cast<long long>(total));
+  for (int i = 0; i < width; ++i)
+    std::fputc(i < filled ? '=' : (i == filled ? '>' : ' '), stderr);
+  std::fprintf(stderr, "] %.1f s\033[K", seconds);
+  std::fflush(stderr);
+}
+
+void writeNpyOrFail(const std::string &path, const std::string &dtype,
+                    const std::vector<int64_t> &shape, const void *data) {
+  std::string err;
+  if (!hc::rt::writeNpy(path, dtype, shape, data, err))
+    throw Error(1, err);
+}
+
+} // namespace
+
+int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
+  SampleOptions o = parseSampleOptions(argc, argv);
+  if (o.help) {
+    std::fputs(kSampleUsage, stdout);
+    return 0;
+  }
+  if (comm.size() != 1)
+    usageError("sample runs on one process; start it without mpirun");
+  StepLibrary lib;
+  lib.load(o.library);
+  const ModelFacts m = modelFacts(lib);
+
+  std::vector<int64_t> classes;
+  if (o.classes == "all")
+    for (int64_t c = 0; c < m.numClasses; ++c)
+      classes.push_back(c);
+  else
+    classes = parseList("--classes", o.classes, 0, m.numClasses - 1);
+  const bool guided = o.cfgScale != 1.0;
+  if (guided && !m.hasNullClass)
+    usageError("--cfg-scale " + number(o.cfgScale) + " needs the null class, but " +
+               lib.path + "'s label table has " + std::to_string(m.labelRows) + " rows for " +
+               std::to_string(m.numClasses) +
+               " classes (exported with --class-dropout-prob 0?); use --cfg-scale 1");
+  if (guided && m.batch % 2)
+    usageError("--cfg-scale " + number(o.cfgScale) + " runs the conditional and "
+               "null-class halves in one batch, so the library's batch must be even, not " +
+               std::to_string(m.batch) + " (hc-compile --sampler --batch)");
+  std::string err;
+  std::vector<int> visited = spaceTimesteps(1000, o.sections, err);
+  if (visited.empty())
+    usageError("--sampling-steps " + o.steps + ": " + err);
+  if (visited.size() < 2)
+    usageError("--sampling-steps " + o.steps + " visits one timestep; at least 2 are needed");
+  const SamplingSchedule sched = respacedSchedule(visited);
+  const int K = sched.size();
+
+  // Outputs never replace an input (or each other).
+  std::vector<NamedPath> outputs, inputs = {{"the sampler library", lib.path},
+                                            {"--ckpt", o.ckpt},
+                                            {"the initial parameters", lib.initPath("")}};
+  if (!o.out.empty())
+    outputs.push_back({"--out", o.out});
+  if (!o.saveNpy.empty()) {
+    outputs.push_back({"--save-npy", o.saveNpy});
+    outputs.push_back({"--save-npy's labels", labelsPathFor(o.saveNpy)});
+  }
+  checkOutputsAgainstInputs(outputs, inputs);
+
+  const int64_t perCall = guided ? m.batch / 2 : m.batch;
+  const int64_t N = static_cast<int64_t>(classes.size()) * o.perClass;
+  const int64_t D = m.channels * m.height * m.width, plane = m.height * m.width;
+  const int64_t outD = m.outChannels * plane;
+  if (!o.dumpSteps.empty() && N > perCall)
+    usageError("--dump-steps needs every image in one model call (" + std::to_string(N) +
+               " images, " + std::to_string(perCall) + " per call)");
+
+  StepContext ctx(lib, comm);
+  const bool ema = loadWeights(lib, ctx, o.ckpt);
+  std::printf("hc-run sample: %lld images (%zu classes x %lld) from %s (%s weights), "
+              "%s, %d steps of 1000, cfg scale %g, seed %llu, %lld images per call\n",
+              static_cast<long long>(N), classes.size(), static_cast<long long>(o.perClass),
+              o.ckpt.c_str(), ema ? "EMA" : "raw", o.sampler.c_str(), K, o.cfgScale,
+              static_cast<unsigned long long>(o.seed), static_cast<long long>(perCall));
+  std::fflush(stdout);
+
+  std::vector<float> samples(static_cast<std::size_t>(N * D));
+  std::vector<int64_t> labels(static_cast<std::size_t>(N));
+  for (int64_t k = 0; k < N; ++k)
+    labels[k] = classes[k / o.perClass];
+  std::vector<float> xt(m.batch * D), pred(m.batch * outD);
+  std::vector<int64_t> tIn(m.batch), yIn(m.batch);
+  const void *in[3] = {xt.data(), tIn.data(), yIn.data()};
+  // --dump-steps: x before every step and after the last, raw model outputs,
+  // step noise, timesteps and labels fed (one chunk only).
+  std::vector<float> dumpX, dumpPred, dumpNoise;
+  std::vector<int64_t> dumpT;
+
+  const bool bar = o.progress == 1 || (o.progress == -1 && isatty(STDERR_FILENO));
+  const int64_t chunks = (N + perCall - 1) / perCall, calls = chunks * K;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  double lastDrawn = -1.0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t first = c * perCall, n = std::min(perCall, N - first);
+    float *x = samples.data() + first * D;  // the chunk's images, updated in place
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t e = 0; e < D; ++e)
+        x[j * D + e] = normalDraw(o.seed, 0, first + j, kDrawInitialNoise, e);
+    // Rows past n (a short last chunk) run on zeros and are ignored.
+    std::fill(xt.begin(), xt.end(), 0.0f);
+    for (int64_t j = 0; j < perCall; ++j) {
+      yIn[j] = j < n ? labels[first + j] : 0;
+      if (guided)
+        yIn[perCall + j] = m.numClasses;  // the null class
+    }
+    for (int i = K - 1; i >= 0; --i) {
+      for (int64_t j = 0; j < n; ++j) {
+        std::copy(x + j * D, x + (j + 1) * D, xt.begin() + j * D);
+        if (guided)
+          std::copy(x + j * D, x + (j + 1) * D, xt.begin() + (perCall + j) * D);
+      }
+      std::fill(tIn.begin(), tIn.end(), sched.timestepMap[i]);
+      ctx.step(in, K - 1 - i);
+      if (lib.api->get_tensor(ctx.handle(), "prediction", pred.data(),
+                              pred.size() * sizeof(float)) != 0)
+        throw Error(1, lib.path + ": get_tensor('prediction') failed");
+      if (!o.dumpSteps.empty()) {
+        dumpT.push_back(sched.timestepMap[i]);
+        dumpX.insert(dumpX.end(), x, x + n * D);
+        dumpPred.insert(dumpPred.end(), pred.begin(), pred.end());
+      }
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t e = 0; e < D; ++e) {
+          const int64_t ch = e / plane, at = e % plane;
+          const float *cond = pred.data() + j * outD, *uncond = cond + perCall * outD;
+          StepElement s;
+          s.x = x[j * D + e];
+          s.eps = guided ? guidedEps(cond[ch * plane + at], uncond[ch * plane + at], o.cfgScale)
+                         : cond[ch * plane + at];
+          s.hasVar = m.learnSigma;  // the conditional rows' variance, as DiT
+          s.var = m.learnSigma ? cond[(m.channels + ch) * plane + at] : 0.0;
+          const bool noisy = o.sampler == "ddpm" && i > 0;
+          s.noise = noisy ? normalDraw(o.seed, static_cast<uint64_t>(i), first + j,
+                                       kDrawStepNoise, e)
+                          : 0.0;
+          if (!o.dumpSteps.empty())
+            dumpNoise.push_back(static_cast<float>(s.noise));
+          const double next = o.sampler == "ddpm" ? ddpmStep(sched, i, s, o.clip)
+                                                  : ddimStep(sched, i, s, o.clip);
+          x[j * D + e] = static_cast<float>(next);
+        }
+      const int64_t done = c * K + (K - i);
+      if (bar && (done == calls || seconds() - lastDrawn >= 0.1)) {  // ~10 redraws/s
+        progressLine(done, calls, seconds());
+        lastDrawn = seconds();
+      }
+    }
+    if (!o.dumpSteps.empty())
+      dumpX.insert(dumpX.end(), x, x + n * D);
+  }
+  if (bar)
+    std::fputc('\n', stderr);
+  for (float v : samples)
+    if (!std::isfinite(v))
+      throw Error(1, "a sample holds a non-finite value; nothing written");
+
+  const std::vector<int64_t> image = {m.channels, m.height, m.width};
+  if (!o.dumpSteps.empty()) {
+    const std::string &dir = o.dumpSteps;
+    auto shaped = [&](int64_t lead, int64_t rows, const std::vector<int64_t> &tail) {
+      std::vector<int64_t> s = {lead, rows};
+      s.insert(s.end(), tail.begin(), tail.end());
+      return s;
+    };
+    writeNpyOrFail(dir + "/x.npy", "f4", shaped(K + 1, N, image), dumpX.data());
+    writeNpyOrFail(dir + "/model_out.npy", "f4",
+                   shaped(K, m.batch, {m.outChannels, m.height, m.width}), dumpPred.data());
+    writeNpyOrFail(dir + "/noise.npy", "f4", shaped(K, N, image), dumpNoise.data());
+    writeNpyOrFail(dir + "/t.npy", "i8", {K}, dumpT.data());
+    writeNpyOrFail(dir + "/y.npy", "i8", {m.batch}, yIn.data());
+  }
+  if (!o.saveNpy.empty()) {
+    std::vector<int64_t> shape = {N, m.channels, m.height, m.width};
+    writeNpyOrFail(o.saveNpy, "f4", shape, samples.data());
+    writeNpyOrFail(labelsPathFor(o.saveNpy), "i8", {N}, labels.data());
+    std::printf("samples: %s (labels %s)\n", o.saveNpy.c_str(), labelsPathFor(o.saveNpy).c_str());
+  }
+  if (!o.out.empty()) {
+    Image grid = labelledGrid(samples.data(), classes, static_cast<int>(o.perClass),
+                              static_cast<int>(m.channels), static_cast<int>(m.height),
+                              static_cast<int>(m.width));
+    if (!writePng(o.out, grid, err))
+      throw Error(1, err);
+    std::printf("grid: %s (%d x %d, one row per class)\n", o.out.c_str(), grid.width,
+                grid.height);
+  }
+  std::printf("done: %lld model calls in %.1f s\n", static_cast<long long>(calls), seconds());
+  return 0;
+}
+
+} // namespace hcrun
