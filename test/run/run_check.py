@@ -98,7 +98,7 @@ def uniform01(seed, step, sample, op, element):
     return (b[0] >> 8) * (1.0 / 16777216.0)
 
 
-OP_PERM, OP_T, OP_EPS, OP_DROP = 0x70, 0x71, 0x72, 0x73
+OP_PERM, OP_T, OP_EPS, OP_DROP, OP_FLIP = 0x70, 0x71, 0x72, 0x73, 0x74
 
 
 def permutation(seed, epoch, n):
@@ -114,9 +114,10 @@ def permutation(seed, epoch, n):
 SQRT_AB, SQRT_1MAB = diffusion.q_coefficients()
 
 
-def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class):
+def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class, hflip=False, flips=None):
     """Global batch of step `step` (0-based): x_t, t, y, eps as hc-run must
-    make them."""
+    make them. hflip: --hflip's mirror of x0 along its last axis when the
+    sample's draw is below 1/2 (each decision appended to `flips`)."""
     n, d = images.shape[0], images[0].size
     per_epoch = (n // gbatch) * gbatch
     xs, ts, ys, es = [], [], [], []
@@ -132,7 +133,11 @@ def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class):
             eps[k] = np.float32(rad * math.cos(2 * math.pi * u2))
             if k + 1 < d:
                 eps[k + 1] = np.float32(rad * math.sin(2 * math.pi * u2))
-        x0 = images[row].reshape(d)
+        x0 = images[row]
+        flip = hflip and uniform01(seed, step, g, OP_FLIP, 0) < 0.5
+        if flips is not None:
+            flips.append(flip)
+        x0 = (x0[..., ::-1] if flip else x0).reshape(d)
         xt = np.float32(SQRT_AB[t]) * x0 + np.float32(SQRT_1MAB[t]) * eps
         y = int(labels[row])
         if drop_p > 0 and uniform01(seed, step, g, OP_DROP, 0) < drop_p:
@@ -352,12 +357,12 @@ LOG = re.compile(r"^\(step=(\d{7})\) Train Loss: (\d+\.\d{4}), Train Steps/Sec: 
 STEPS, SEED, EVERY = 7, 5, 3
 
 
-def train_run(env, so, np_, tag):
+def train_run(env, so, np_, tag, extra=()):
     dump = env.path("dump." + tag)
     os.makedirs(dump)
     p = env.ok([so, "--data", "data.npy", "--labels", "labels.npy", "--steps", str(STEPS), "--seed", str(SEED),
                 "--log-every", str(EVERY), "--metrics", "m.%s.jsonl" % tag,
-                "--save-params", "p.%s.{rank}.safetensors" % tag], np_=np_,
+                "--save-params", "p.%s.{rank}.safetensors" % tag] + list(extra), np_=np_,
                env={"HC_TOY_DUMP_DIR": dump})
     return p, dump
 
@@ -419,6 +424,37 @@ def case_train_np2(env):
           "logged losses %s vs %s; -np 2 stdout: %r" % (l1, l2, p2.stdout[-600:]))
     print("train np2 vs np1: every step's global batch bit-identical, params within %.2e, ranks bit-identical"
           % perr)
+
+
+def case_train_hflip(env):
+    """--hflip: every step's global batch is the spec's (x0 mirrored where the
+    sample's own draw says so), the same at -np 1 and -np 2; some samples are
+    mirrored and some not, so the test cannot pass with the flag ignored."""
+    images, labels = make_data(env)
+    train_run(env, "toy_b4.so", None, "np1", ["--hflip"])
+    train_run(env, "toy_b2.so", 2, "np2", ["--hflip"])
+    flips = []
+    for s in range(STEPS):
+        want = sample_batch(SEED, s, images, labels, 4, 0.1, K, hflip=True, flips=flips)
+        got1 = read_dump(os.path.join(env.path("dump.np1"), "r0_s%d.bin" % (s + 1)), 4)
+        halves = [read_dump(os.path.join(env.path("dump.np2"), "r%d_s%d.bin" % (r, s + 1)), 2) for r in (0, 1)]
+        for k in range(4):
+            check(np.array_equal(got1[k], want[k]), "step %d: input %d differs from the spec" % (s + 1, k))
+            check(np.array_equal(got1[k], np.concatenate([halves[0][k], halves[1][k]])),
+                  "step %d: input %d differs between np1 and np2" % (s + 1, k))
+    check(0 < sum(flips) < len(flips), "flips %s: all or none" % flips)
+    plain = sample_batch(SEED, 0, images, labels, 4, 0.1, K)
+    first = read_dump(os.path.join(env.path("dump.np1"), "r0_s1.bin"), 4)
+    check(not np.array_equal(first[0], plain[0]) or not any(flips[:4]), "step 1 equals the unflipped batch")
+    # A resume must keep the augmentation: a checkpoint records it.
+    env.ok(["toy_b4.so", "--data", "data.npy", "--labels", "labels.npy", "--steps", "2", "--hflip",
+            "--ckpt-dir", "ck"])
+    p = env.run(["toy_b4.so", "--data", "data.npy", "--labels", "labels.npy", "--steps", "3",
+                 "--ckpt-dir", "ck", "--resume"])
+    check(p.returncode == 2 and "--hflip missing" in p.stderr, "resume without --hflip: exit %d %r"
+          % (p.returncode, p.stderr))
+    print("--hflip: %d of %d samples mirrored, every global batch bit-identical to the spec at np 1 and np 2; "
+          "a resume without it is refused" % (sum(flips), len(flips)))
 
 
 def case_bad_data(env):
@@ -501,6 +537,7 @@ CASES = {
     "bad-input": case_bad_input,
     "train": case_train,
     "train-np2": case_train_np2,
+    "train-hflip": case_train_hflip,
     "bad-data": case_bad_data,
     "nonfinite": case_nonfinite,
     "rank-failure-error": lambda e: rank_failure(e, "error"),

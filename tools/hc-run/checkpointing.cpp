@@ -280,6 +280,15 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
     usageError("--seed " + std::to_string(opt_.seed) + " differs from the seed " +
                std::to_string(seed) + " of " + path +
                " (noise and data order would change; omit --seed)");
+  // Checkpoints from before --hflip have no hc.augment: they trained
+  // without it.
+  const std::string augment = md.count("hc.augment")
+                                  ? md.at("hc.augment")
+                                  : std::string("none");
+  if (augment != (opt_.hflip ? "hflip" : "none"))
+    usageError(std::string(opt_.hflip ? "--hflip given, but " : "--hflip missing: ") +
+               path + " was trained with augmentation '" + augment +
+               "' (resume with the same augmentation)");
   const std::string emaText = get("hc.ema_decay");
   double ema = emaText == "none" ? -1 : std::strtod(emaText.c_str(), nullptr);
   if (opt_.emaDecay >= 0 && ema < 0)
@@ -389,6 +398,7 @@ Checkpointer::metadata(const Ema &ema, int64_t step, uint64_t seed) const {
       {"hc.labels", data_.labels},
       {"hc.epoch", std::to_string(perEpoch > 0 ? step / perEpoch : 0)},
       {"hc.ema_decay", decayText(ema.on() ? ema.decay : -1)},
+      {"hc.augment", opt_.hflip ? "hflip" : "none"},
       {"hc.rng", "philox4x32-10 keyed by (seed, step, global sample, draw "
                  "kind); no other random state"},
       {"hc.data_order", "per epoch a Philox(seed, epoch) permutation of the "

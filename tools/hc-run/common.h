@@ -47,6 +47,7 @@ struct Options {
   int64_t commCores = 0;      // --comm-cores: cores per rank for comm progress
   std::string profile;        // --profile FILE (profile.h)
   bool seedSeen = false;      // --seed given (a resume checks it)
+  bool hflip = false;         // --hflip: DiT's random horizontal flip
   bool help = false;
   bool trainMode() const { return !data.empty(); }
 };

@@ -167,9 +167,11 @@ DiffusionSchedule::DiffusionSchedule() {
 
 Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                   uint64_t g, const float *x0, std::size_t d, int64_t label,
-                  double dropProb, int64_t nullClass, float *xt, float *eps) {
+                  double dropProb, int64_t nullClass, float *xt, float *eps,
+                  std::size_t flipWidth) {
   using hc::rt::uniform01;
   Sample s;
+  s.flipped = flipWidth > 0 && uniform01(seed, step, g, kDrawFlip, 0) < 0.5;
   s.t = static_cast<int64_t>(uniform01(seed, step, g, kDrawTimestep, 0) *
                              DiffusionSchedule::kSteps);
   if (s.t >= DiffusionSchedule::kSteps)
@@ -186,7 +188,11 @@ Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
   const float a = static_cast<float>(sched.sqrtAb[s.t]);
   const float b = static_cast<float>(sched.sqrtOneMinusAb[s.t]);
   for (std::size_t i = 0; i < d; ++i) {
-    float ax = a * x0[i];
+    // element i of the (maybe mirrored) image: column c of its row from
+    // column flipWidth - 1 - c
+    const std::size_t src =
+        s.flipped ? i - i % flipWidth + (flipWidth - 1 - i % flipWidth) : i;
+    float ax = a * x0[src];
     float be = b * eps[i];
     xt[i] = ax + be;
   }

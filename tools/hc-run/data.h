@@ -57,6 +57,7 @@ enum DrawKind : uint64_t {
   kDrawTimestep = 0x71,
   kDrawNoise = 0x72,
   kDrawLabelDrop = 0x73,
+  kDrawFlip = 0x74,
 };
 
 // Which data row the global sample g (0 <= g < globalBatch) of step s reads:
@@ -90,13 +91,18 @@ struct DiffusionSchedule {
 // One training sample from clean x0 [D]: t ~ U{0..999}, eps ~ N(0,1) (Box-
 // Muller over uniform pairs), x_t = sqrt(ab_t) x0 + sqrt(1-ab_t) eps with the
 // coefficients rounded to float first; y = label, or `nullClass` with
-// probability dropProb. Keyed by (seed, step, global sample g).
+// probability dropProb. Keyed by (seed, step, global sample g). With
+// flipWidth > 0, x0 (rows of flipWidth values, the image's last axis) is
+// first mirrored left-right when a draw is below 1/2 (DiT's
+// RandomHorizontalFlip); the result says whether it was.
 struct Sample {
   int64_t t, y;
+  bool flipped = false;
 };
 Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                   uint64_t g, const float *x0, std::size_t d, int64_t label,
-                  double dropProb, int64_t nullClass, float *xt, float *eps);
+                  double dropProb, int64_t nullClass, float *xt, float *eps,
+                  std::size_t flipWidth = 0);
 
 } // namespace hcrun
 

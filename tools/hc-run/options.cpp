@@ -39,6 +39,12 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     sample unlabelled, i.e. the null class)
   --steps N         steps to run (required)
   --seed S          train-mode seed (default 0)
+  --hflip           DiT's random horizontal flip: each sample's image is
+                    mirrored left-right with probability 1/2, drawn like t
+                    and eps (keyed by seed, step, global sample), so it is
+                    the same at any rank count. Off by default: on data
+                    where a mirror changes the meaning (text, maps, some
+                    remote-sensing bands) it teaches the wrong thing.
   --log-every N     log line every N steps (default 100)
   --metrics FILE    JSON lines {step, loss, steps_per_sec, img_per_sec,
                     gflops, peak_rss_mb, wall_s} at each log line
@@ -157,6 +163,9 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--seed") {
       o.seed = static_cast<uint64_t>(parseInt(a, next(), 0, "a seed"));
       o.seedSeen = true;
+      trainOnly.push_back(a);
+    } else if (a == "--hflip") {
+      o.hflip = true;
       trainOnly.push_back(a);
     } else if (a == "--log-every") {
       o.logEvery = parseInt(a, next(), 1, "a step interval");

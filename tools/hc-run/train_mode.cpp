@@ -329,7 +329,9 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       Sample smp = makeSample(sched, seed, static_cast<uint64_t>(s),
                               static_cast<uint64_t>(g), x0, D, label,
                               opt.labels.empty() ? 0.0 : plan.dropProb,
-                              plan.nullClass, &xt[b * D], &noise[b * D]);
+                              plan.nullClass, &xt[b * D], &noise[b * D],
+                              opt.hflip ? static_cast<std::size_t>(plan.chw.back())
+                                        : 0);
       t64[b] = smp.t;
       t32[b] = static_cast<int32_t>(smp.t);
       y64[b] = smp.y;
