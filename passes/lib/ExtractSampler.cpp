@@ -114,21 +114,15 @@ LogicalResult extract(func::FuncOp f) {
 
 struct ExtractSamplerPass : impl::ExtractSamplerBase<ExtractSamplerPass> {
   void runOnOperation() override {
-    SmallVector<func::FuncOp> fns;
-    for (auto f : getOperation().getOps<func::FuncOp>())
-      if (f->hasAttr(kResultNamesAttr))
-        fns.push_back(f);
-    if (fns.size() != 1) {
-      getOperation().emitError("--sampler: expected one training function, found ")
-          << fns.size();
+    func::FuncOp fn = trainingFunction(getOperation(), "--sampler: ");
+    if (!fn)
+      return signalPassFailure();
+    if (resultNames(fn).empty() || resultNames(fn).front() != "loss") {
+      fn.emitError("--sampler: the function's first result is not the loss "
+                   "(already a sampler, or a step with gradients?)");
       return signalPassFailure();
     }
-    if (resultNames(fns[0]).empty() || resultNames(fns[0]).front() != "loss") {
-      fns[0].emitError("--sampler: the function's first result is not the loss "
-                       "(already a sampler, or a step with gradients?)");
-      return signalPassFailure();
-    }
-    if (failed(extract(fns[0])))
+    if (failed(extract(fn)))
       signalPassFailure();
   }
 };

@@ -412,16 +412,10 @@ LogicalResult Lowering::run() {
 struct LowerToSchedulePass : impl::LowerToScheduleBase<LowerToSchedulePass> {
   using LowerToScheduleBase::LowerToScheduleBase;
   void runOnOperation() override {
-    SmallVector<func::FuncOp> fns;
-    for (auto f : getOperation().getOps<func::FuncOp>())
-      if (f->hasAttr(kResultNamesAttr))
-        fns.push_back(f);
-    if (fns.size() != 1) {
-      getOperation().emitError("expected one training function, found ")
-          << fns.size();
+    func::FuncOp fn = trainingFunction(getOperation(), "");
+    if (!fn)
       return signalPassFailure();
-    }
-    if (failed(Lowering(fns[0], bucketBytes).run()))
+    if (failed(Lowering(fn, bucketBytes).run()))
       signalPassFailure();
   }
 };

@@ -6,6 +6,7 @@
 #include "hc/Graph/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include <string>
 
@@ -26,6 +27,20 @@ inline constexpr const char *kAdamSecond = "adam.H:";
 
 inline std::string gradResultName(llvm::StringRef param) {
   return "grad:" + param.str();
+}
+
+// The module's one training function (the one with hc.result_names), or
+// null after an error on the module naming what was found; `what` prefixes
+// the message.
+inline mlir::func::FuncOp trainingFunction(mlir::ModuleOp m, llvm::StringRef what) {
+  llvm::SmallVector<mlir::func::FuncOp> fns;
+  for (auto f : m.getOps<mlir::func::FuncOp>())
+    if (f->hasAttr(graph::kResultNamesAttr))
+      fns.push_back(f);
+  if (fns.size() == 1)
+    return fns[0];
+  m.emitError(what) << "expected one training function, found " << fns.size();
+  return {};
 }
 
 // The function's result names (hc.result_names) as strings.
