@@ -11,11 +11,14 @@ image x0 as follows:
   y    -> NUM_CLASSES (the null class) with probability 0.1 (label dropout,
           for classifier-free guidance)
   loss = mean((DiT(x_t, t, y)[:, :C] - eps)^2)          (the target is eps)
+         [+ mean(vlb_terms(...)) with --objective mse+vlb]
 
 with betas = linspace(1e-4, 0.02, 1000) in float64 and
 ab_t = alphas_cumprod[t] = prod_{s<=t} (1 - beta_s). With learn_sigma DiT
-also trains the variance through a VLB term; hc (and train_torch.py) keep
-the MSE term only, which is what the exported graph computes.
+also trains the variance through the variational bound (improved DDPM's
+hybrid objective): export_dit.py --objective mse+vlb adds vlb_terms below to
+the exported loss, with the mean stopped (hc::StopGradient). The default
+objective, and train_torch.py, keep the MSE term only.
 
 The functions take numpy arrays or torch tensors. Random draws are made by
 the caller's generator (numpy Generator or torch.Generator) so each trainer
@@ -23,6 +26,8 @@ keeps its own reproducible stream; hc-run uses a counter-based RNG keyed by
 (seed, step, global sample index) instead, so its draws differ from these
 but follow the same distributions.
 """
+
+import math
 
 import numpy as np
 
@@ -84,6 +89,74 @@ def q_sample(x0, t, eps, sqrt_ab=None, sqrt_one_minus_ab=None):
     a = _extract(sa, t, x0.ndim, x0)
     b = _extract(s1, t, x0.ndim, x0)
     return a * x0 + b * eps
+
+
+def vlb_tables(betas=None):
+    """float64 [T] tables the variational bound needs, as improved DDPM
+    defines them: the clipped posterior log-variance (its t = 0 entry is
+    t = 1's, the true one being 0), log(beta), sqrt(1/ab), sqrt(1/ab - 1) and
+    the posterior mean's coefficients of x0 and x_t."""
+    b = linear_betas() if betas is None else np.asarray(betas, dtype=np.float64)
+    ab = np.cumprod(1.0 - b)
+    ab_prev = np.append(1.0, ab[:-1])
+    post_var = b * (1.0 - ab_prev) / (1.0 - ab)
+    return {
+        "post_log_var": np.log(np.append(post_var[1], post_var[1:])),
+        "log_beta": np.log(b),
+        "sqrt_recip_ab": np.sqrt(1.0 / ab),
+        "sqrt_recipm1_ab": np.sqrt(1.0 / ab - 1.0),
+        "mean_coef_x0": b * np.sqrt(ab_prev) / (1.0 - ab),
+        "mean_coef_xt": (1.0 - ab_prev) * np.sqrt(1.0 - b) / (1.0 - ab),
+    }
+
+
+_VLB = None
+
+
+def vlb_terms(eps, var_values, x0, x_t, t):
+    """Per-sample variational-bound term in bits, [B] (torch, exportable).
+
+    eps: the model's eps prediction, already stopped (no gradient reaches the
+    mean through this term); var_values: the other C channels, v in [-1, 1]
+    mixing log(beta_t) and the clipped posterior log-variance; x0 the clean
+    sample in [-1, 1]; x_t = q_sample(x0, t, eps_true). For t > 0 the KL of
+    the true posterior q(x_{t-1}|x_t, x0) from the model's p(x_{t-1}|x_t);
+    at t = 0 the discretized-Gaussian decoder NLL of x0 (256 bins over
+    [-1, 1]). The tables enter the graph as float constants gathered by t."""
+    import torch
+    global _VLB
+    if _VLB is None:
+        _VLB = vlb_tables()
+
+    def at(name):
+        return torch.tensor(_VLB[name], dtype=x_t.dtype)[t].reshape(-1, 1, 1, 1)
+
+    min_log, max_log = at("post_log_var"), at("log_beta")
+    frac = (var_values + 1.0) / 2.0
+    log_var = frac * max_log + (1.0 - frac) * min_log
+    x0_pred = at("sqrt_recip_ab") * x_t - at("sqrt_recipm1_ab") * eps
+    c0, ct = at("mean_coef_x0"), at("mean_coef_xt")
+    mean = c0 * x0_pred + ct * x_t
+    true_mean = c0 * x0 + ct * x_t
+    kl = 0.5 * (-1.0 + log_var - min_log + torch.exp(min_log - log_var)
+                + (true_mean - mean) ** 2 * torch.exp(-log_var))
+    # decoder NLL: bin [x0 - 1/255, x0 + 1/255] under N(mean, exp(log_var)),
+    # the outermost bins open-ended; DiT's tanh approximation of the CDF
+    inv_std = torch.exp(-0.5 * log_var)
+    centered = x0 - mean
+
+    def cdf(z):
+        return 0.5 * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z ** 3)))
+
+    cdf_plus = cdf(inv_std * (centered + 1.0 / 255.0))
+    cdf_min = cdf(inv_std * (centered - 1.0 / 255.0))
+    log_cdf_plus = torch.log(torch.clamp(cdf_plus, min=1e-12))
+    log_one_minus_cdf_min = torch.log(torch.clamp(1.0 - cdf_min, min=1e-12))
+    log_delta = torch.log(torch.clamp(cdf_plus - cdf_min, min=1e-12))
+    log_probs = torch.where(x0 < -0.999, log_cdf_plus,
+                            torch.where(x0 > 0.999, log_one_minus_cdf_min, log_delta))
+    per_sample = lambda v: v.mean(dim=(1, 2, 3)) / math.log(2.0)  # noqa: E731
+    return torch.where(t == 0, per_sample(-log_probs), per_sample(kl))
 
 
 def sample_timesteps(batch, generator, num_timesteps=NUM_TIMESTEPS):

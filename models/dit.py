@@ -379,24 +379,62 @@ class DiT(nn.Module):
         return self.unpatchify(x)
 
 
+class StopGradient(torch.autograd.Function):
+    """`.detach()` that survives ONNX export. torch.onnx drops aten::detach
+    (the graph would then train the mean through the VLB term), so this
+    exports as hc's own op hc::StopGradient (domain "hc", version 1):
+    identity forward, no gradient backward (docs/input-format.md)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+    @staticmethod
+    def symbolic(g, x):
+        return g.op("hc::StopGradient", x).setType(x.type())
+
+
+OBJECTIVES = ("mse", "mse+vlb")
+
+
 class DiTLoss(nn.Module):
-    """Training objective as exported: loss = mean((DiT(x_t,t,y)[:, :C] - noise)^2).
+    """Training objective as exported.
+
+    objective "mse": loss = mean((DiT(x_t,t,y)[:, :C] - noise)^2), inputs
+    (x_t, t, y, noise). "mse+vlb" (learn_sigma only): DiT's full objective,
+    the MSE plus the variational bound on the learned variance with the mean
+    stopped (diffusion.vlb_terms), averaged over the batch; a fifth input
+    x_start (the clean sample x_t was made from) feeds the bound.
 
     The squared error is written out (aten::mse_loss has no ONNX exporter in
     torch 1.13). With with_output=True, forward returns (loss, prediction),
     prediction being the full DiT output [B, out_channels, H, W]."""
 
-    def __init__(self, dit, in_channels=None, with_output=False):
+    def __init__(self, dit, in_channels=None, with_output=False, objective="mse"):
         super().__init__()
+        if objective not in OBJECTIVES:
+            raise ValueError("unknown objective %r (expected %s)" % (objective, " or ".join(OBJECTIVES)))
+        if objective != "mse" and not dit.learn_sigma:
+            raise ValueError("objective %s trains the variance: it needs learn_sigma" % objective)
         self.dit = dit
         self.in_channels = dit.in_channels if in_channels is None else in_channels
         self.with_output = with_output
+        self.objective = objective
 
-    def forward(self, x_t, t, y, noise):
+    def forward(self, x_t, t, y, noise, x_start=None):
         out = self.dit(x_t, t, y)
         eps = out[:, :self.in_channels]
         diff = eps - noise
         loss = (diff * diff).mean()
+        if self.objective == "mse+vlb":
+            import diffusion
+            vb = diffusion.vlb_terms(StopGradient.apply(eps), out[:, self.in_channels:],
+                                     x_start, x_t, t)
+            loss = loss + vb.mean()
         if self.with_output:
             return loss, out
         return loss

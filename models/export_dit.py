@@ -1,18 +1,20 @@
 #!/usr/bin/env -S /usr/bin/python3
-"""Export a DiT training objective (loss = mse(DiT(x_t, t, y), noise)) to ONNX.
+"""Export a DiT training objective (loss = mse(DiT(x_t, t, y), noise)
+[+ the variational bound]) to ONNX.
 
 usage: /usr/bin/python3 models/export_dit.py --model DiT-S/2|tiny|...
            [--image-size 32] [--in-channels 4] [--num-classes 1000]
            [--learn-sigma|--no-learn-sigma] [--opset 13|17] [--batch 2]
            [--dynamic-batch] [--init default|random] [--seed 0]
            [--with-output] [--class-dropout-prob 0.1] [--external-data|--no-external-data]
-           [--attention index|unbind|sdpa]
+           [--attention index|unbind|sdpa] [--objective mse|mse+vlb]
            [--print-ops] [--quiet]
            [--training-info [--lr R] [--beta1 A] [--beta2 B] [--eps E]
             [--weight-decay C] [--weight-decay-post P]]
            -o OUT.onnx
 
-Graph inputs: x_t [B,C,H,W] f32, t [B] i64, y [B] i64, noise [B,C,H,W] f32.
+Graph inputs: x_t [B,C,H,W] f32, t [B] i64, y [B] i64, noise [B,C,H,W] f32,
+and with --objective mse+vlb x_start [B,C,H,W] f32 (the clean sample).
 Outputs: loss (scalar f32) [, prediction [B,out_channels,H,W] f32].
 Parameters are initializers under their state_dict names; metadata_props hold
 hc.frozen (requires_grad=False parameters) and hc.dit_config (JSON).
@@ -37,9 +39,22 @@ import torch  # noqa: E402
 import dit as ditlib  # noqa: E402
 
 INPUT_NAMES = ["x_t", "t", "y", "noise"]
+VLB_INPUT = "x_start"  # the fifth input of --objective mse+vlb
+
+
+def input_names(objective):
+    return INPUT_NAMES + ([VLB_INPUT] if objective == "mse+vlb" else [])
 # Parameters past this many bytes go to an external data file (protobuf's
 # hard limit is 2 GB; DiT-XL/2 is ~2.7 GB).
 EXTERNAL_DATA_THRESHOLD = 1 << 30
+
+
+LOSS_TEXT = {
+    "mse": "mean((prediction[:, :in_channels] - noise)^2)",
+    "mse+vlb": "mean((prediction[:, :in_channels] - noise)^2) + mean(vlb_bits("
+               "stop_gradient(prediction[:, :in_channels]), prediction[:, in_channels:], "
+               "x_start, x_t, t)) (models/diffusion.py vlb_terms)",
+}
 
 
 class UsageError(Exception):
@@ -68,6 +83,9 @@ def parse_args(argv):
                     help="how attention takes q, k, v: qkv[0..2] (index, upstream DiT), "
                          "qkv.unbind(0) (unbind, timm) or scaled_dot_product_attention "
                          "(sdpa, torch 2's op; torch 1.13 gets its exporter decomposition)")
+    ap.add_argument("--objective", default="mse", choices=ditlib.OBJECTIVES,
+                    help="mse: eps MSE only; mse+vlb: DiT's full learned-sigma objective "
+                         "(MSE + variational bound with the mean stopped)")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--external-data", dest="external_data", action="store_true", default=None,
                     help="weights in OUT.onnx.data (default: only past 1 GiB of parameters)")
@@ -105,6 +123,8 @@ def parse_args(argv):
         ap.error("--num-classes must be positive, got %d" % a.num_classes)
     if a.batch <= 0:
         ap.error("--batch must be positive, got %d" % a.batch)
+    if a.objective != "mse" and not a.learn_sigma:
+        ap.error("--objective %s trains the variance: it needs --learn-sigma" % a.objective)
     if not 0.0 <= a.class_dropout_prob < 1.0:
         ap.error("--class-dropout-prob must be in [0, 1), got %g" % a.class_dropout_prob)
     if not (a.lr >= 0 and 0 <= a.beta1 < 1 and 0 <= a.beta2 <= 1 and a.eps >= 0
@@ -150,7 +170,7 @@ def register_layer_norm_opset17():
     _LN17_REGISTERED = True
 
 
-def example_inputs(model_cfg, batch, seed):
+def example_inputs(model_cfg, batch, seed, objective="mse"):
     g = torch.Generator()
     g.manual_seed(seed)
     c, s = model_cfg["in_channels"], model_cfg["image_size"]
@@ -158,13 +178,15 @@ def example_inputs(model_cfg, batch, seed):
     t = torch.randint(0, 1000, (batch,), generator=g, dtype=torch.int64)
     y = torch.randint(0, model_cfg["num_classes"], (batch,), generator=g, dtype=torch.int64)
     noise = torch.randn(batch, c, s, s, generator=g)
-    return x_t, t, y, noise
+    if objective == "mse":
+        return x_t, t, y, noise
+    return x_t, t, y, noise, torch.rand(batch, c, s, s, generator=g) * 2 - 1
 
 
 def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=True,
            opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
            with_output=False, class_dropout_prob=0.1, output="out.onnx", external_data=None,
-           training=None, attention="index"):
+           training=None, attention="index", objective="mse"):
     """Export and check; returns (onnx.ModelProto, seconds). `training`: Adam
     hyper-parameters (onnx_training.add_training_info's keywords) to add the
     model's own training step, or None."""
@@ -178,12 +200,13 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
                           num_classes=num_classes, learn_sigma=learn_sigma, init=init,
                           seed=seed, class_dropout_prob=class_dropout_prob,
                           attention=attention)
-    module = ditlib.DiTLoss(dit, in_channels, with_output=with_output)
-    args = example_inputs(dit.config, batch, seed)
+    module = ditlib.DiTLoss(dit, in_channels, with_output=with_output, objective=objective)
+    names = input_names(objective)
+    args = example_inputs(dit.config, batch, seed, objective)
     output_names = ["loss"] + (["prediction"] if with_output else [])
     dynamic_axes = None
     if dynamic_batch:
-        dynamic_axes = {n: {0: "batch"} for n in INPUT_NAMES}
+        dynamic_axes = {n: {0: "batch"} for n in names}
         if with_output:
             dynamic_axes["prediction"] = {0: "batch"}
     if opset == 17:
@@ -194,17 +217,17 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
     tmpdir = tempfile.mkdtemp(prefix=".export-", dir=out_dir)
     try:
         m = _torch_export(module, args, os.path.join(tmpdir, "model.onnx"), opset,
-                          output_names, dynamic_axes)
+                          names, output_names, dynamic_axes)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
     param_bytes = sum(p.numel() * p.element_size() for p in module.parameters())
     if external_data is None:
         external_data = param_bytes > EXTERNAL_DATA_THRESHOLD
     return _finish(m, module, dit, output, opset, init, seed, in_channels, image_size,
-                   batch, dynamic_batch, with_output, external_data, t0, training)
+                   batch, dynamic_batch, with_output, external_data, t0, training, objective)
 
 
-def _torch_export(module, args, path, opset, output_names, dynamic_axes):
+def _torch_export(module, args, path, opset, input_names, output_names, dynamic_axes):
     import onnx
     torch.onnx.export(
         module, args, path,
@@ -213,15 +236,16 @@ def _torch_export(module, args, path, opset, output_names, dynamic_axes):
         do_constant_folding=False,
         keep_initializers_as_inputs=False,
         opset_version=opset,
-        input_names=INPUT_NAMES,
+        input_names=input_names,
         output_names=output_names,
         dynamic_axes=dynamic_axes,
+        custom_opsets={"hc": 1},  # dit.StopGradient's domain (--objective mse+vlb)
     )
     return onnx.load(path, load_external_data=True)
 
 
 def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, batch,
-            dynamic_batch, with_output, external_data, t0, training=None):
+            dynamic_batch, with_output, external_data, t0, training=None, objective="mse"):
     import onnx
     # Parameters must appear as initializers under their state_dict names
     # (prefixed by "dit." since DiTLoss wraps the DiT) -- and nothing else
@@ -251,23 +275,25 @@ def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, 
     cfg["opset"] = opset
     cfg["init"] = init
     cfg["seed"] = seed
+    cfg["objective"] = objective
     del m.metadata_props[:]
     for k, v in (("hc.frozen", ",".join(frozen)),
                  ("hc.dit_config", json.dumps(cfg, sort_keys=True)),
-                 ("hc.loss", "mean((prediction[:, :in_channels] - noise)^2)")):
+                 ("hc.loss", LOSS_TEXT[objective])):
         p = m.metadata_props.add()
         p.key, p.value = k, v
     m.producer_name = "hc models/export_dit.py (torch %s)" % torch.__version__
-    m.doc_string = "DiT training loss; inputs x_t, t, y, noise; output loss"
+    m.doc_string = "DiT training loss; inputs %s; output loss" % ", ".join(input_names(objective))
 
-    _check_io(m, in_channels, image_size, batch, dynamic_batch, with_output, dit.out_channels)
+    _check_io(m, in_channels, image_size, batch, dynamic_batch, with_output, dit.out_channels,
+              objective)
     if training is not None:
         # Trainable: requires_grad parameters in state_dict order; data
         # inputs are Gradient's zs. (onnx's external-data writer leaves
         # training_info tensors, the zero moments too, inside the file.)
         from onnx_training import add_training_info
         trainable = [n[len("dit."):] for n, p in module.named_parameters() if p.requires_grad]
-        add_training_info(m, trainable, zs=INPUT_NAMES, loss="loss", **training)
+        add_training_info(m, trainable, zs=input_names(objective), loss="loss", **training)
     data_name = os.path.basename(output) + ".data"
     data_path = os.path.join(os.path.dirname(os.path.abspath(output)), data_name)
     if os.path.exists(data_path):
@@ -294,17 +320,18 @@ def _rename_values(graph, rename):
                 node.input[i] = rename[n]
 
 
-def _check_io(m, c, s, batch, dynamic, with_output, out_c):
+def _check_io(m, c, s, batch, dynamic, with_output, out_c, objective):
     def dims(vi):
         return [d.dim_param if d.dim_param else d.dim_value
                 for d in vi.type.tensor_type.shape.dim]
 
     b = "batch" if dynamic else batch
     want_in = {"x_t": (1, [b, c, s, s]), "t": (7, [b]), "y": (7, [b]),
-               "noise": (1, [b, c, s, s])}
+               "noise": (1, [b, c, s, s]), VLB_INPUT: (1, [b, c, s, s])}
     got = [(i.name, i.type.tensor_type.elem_type, dims(i)) for i in m.graph.input]
-    if [g[0] for g in got] != INPUT_NAMES:
-        raise RuntimeError("graph inputs are %s, expected %s" % ([g[0] for g in got], INPUT_NAMES))
+    if [g[0] for g in got] != input_names(objective):
+        raise RuntimeError("graph inputs are %s, expected %s"
+                           % ([g[0] for g in got], input_names(objective)))
     for name, et, d in got:
         if (et, d) != want_in[name]:
             raise RuntimeError("input %s is (%d, %s), expected %s" % (name, et, d, want_in[name]))
@@ -330,7 +357,8 @@ def main(argv=None):
                          training=dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps,
                                        weight_decay=a.weight_decay,
                                        weight_decay_post=a.weight_decay_post)
-                         if a.training_info else None, attention=a.attention)
+                         if a.training_info else None, attention=a.attention,
+                         objective=a.objective)
     except UsageError as e:
         sys.stderr.write("export_dit.py: error: %s\n" % e)
         return 2

@@ -117,9 +117,19 @@ def evaluate(model, feeds, float_dtype=np.float64):
             r = f(x[0], x[1]).astype(x[0].dtype)
         elif op == "Div":
             r = _int_div(x[0], x[1]) if x[0].dtype.kind == "i" else (x[0] / x[1]).astype(x[0].dtype)
-        elif op in ("Sqrt", "Cos", "Sin", "Tanh", "Exp", "Neg", "Reciprocal"):
+        elif op in ("Sqrt", "Cos", "Sin", "Tanh", "Exp", "Log", "Neg", "Reciprocal"):
             r = {"Sqrt": np.sqrt, "Cos": np.cos, "Sin": np.sin, "Tanh": np.tanh, "Exp": np.exp,
-                 "Neg": np.negative, "Reciprocal": np.reciprocal}[op](x[0])
+                 "Log": np.log, "Neg": np.negative, "Reciprocal": np.reciprocal}[op](x[0])
+        elif op in ("Equal", "Less", "Greater"):
+            r = {"Equal": np.equal, "Less": np.less, "Greater": np.greater}[op](x[0], x[1])
+        elif op == "Where":
+            r = np.where(x[0], x[1], x[2]).astype(x[1].dtype)
+        elif op == "Clip":  # opset >= 11: optional min and max inputs
+            lo = x[1] if len(x) > 1 and node.input[1] else None
+            hi = x[2] if len(x) > 2 and node.input[2] else None
+            r = np.clip(x[0], lo, hi).astype(x[0].dtype)
+        elif op == "StopGradient" and node.domain == "hc":  # forward identity
+            r = x[0]
         elif op == "Sigmoid":
             r = 1.0 / (1.0 + np.exp(-x[0]))
         elif op == "Cast":

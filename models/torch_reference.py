@@ -14,10 +14,19 @@ numpy's default_rng(seed) in this order:
     y     = rng.integers(0, num_classes, N)     int64
     noise = rng.standard_normal((N, C, H, W), float32)
 
+(a model exported with --objective mse+vlb, whose loss needs consistent
+inputs, draws instead x_start = rng.integers(0, 256, (N,C,H,W)) / 127.5 - 1
+with its first row of pixels black (-1) and its last white (+1), t as above
+but t[0] = 0 (the decoder term), y, noise, and x_t = q_sample(x_start, t,
+noise) in float32; its loss is computed by training_losses_oracle below,
+written after improved DDPM's GaussianDiffusion.training_losses and
+independent of the exported form)
+
 and runs the forward pass in float32 and in float64 (module.double(), inputs
 upcast). It writes into DIR:
 
     x_t.npy t.npy y.npy noise.npy      the inputs (float32 / int64)
+    [x_start.npy]                      (--objective mse+vlb models)
     loss.npy prediction.npy            float32 run (loss has shape [])
     loss_f64.npy prediction_f64.npy    float64 run
 
@@ -98,13 +107,25 @@ def build_module(m, cfg):
         for k in extra:
             del state[k]
     dit.load_state_dict(state, strict=True)
-    return ditlib.DiTLoss(dit, cfg["in_channels"], with_output=True)
+    return ditlib.DiTLoss(dit, cfg["in_channels"], with_output=True,
+                          objective=cfg.get("objective", "mse"))
 
 
 def draw_inputs(cfg, batch, seed):
     import numpy as np
     rng = np.random.default_rng(seed)
     c, s = cfg["in_channels"], cfg["image_size"]
+    if cfg.get("objective", "mse") == "mse+vlb":
+        import diffusion
+        pixels = rng.integers(0, 256, (batch, c, s, s))
+        pixels[:, :, 0, :], pixels[:, :, -1, :] = 0, 255
+        x_start = (pixels / 127.5 - 1.0).astype(np.float32)
+        t = rng.integers(0, 1000, batch).astype(np.int64)
+        t[0] = 0
+        y = rng.integers(0, cfg["num_classes"], batch).astype(np.int64)
+        noise = rng.standard_normal((batch, c, s, s), dtype=np.float32)
+        x_t = diffusion.q_sample(x_start, t, noise).astype(np.float32)
+        return {"x_t": x_t, "t": t, "y": y, "noise": noise, "x_start": x_start}
     x_t = rng.standard_normal((batch, c, s, s), dtype=np.float32)
     t = rng.integers(0, 1000, batch).astype(np.int64)
     y = rng.integers(0, cfg["num_classes"], batch).astype(np.int64)
@@ -112,15 +133,87 @@ def draw_inputs(cfg, batch, seed):
     return {"x_t": x_t, "t": t, "y": y, "noise": noise}
 
 
+def training_losses_oracle(dit, x_start, t, y, noise, x_t):
+    """DiT's learned-sigma objective as improved DDPM's
+    GaussianDiffusion.training_losses computes it (LEARNED_RANGE variance,
+    EPSILON mean, LossType.MSE, linear betas, 1000 steps), with its own
+    float64 tables: mse + vb, where vb is _vb_terms_bpd on the output with
+    its mean .detach()ed; KL in bits for t > 0, the discretized decoder NLL
+    at t = 0. x_t is given (q_sample's float32 result) so both sides see the
+    same bits. -> (loss, full model output)."""
+    import numpy as np
+    import torch
+    T = 1000
+    betas = np.linspace(1e-4, 0.02, T, dtype=np.float64)
+    alphas = 1.0 - betas
+    acp = np.cumprod(alphas)
+    acp_prev = np.append(1.0, acp[:-1])
+    post_var = betas * (1.0 - acp_prev) / (1.0 - acp)
+    post_log_var_clipped = np.log(np.append(post_var[1], post_var[1:]))
+    coef1 = betas * np.sqrt(acp_prev) / (1.0 - acp)
+    coef2 = (1.0 - acp_prev) * np.sqrt(alphas) / (1.0 - acp)
+
+    def extract(arr):  # index the float64 table, then cast (as upstream does)
+        return torch.from_numpy(arr)[t].to(x_t.dtype).reshape(-1, 1, 1, 1)
+
+    def mean_flat(v):
+        return v.mean(dim=list(range(1, v.dim())))
+
+    def approx_cdf(v):
+        return 0.5 * (1.0 + torch.tanh(np.sqrt(2.0 / np.pi) * (v + 0.044715 * torch.pow(v, 3))))
+
+    out = dit(x_t, t, y)
+    C = x_t.shape[1]
+    eps, var_values = torch.split(out, C, dim=1)
+    frozen = torch.cat([eps.detach(), var_values], dim=1)
+    model_output, model_var_values = torch.split(frozen, C, dim=1)
+    min_log = extract(post_log_var_clipped)
+    max_log = extract(np.log(betas))
+    frac = (model_var_values + 1) / 2
+    model_log_variance = frac * max_log + (1 - frac) * min_log
+    pred_xstart = extract(np.sqrt(1.0 / acp)) * x_t - extract(np.sqrt(1.0 / acp - 1)) * model_output
+    model_mean = extract(coef1) * pred_xstart + extract(coef2) * x_t
+    true_mean = extract(coef1) * x_start + extract(coef2) * x_t
+    true_log_variance = extract(post_log_var_clipped)
+    kl = 0.5 * (-1.0 + model_log_variance - true_log_variance
+                + torch.exp(true_log_variance - model_log_variance)
+                + ((true_mean - model_mean) ** 2) * torch.exp(-model_log_variance))
+    kl = mean_flat(kl) / np.log(2.0)
+    centered = x_start - model_mean
+    inv_stdv = torch.exp(-0.5 * model_log_variance)
+    cdf_plus = approx_cdf(inv_stdv * (centered + 1.0 / 255.0))
+    cdf_min = approx_cdf(inv_stdv * (centered - 1.0 / 255.0))
+    log_cdf_plus = torch.log(cdf_plus.clamp(min=1e-12))
+    log_one_minus_cdf_min = torch.log((1.0 - cdf_min).clamp(min=1e-12))
+    log_probs = torch.where(
+        x_start < -0.999, log_cdf_plus,
+        torch.where(x_start > 0.999, log_one_minus_cdf_min,
+                    torch.log((cdf_plus - cdf_min).clamp(min=1e-12))))
+    decoder_nll = mean_flat(-log_probs) / np.log(2.0)
+    vb = torch.where(t == 0, decoder_nll, kl)
+    mse = mean_flat((noise - eps) ** 2)
+    return (mse + vb).mean(), out
+
+
+def forward(module, inputs, dtype):
+    """(loss, prediction) of the exported objective on numpy inputs: the
+    module itself for "mse", the independent oracle for "mse+vlb"."""
+    import torch
+    x_t = torch.from_numpy(inputs["x_t"]).to(dtype)
+    t, y = torch.from_numpy(inputs["t"]), torch.from_numpy(inputs["y"])
+    noise = torch.from_numpy(inputs["noise"]).to(dtype)
+    if module.objective == "mse+vlb":
+        return training_losses_oracle(module.dit, torch.from_numpy(inputs["x_start"]).to(dtype),
+                                      t, y, noise, x_t)
+    return module(x_t, t, y, noise)
+
+
 def run(module, inputs, dtype):
     import torch
     module = module.to(dtype)
     module.eval()  # no Dropout/BatchNorm in DiT; label dropout is never on here
     with torch.no_grad():
-        loss, pred = module(torch.from_numpy(inputs["x_t"]).to(dtype),
-                            torch.from_numpy(inputs["t"]),
-                            torch.from_numpy(inputs["y"]),
-                            torch.from_numpy(inputs["noise"]).to(dtype))
+        loss, pred = forward(module, inputs, dtype)
     return loss.numpy(), pred.numpy()
 
 
@@ -226,11 +319,6 @@ def train(module, inputs, a, meta_frozen):
         opt = torch.optim.SGD(tparams, lr=a.lr, momentum=0, dampening=0,
                               weight_decay=a.weight_decay, nesterov=False)
 
-    x_t = torch.from_numpy(inputs["x_t"]).to(dtype)
-    t = torch.from_numpy(inputs["t"])
-    y = torch.from_numpy(inputs["y"])
-    noise = torch.from_numpy(inputs["noise"]).to(dtype)
-
     def snapshot():
         return {n: p.detach().to(torch.float64).numpy().copy() for n, p in params.items()}
 
@@ -238,7 +326,7 @@ def train(module, inputs, a, meta_frozen):
     losses, grads = [], None
     for step in range(a.train_steps):
         opt.zero_grad(set_to_none=True)
-        loss, _ = module(x_t, t, y, noise)
+        loss, _ = forward(module, inputs, dtype)
         loss.backward()
         losses.append(float(loss.detach().to(torch.float64)))
         if step == 0:
@@ -250,7 +338,7 @@ def train(module, inputs, a, meta_frozen):
         opt.step()
     after = snapshot()
     return dict(losses=np.asarray(losses, dtype=np.float64), grads=grads, before=before,
-                after=after, trainable=trainable, frozen=frozen)
+                after=after, trainable=trainable, frozen=frozen, objective=module.objective)
 
 
 def _fresh_dir(path):
@@ -285,7 +373,8 @@ def write_train(out, res, a):
         "dtype": a.dtype,
         "batch": a.batch,
         "seed": a.seed,
-        "loss": "mean((prediction[:, :in_channels] - noise)^2), same inputs every step",
+        "loss": ("mse + vb (training_losses_oracle)" if res["objective"] == "mse+vlb" else
+                 "mean((prediction[:, :in_channels] - noise)^2)") + ", same inputs every step",
     }
     with open(os.path.join(out, "train_meta.json"), "w") as f:
         json.dump(meta, f, indent=1)

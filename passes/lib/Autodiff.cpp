@@ -125,6 +125,12 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
           f.getArgAttrOfType<StringAttr>(p.getArgNumber(), kParamAttr).getValue()));
     }
     appendResults(f, grads, names);
+    // Its work done, a stop-gradient is the identity: later passes (fusion,
+    // lowering) see straight through it.
+    f.walk([](StopGradientOp op) {
+      op.getResult().replaceAllUsesWith(op.getInput());
+      op.erase();
+    });
     return success();
   }
 };

@@ -187,6 +187,10 @@ void Lowering::lowerOp(Operation *op) {
                                rowMajor(shape), 0});
     return;
   }
+  if (auto sg = dyn_cast<StopGradientOp>(op)) {  // a graph not differentiated
+    setView(sg.getResult(), memOf(sg.getInput()));
+    return;
+  }
   if (auto t = dyn_cast<TransposeOp>(op)) {
     Mem m = memOf(t.getInput()), out = m;
     for (auto [i, p] : llvm::enumerate(t.getPerm())) {

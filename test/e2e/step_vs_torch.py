@@ -29,6 +29,42 @@ def read_config(model):
     return json.loads(meta["hc.dit_config"])
 
 
+def check_train_x_start(hc_run, w, cfg):
+    """A VLB objective's x_start in train mode: hc-run's first step equals,
+    bit for bit, the same library fed the batch hc-run's data pipeline must
+    make (test/run/run_check.py's spec, with x_start = its x0) through
+    --inputs, and differs when x_start is zero (so the check can fail)."""
+    import json
+    sys.path.insert(0, os.path.join(ROOT, "test", "run"))
+    import run_check
+    x = np.load(w("x.npy"))
+    y = np.load(w("y.npy"))
+    x0s = []
+    x_t, t, yy, eps = run_check.sample_batch(5, 0, x, y, 4, cfg["class_dropout_prob"],
+                                             cfg["num_classes"], x0s=x0s)
+    shape = (4,) + x.shape[1:]
+    run([hc_run, w("b2.so"), "--data", w("x.npy"), "--labels", w("y.npy"), "--steps", "1",
+         "--seed", "5", "--no-progress", "--metrics", w("m.jsonl")])
+    with open(w("m.jsonl")) as f:
+        train_loss = json.loads(f.readline())["loss"]
+    errors, losses = [], []
+    for name, x_start in (("spec", np.stack(x0s)), ("zero", np.zeros(shape, np.float32))):
+        d = w("spec_" + name)
+        os.makedirs(d, exist_ok=True)
+        for k, v in (("x_t", x_t.reshape(shape)), ("t", t), ("y", yy),
+                     ("noise", eps.reshape(shape)), ("x_start", x_start)):
+            np.save(os.path.join(d, k + ".npy"), v)
+        out = run([hc_run, w("b2.so"), "--inputs", d, "--steps", "1"])
+        losses.append(float([l for l in out.splitlines() if l.startswith("loss ")][0].split()[1]))
+    print("train mode with x_start: step-1 loss %.17g; the spec's batch through --inputs %.17g, "
+          "with x_start zeroed %.17g" % (train_loss, losses[0], losses[1]))
+    if train_loss != losses[0]:
+        errors.append("train-mode loss %.17g is not the spec batch's %.17g" % (train_loss, losses[0]))
+    if losses[1] == losses[0]:
+        errors.append("x_start does not change the loss")
+    return errors
+
+
 def compile_step(hc_bin, model, so, batch, hyper):
     run([os.path.join(hc_bin, "hc-compile"), model, "--batch", str(batch), "-o", so] + hyper)
 
@@ -113,6 +149,8 @@ def main():
               % (steps, worst))
         if worst > 1e-5:
             errors.append("train-mode parameters differ %.3e" % worst)
+        if os.path.exists(w("in", "x_start.npy")):
+            errors += check_train_x_start(hc_run, w, cfg)
     shutil.rmtree(a.work, ignore_errors=True)
     if errors:
         sys.exit("FAILED: " + "; ".join(errors[:10]))

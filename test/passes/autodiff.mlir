@@ -44,3 +44,22 @@ func.func @fanout(%p: tensor<4xf32> {hc.param = "p"}) -> tensor<f32>
   %l = hc.reduce_sum %sq {axes = array<i64: 0>, keepdims = false} : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+
+// hc.stop_gradient: the loss is sum(p * stop(p)); only the unstopped factor
+// sends an adjoint to p, so grad:p = stop(p) * 1 (one mul, no sum of two
+// adjoints), and the op is gone afterwards (later passes see its operand).
+// CHECK-LABEL: func.func @stopped
+// CHECK-NOT: stop_gradient
+// CHECK: %[[SQ:.*]] = hc.mul %arg0, %arg0
+// CHECK: %[[G:.*]] = hc.mul %{{.*}}, %arg0
+// CHECK-NOT: hc.add
+// CHECK-NOT: stop_gradient
+// CHECK: return %{{.*}}, %[[G]]
+func.func @stopped(%p: tensor<4xf32> {hc.param = "p"}) -> tensor<f32>
+    attributes {hc.result_names = ["loss"]} {
+  %s = hc.stop_gradient %p : tensor<4xf32>
+  %sq = hc.mul %p, %s : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = hc.reduce_sum %sq {axes = array<i64: 0>, keepdims = false} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

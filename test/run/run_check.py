@@ -114,10 +114,13 @@ def permutation(seed, epoch, n):
 SQRT_AB, SQRT_1MAB = diffusion.q_coefficients()
 
 
-def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class, hflip=False, flips=None):
+def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class, hflip=False, flips=None,
+                 x0s=None):
     """Global batch of step `step` (0-based): x_t, t, y, eps as hc-run must
     make them. hflip: --hflip's mirror of x0 along its last axis when the
-    sample's draw is below 1/2 (each decision appended to `flips`)."""
+    sample's draw is below 1/2 (each decision appended to `flips`). x0s: a
+    list that receives each sample's (maybe mirrored) x0, the x_start input
+    of a VLB objective."""
     n, d = images.shape[0], images[0].size
     per_epoch = (n // gbatch) * gbatch
     xs, ts, ys, es = [], [], [], []
@@ -138,6 +141,8 @@ def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class, hflip=F
         if flips is not None:
             flips.append(flip)
         x0 = (x0[..., ::-1] if flip else x0).reshape(d)
+        if x0s is not None:
+            x0s.append(x0.reshape(images[row].shape).astype(np.float32))
         xt = np.float32(SQRT_AB[t]) * x0 + np.float32(SQRT_1MAB[t]) * eps
         y = int(labels[row])
         if drop_p > 0 and uniform01(seed, step, g, OP_DROP, 0) < drop_p:

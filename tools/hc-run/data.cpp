@@ -168,7 +168,7 @@ DiffusionSchedule::DiffusionSchedule() {
 Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                   uint64_t g, const float *x0, std::size_t d, int64_t label,
                   double dropProb, int64_t nullClass, float *xt, float *eps,
-                  std::size_t flipWidth) {
+                  std::size_t flipWidth, float *x0Out) {
   using hc::rt::uniform01;
   Sample s;
   s.flipped = flipWidth > 0 && uniform01(seed, step, g, kDrawFlip, 0) < 0.5;
@@ -195,6 +195,8 @@ Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
     float ax = a * x0[src];
     float be = b * eps[i];
     xt[i] = ax + be;
+    if (x0Out)
+      x0Out[i] = x0[src];
   }
   s.y = label;
   if (dropProb > 0 && uniform01(seed, step, g, kDrawLabelDrop, 0) < dropProb)

@@ -94,7 +94,9 @@ struct DiffusionSchedule {
 // probability dropProb. Keyed by (seed, step, global sample g). With
 // flipWidth > 0, x0 (rows of flipWidth values, the image's last axis) is
 // first mirrored left-right when a draw is below 1/2 (DiT's
-// RandomHorizontalFlip); the result says whether it was.
+// RandomHorizontalFlip); the result says whether it was. x0Out, when given,
+// receives that (maybe mirrored) x0: the graph input x_start of objectives
+// with a variational bound.
 struct Sample {
   int64_t t, y;
   bool flipped = false;
@@ -102,7 +104,7 @@ struct Sample {
 Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                   uint64_t g, const float *x0, std::size_t d, int64_t label,
                   double dropProb, int64_t nullClass, float *xt, float *eps,
-                  std::size_t flipWidth = 0);
+                  std::size_t flipWidth = 0, float *x0Out = nullptr);
 
 } // namespace hcrun
 

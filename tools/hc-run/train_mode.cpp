@@ -72,6 +72,7 @@ std::FILE *openMetrics(const std::string &path, int64_t resumedStep) {
 
 struct Plan {
   int xt = -1, t = -1, y = -1, noise = -1; // input positions
+  int xStart = -1;  // the clean sample, for objectives that need it (VLB)
   std::vector<int64_t> chw;
   std::size_t sampleElems = 0;
   int64_t numClasses = 0;
@@ -87,11 +88,11 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   for (std::size_t i = 0; i < d.inputs.size(); ++i) {
     const std::string &nm = d.inputs[i].name;
     int *slot = nm == "x_t" ? &p.xt : nm == "t" ? &p.t : nm == "y" ? &p.y
-              : nm == "noise" ? &p.noise : nullptr;
+              : nm == "noise" ? &p.noise : nm == "x_start" ? &p.xStart : nullptr;
     if (!slot)
       usageError(lib.path + ": input '" + nm + "' is not one of x_t, t, y, "
-                 "noise: train mode needs a DiT training graph (use --inputs "
-                 "to feed other graphs)");
+                 "noise, x_start: train mode needs a DiT training graph (use "
+                 "--inputs to feed other graphs)");
     *slot = static_cast<int>(i);
   }
   if (p.xt < 0 || p.t < 0 || p.noise < 0)
@@ -100,8 +101,10 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   if (xs.dtype != "F32" || xs.shape.size() != 4)
     usageError(lib.path + ": input x_t is " + xs.dtype + " " +
                shapeString(xs.shape) + ", expected F32 [B,C,H,W]");
-  if (d.inputs[p.noise].dtype != "F32" || d.inputs[p.noise].shape != xs.shape)
-    usageError(lib.path + ": input noise must be F32 " + shapeString(xs.shape));
+  for (int k : {p.noise, p.xStart})
+    if (k >= 0 && (d.inputs[k].dtype != "F32" || d.inputs[k].shape != xs.shape))
+      usageError(lib.path + ": input " + d.inputs[k].name + " must be F32 " +
+                 shapeString(xs.shape));
   for (int k : {p.t, p.y}) {
     if (k < 0)
       continue;
@@ -258,12 +261,14 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
 
   // Per-rank input buffers, in the description's order.
   const std::size_t D = plan.sampleElems;
-  std::vector<float> xt(B * D), noise(B * D);
+  std::vector<float> xt(B * D), noise(B * D), xStart(plan.xStart >= 0 ? B * D : 0);
   std::vector<int64_t> t64(B), y64(B);
   std::vector<int32_t> t32(B), y32(B);
   std::vector<const void *> ptrs(d.inputs.size());
   ptrs[plan.xt] = xt.data();
   ptrs[plan.noise] = noise.data();
+  if (plan.xStart >= 0)
+    ptrs[plan.xStart] = xStart.data();
   bool t32In = d.inputs[plan.t].dtype == "I32";
   ptrs[plan.t] = t32In ? static_cast<const void *>(t32.data()) : t64.data();
   bool y32In = plan.y >= 0 && d.inputs[plan.y].dtype == "I32";
@@ -331,7 +336,8 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                               opt.labels.empty() ? 0.0 : plan.dropProb,
                               plan.nullClass, &xt[b * D], &noise[b * D],
                               opt.hflip ? static_cast<std::size_t>(plan.chw.back())
-                                        : 0);
+                                        : 0,
+                              plan.xStart >= 0 ? &xStart[b * D] : nullptr);
       t64[b] = smp.t;
       t32[b] = static_cast<int32_t>(smp.t);
       y64[b] = smp.y;

@@ -335,6 +335,7 @@ void Interpreter::run(Operation *op) {
         set(attention(get(o.getQkv()), o.getNumHeads(),
                       o.getScale().convertToDouble(), out()));
       })
+      .Case<StopGradientOp>([&](StopGradientOp o) { set(get(o.getInput())); })
       .Case<ReshapeOp>([&](ReshapeOp o) {
         EvalTensor r = get(o.getInput());
         r.shape = out();

@@ -19,10 +19,14 @@ using namespace hc::eval;
 
 namespace {
 
-// Storage is one double per 4 bytes of the planned layout, so buffers that
-// share bytes in the plan share slots here and a plan that overlaps live
-// buffers corrupts this evaluation as it would corrupt the real step.
-constexpr int64_t kSlotBytes = 4;
+// Storage is one double per slot of the planned layout, a slot being the
+// smallest element size in the step (4 bytes for float32 steps, 1 where a
+// step holds i1 masks): buffers that share bytes in the plan share slots
+// here, and a plan that overlaps live buffers corrupts this evaluation as it
+// would corrupt the real step.
+int64_t elementBytes(MemRefType type) {
+  return hs::byteSize(type) / std::max<int64_t>(1, type.getNumElements());
+}
 
 // Where a memref lives: a storage vector, the slot of element 0 and slot
 // strides per dimension.
@@ -32,19 +36,20 @@ struct Mem {
   Shape shape, strides;
 };
 
-int64_t slotsPerElement(MemRefType type) {
-  int64_t bytes = hs::byteSize(type) / std::max<int64_t>(1, type.getNumElements());
-  if (bytes % kSlotBytes != 0)
+int64_t slotsPerElement(MemRefType type, int64_t slotBytes) {
+  int64_t bytes = elementBytes(type);
+  if (bytes <= 0 || bytes % slotBytes != 0)
     fail("element type of " + std::to_string(bytes) +
          " bytes is not supported by the schedule evaluator");
-  return bytes / kSlotBytes;
+  return bytes / slotBytes;
 }
 
-Mem contiguous(std::vector<double> *storage, int64_t base, MemRefType type) {
+Mem contiguous(std::vector<double> *storage, int64_t base, MemRefType type,
+               int64_t slotBytes) {
   Shape shape(type.getShape().begin(), type.getShape().end());
   Shape strides = stridesOf(shape);
   for (int64_t &s : strides)
-    s *= slotsPerElement(type);
+    s *= slotsPerElement(type, slotBytes);
   return Mem{storage, base, shape, strides};
 }
 
@@ -80,6 +85,7 @@ struct ScheduleEvaluator::Impl {
   std::vector<std::pair<std::string, Shape>> inputs;
   std::vector<Mem> inputMems;
   Mem loss;
+  int64_t slotBytes = 4;
 
   void layout();
   void call(hs::CallOp c);
@@ -92,6 +98,12 @@ struct ScheduleEvaluator::Impl {
 };
 
 void ScheduleEvaluator::Impl::layout() {
+  slotBytes = 4;
+  step.walk([&](Operation *op) {
+    for (Value r : op->getResults())
+      if (auto t = dyn_cast<MemRefType>(r.getType()))
+        slotBytes = std::min(slotBytes, std::max<int64_t>(1, elementBytes(t)));
+  });
   // Arena sizes first: storage must not move once buffers point into it.
   std::map<std::string, int64_t> bytes;
   step.walk([&](hs::BufferOp b) {
@@ -101,7 +113,7 @@ void ScheduleEvaluator::Impl::layout() {
     end = std::max<int64_t>(end, *b.getOffset() + hs::byteSize(b.getType()));
   });
   for (auto &[arena, size] : bytes)
-    arenas[arena].assign((size + kSlotBytes - 1) / kSlotBytes, 0.0);
+    arenas[arena].assign((size + slotBytes - 1) / slotBytes, 0.0);
   int64_t numConstants = 0, numInputs = 0;
   step.walk([&](Operation *op) {
     numConstants += isa<hs::ConstantOp>(op);
@@ -115,11 +127,11 @@ void ScheduleEvaluator::Impl::layout() {
   for (Operation &op : step.getBody().front()) {
     llvm::TypeSwitch<Operation *>(&op)
         .Case<hs::BufferOp>([&](hs::BufferOp b) {
-          if (*b.getOffset() % kSlotBytes)
+          if (*b.getOffset() % slotBytes)
             fail("buffer offset " + std::to_string(*b.getOffset()) +
-                 " is not a multiple of 4 bytes");
+                 " is not a multiple of " + std::to_string(slotBytes) + " bytes");
           Mem m = contiguous(&arenas[b.getArena().str()],
-                             *b.getOffset() / kSlotBytes, b.getType());
+                             *b.getOffset() / slotBytes, b.getType(), slotBytes);
           mems[b.getResult()] = m;
           if (auto name = b.getName())
             named[name->str()] = m;
@@ -129,9 +141,10 @@ void ScheduleEvaluator::Impl::layout() {
           if (k < 0 || k >= numInputs)
             fail("input index out of range");
           MemRefType type = in.getType();
-          inputStorage[k].assign(type.getNumElements() * slotsPerElement(type), 0.0);
+          inputStorage[k].assign(type.getNumElements() * slotsPerElement(type, slotBytes),
+                                 0.0);
           inputMems[k] = mems[in.getResult()] =
-              contiguous(&inputStorage[k], 0, type);
+              contiguous(&inputStorage[k], 0, type, slotBytes);
           inputs[k] = {in.getName().str(),
                        Shape(type.getShape().begin(), type.getShape().end())};
         })
@@ -140,7 +153,7 @@ void ScheduleEvaluator::Impl::layout() {
           if (!attr)
             fail("only dense constants are supported");
           MemRefType type = c.getType();
-          int64_t per = slotsPerElement(type);
+          int64_t per = slotsPerElement(type, slotBytes);
           std::vector<double> values;
           if (isa<FloatType>(attr.getElementType()))
             for (const APFloat &v : attr.getValues<APFloat>())
@@ -153,7 +166,7 @@ void ScheduleEvaluator::Impl::layout() {
           std::vector<double> &s = constantStorage.emplace_back(values.size() * per);
           for (size_t i = 0; i < values.size(); ++i)
             s[i * per] = values[i];
-          mems[c.getResult()] = contiguous(&s, 0, type);
+          mems[c.getResult()] = contiguous(&s, 0, type, slotBytes);
         })
         .Case<hs::ViewOp>([&](hs::ViewOp v) {
           const Mem &src = memOf(v.getSource());
@@ -161,7 +174,7 @@ void ScheduleEvaluator::Impl::layout() {
           int64_t offset;
           if (!hs::stridesOf(v.getType(), strides, offset))
             fail("view without static strides");
-          int64_t per = slotsPerElement(v.getType());
+          int64_t per = slotsPerElement(v.getType(), slotBytes);
           Mem m{src.storage, src.base + offset * per,
                 Shape(v.getType().getShape().begin(), v.getType().getShape().end()),
                 {}};

@@ -45,8 +45,11 @@ struct Val {
 class GraphImporter;
 using OpHandler = std::function<void(GraphImporter &)>;
 
-// ONNX op type -> handler (defined in OpHandlers.cpp).
+// ONNX op type -> handler (defined in OpHandlers.cpp); ops of hc's own
+// domain are keyed "hc::Op".
 const std::map<std::string, OpHandler> &opHandlers();
+// The handler of node `n` (by domain and op type), nullptr if hc has none.
+const OpHandler *findHandler(const onnx::NodeProto &n);
 
 class GraphImporter {
 public:

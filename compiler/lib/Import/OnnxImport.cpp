@@ -2,6 +2,7 @@
 #include "hc/Compiler/OnnxImport.h"
 
 #include "GraphImporter.h"
+#include "HcDomain.h"
 #include "LibonnxGuards.h"
 #include "OpsetSchemas.h"
 #include "TrainingInfo.h"
@@ -119,6 +120,7 @@ private:
   void warnLooksFrozen();
   void refuseUnnamedDynamoWeights();
   int64_t opset = 0;
+  int64_t hcOpset = 0;  // the "hc" domain's imported version, 0 if none
   std::set<std::string> initializerNames;
   std::set<std::string> trainingState;  // training_info's R, T, V, H
 };
@@ -159,6 +161,12 @@ void Importer::checkOpsets() {
     const std::string &domain = imp.domain();
     if (domain.empty() || domain == "ai.onnx") {
       opset = imp.version();
+    } else if (domain == hc::import::kHcDomain) {
+      hcOpset = imp.version();
+      if (hcOpset != hc::import::kHcDomainVersion)
+        fileError("domain 'hc' version " + std::to_string(hcOpset) +
+                  " is not known (hc defines version " +
+                  std::to_string(hc::import::kHcDomainVersion) + ")");
     }  // other domains are judged at the nodes that use them
   }
   if (opset == 0)
@@ -198,10 +206,14 @@ void Importer::checkStructure() {
       laterOutputs.insert(o);
   for (const auto &n : g.node()) {
     const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    if (domain != "" && domain != "ai.onnx.ml")
+    if (domain == hc::import::kHcDomain) {
+      std::string bad = hc::import::validateHcNode(n, hcOpset);
+      if (!bad.empty())
+        throw ImportError(nodeLabel(options.path, n, opset) + ": " + bad);
+    } else if (domain != "" && domain != "ai.onnx.ml")
       throw ImportError(nodeLabel(options.path, n, opset) + ": unknown op domain '" +
                         n.domain() + "'");
-    if (opset > kLibOnnxMaxOpset) {
+    else if (opset > kLibOnnxMaxOpset) {
       // libonnx would answer with an older schema: hc's own table judges.
       if (!domain.empty())
         throw ImportError(nodeLabel(options.path, n, opset) + ": domain '" +
@@ -394,6 +406,7 @@ void Importer::runOnnxChecks() {
   // shapes do not fit fails there, naming the node.
   if (opset > kLibOnnxMaxOpset)
     return;
+  hc::import::registerHcDomainSchemas();
   try {
     if (model().ir_version() <= kLibOnnxMaxIr) {
       // The file form lets the checker resolve external data next to it.
@@ -555,18 +568,16 @@ void Importer::buildFunction() {
     gi.lastDiagnostic = d.str();
     return success();
   });
-  const auto &handlers = hc::import::opHandlers();
   for (const auto &n : g.node()) {
     gi.node = &n;
     gi.loc = NameLoc::get(b.getStringAttr(n.name().empty() ? n.op_type()
                                                            : n.name()),
                           fileLoc);
     try {
-      auto h = handlers.find(n.op_type());
-      if (h == handlers.end() ||
-          (!n.domain().empty() && n.domain() != "ai.onnx"))
+      const hc::import::OpHandler *h = hc::import::findHandler(n);
+      if (!h)
         gi.fail("op is not supported by hc's importer");
-      h->second(gi);
+      (*h)(gi);
       for (int i = 0; i < n.output_size(); ++i)
         if (!n.output(i).empty() && gi.outputUsed(i) && !gi.has(n.output(i)))
           gi.fail("output '" + n.output(i) + "' is used but not supported");

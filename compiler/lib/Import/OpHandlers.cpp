@@ -2,6 +2,7 @@
 // here shapes, data movement and constants (integer shape arithmetic on known
 // constants is folded, so every hc op gets static shapes); the math ops are in
 // OpHandlersMath.cpp.
+#include "HcDomain.h"
 #include "OpHandlerSupport.h"
 
 #include <cmath>
@@ -649,10 +650,10 @@ void ifOp(GraphImporter &gi) {
     gi.fail(std::string(taken) + " has initializers, which are not supported");
   for (const auto &n : g.node()) {
     gi.node = &n;
-    auto h = opHandlers().find(n.op_type());
-    if (h == opHandlers().end() || (!n.domain().empty() && n.domain() != "ai.onnx"))
+    const OpHandler *h = findHandler(n);
+    if (!h)
       gi.fail(std::string(taken) + ": op " + n.op_type() + " is not supported");
-    h->second(gi);
+    (*h)(gi);
   }
   gi.node = self;
   for (int i = 0; i < self->output_size(); ++i) {
@@ -664,7 +665,32 @@ void ifOp(GraphImporter &gi) {
   }
 }
 
+// hc::StopGradient: an op that autodiff does not look through. A known
+// constant has no gradient to stop and stays a constant.
+void stopGradientOp(GraphImporter &gi) {
+  if (const Const *c = gi.inputConst(0)) {
+    gi.outputConst(0, *c);
+    return;
+  }
+  Value x = gi.input(0);
+  if (!isa<FloatType>(gi.typeOf(x).getElementType()))
+    gi.fail("StopGradient of a non-float tensor");
+  gi.output(0, gi.buildTyped<StopGradientOp>(x.getType(), x));
+}
+
 } // namespace
+
+const OpHandler *findHandler(const onnx::NodeProto &n) {
+  std::string key;
+  if (n.domain().empty() || n.domain() == "ai.onnx")
+    key = n.op_type();
+  else if (n.domain() == kHcDomain)
+    key = std::string(kHcDomain) + "::" + n.op_type();
+  else
+    return nullptr;
+  auto h = opHandlers().find(key);
+  return h == opHandlers().end() ? nullptr : &h->second;
+}
 
 const std::map<std::string, OpHandler> &opHandlers() {
   static const std::map<std::string, OpHandler> table = [] {
@@ -687,6 +713,7 @@ const std::map<std::string, OpHandler> &opHandlers() {
       {"Identity", identityOp},
       {"Dropout", dropoutOp},
       {"If", ifOp},
+      {std::string(kHcDomain) + "::StopGradient", stopGradientOp},
     };
     addMathHandlers(t);
     addOpset18Handlers(t);

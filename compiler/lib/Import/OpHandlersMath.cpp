@@ -233,6 +233,38 @@ void whereOp(GraphImporter &gi) {
   gi.output(0, gi.build<WhereOp>({gi.input(0), gi.input(1), gi.input(2)}));
 }
 
+// Clip(x, min?, max?) (opset >= 11: bounds are optional inputs) as
+// Max/Min, which autodiff already knows; torch.clamp exports as Clip.
+void clipOp(GraphImporter &gi) {
+  if (allInputsConst(gi)) {
+    std::vector<const Const *> in = {gi.inputConst(0)};
+    bool lo = gi.hasInput(1), hi = gi.hasInput(2);
+    if (lo)
+      in.push_back(gi.inputConst(1));
+    if (hi)
+      in.push_back(gi.inputConst(2));
+    gi.outputConst(0, foldBroadcast(gi, in, in[0]->dtype, [&](const double *v) {
+                     double r = v[0];
+                     if (lo)
+                       r = std::max(r, v[1]);
+                     if (hi)
+                       r = std::min(r, v[lo ? 2 : 1]);
+                     return r;
+                   }));
+    return;
+  }
+  Value v = gi.input(0);
+  for (int i : {1, 2}) {
+    if (!gi.hasInput(i))
+      continue;
+    if (gi.typeOf(gi.input(i)).getRank() != 0)
+      gi.fail("Clip bounds must be scalars");
+    Value bound = gi.input(i);
+    v = i == 1 ? gi.build<MaxOp>({v, bound}) : gi.build<MinOp>({v, bound});
+  }
+  gi.output(0, v);
+}
+
 // Counter-based draws replace ONNX's seeded RandomUniform(Like): keyed by the
 // step's seed, step number and global sample index, plus a per-op id.
 void randomUniformOp(GraphImporter &gi, std::vector<int64_t> shape) {
@@ -267,6 +299,7 @@ void addMathHandlers(std::map<std::string, OpHandler> &table) {
       {"Greater", binary<LessOp>([](double a, double b) { return double(a < b); }, true, true)},
       {"Equal", binary<EqualOp>([](double a, double b) { return double(a == b); }, true)},
       {"Where", whereOp},
+      {"Clip", clipOp},
       {"Neg", unary<NegOp>([](double a) { return -a; })},
       {"Sqrt", unary<SqrtOp>([](double a) { return std::sqrt(a); })},
       {"Exp", unary<ExpOp>([](double a) { return std::exp(a); })},

@@ -192,6 +192,13 @@ UNARY_RULE(ReciprocalOp, (void)x;
 UNARY_RULE(SiluOp, (void)y; return b.create<SiluGradOp>(loc, g.getType(), g, x);)
 #undef UNARY_RULE
 
+// The point of the op: nothing flows back through it.
+LogicalResult StopGradientOp::buildGradients(OpBuilder &, ValueRange,
+                                             SmallVectorImpl<Value> &og) {
+  og.assign(1, Value());
+  return success();
+}
+
 LogicalResult GeluOp::buildGradients(OpBuilder &b, ValueRange rg,
                                      SmallVectorImpl<Value> &og) {
   og.assign(1, Value());

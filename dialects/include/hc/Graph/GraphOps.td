@@ -87,6 +87,19 @@ def HC_GeluOp : HC_Op<"gelu", [DeclareOpInterfaceMethods<HC_GradientOpInterface>
   let hasVerifier = 1;
 }
 
+def HC_StopGradientOp : HC_Op<"stop_gradient", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
+  let summary = "identity forward, no gradient backward (ONNX hc::StopGradient)";
+  let description = [{
+    The exporter's `.detach()`: the value passes unchanged, and autodiff
+    sends no adjoint through it. It has no folder on purpose: nothing may
+    replace it by its operand before hc-autodiff has run, which erases it
+    afterwards (the schedule level treats a survivor as an alias).
+  }];
+  let arguments = (ins HC_FloatTensor:$input);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def HC_CastOp : HC_Op<"cast", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure, SameOperandsAndResultShape]> {
   let summary = "element type conversion (float <-> int truncates toward 0)";
   let arguments = (ins HC_Tensor:$input);
