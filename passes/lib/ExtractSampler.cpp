@@ -108,7 +108,14 @@ LogicalResult extract(func::FuncOp f) {
       return op.emitError("--sampler: the model draws random numbers (label dropout "
                           "in the graph?); a sampler must be deterministic: export "
                           "without graph-level dropout");
-  f.eraseArgument(noise.getArgNumber());
+  // Inputs only the loss read go too: the noise, and an objective's extra
+  // inputs (the VLB's x_start). x_t, t and y are the sampler's interface.
+  for (int i = static_cast<int>(f.getNumArguments()) - 1; i >= 0; --i) {
+    auto name = f.getArgAttrOfType<StringAttr>(i, kInputAttr);
+    if (name && f.getArgument(i).use_empty() &&
+        !llvm::is_contained({"x_t", "t", "y"}, name.getValue()))
+      f.eraseArgument(i);
+  }
   return success();
 }
 

@@ -57,3 +57,36 @@ func.func @offset_slice(%x: tensor<2x2x4x4xf32> {hc.input = "x_t"},
   %l = hc.mse_loss %s, %n : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// The VLB objective: a second loss term reads the output's variance channels
+// and the extra input x_start, and a stop_gradient sits on the eps half. The
+// cut is the same, and x_start goes with the noise (t and y stay: they are
+// the sampler's interface, read by the model).
+// CHECK-LABEL: func.func @vlb
+// CHECK-SAME: (%[[X:.*]]: tensor<2x2x4x4xf32> {hc.input = "x_t"}, %[[T:.*]]: tensor<2xi64> {hc.input = "t"}, %[[P:.*]]: tensor<2x4x4x4xf32> {hc.param = "w"})
+// CHECK-SAME: -> tensor<2x4x4x4xf32> attributes {hc.result_names = ["prediction"]}
+// CHECK-NOT: stop_gradient
+// CHECK: return
+func.func @vlb(%x: tensor<2x2x4x4xf32> {hc.input = "x_t"},
+               %t: tensor<2xi64> {hc.input = "t"},
+               %n: tensor<2x2x4x4xf32> {hc.input = "noise"},
+               %x0: tensor<2x2x4x4xf32> {hc.input = "x_start"},
+               %w: tensor<2x4x4x4xf32> {hc.param = "w"}) -> tensor<f32>
+    attributes {hc.result_names = ["loss"]} {
+  %tf = hc.cast %t : tensor<2xi64> -> tensor<2xf32>
+  %tr = hc.reshape %tf : tensor<2xf32> -> tensor<2x1x1x1xf32>
+  %c = hc.concat %x, %x {axis = 1 : i64} : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %m = hc.mul %c, %w : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %o = hc.mul %m, %tr : (tensor<2x4x4x4xf32>, tensor<2x1x1x1xf32>) -> tensor<2x4x4x4xf32>
+  %e = hc.slice %o {starts = array<i64: 0, 0, 0, 0>, sizes = array<i64: 2, 2, 4, 4>, steps = array<i64: 1, 1, 1, 1>} : tensor<2x4x4x4xf32> -> tensor<2x2x4x4xf32>
+  %v = hc.slice %o {starts = array<i64: 0, 2, 0, 0>, sizes = array<i64: 2, 2, 4, 4>, steps = array<i64: 1, 1, 1, 1>} : tensor<2x4x4x4xf32> -> tensor<2x2x4x4xf32>
+  %mse = hc.mse_loss %e, %n : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<f32>
+  %se = hc.stop_gradient %e : tensor<2x2x4x4xf32>
+  %d = hc.sub %se, %x0 : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %k = hc.mul %d, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %vb = hc.reduce_mean %k {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : tensor<2x2x4x4xf32> -> tensor<f32>
+  %l = hc.add %mse, %vb : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

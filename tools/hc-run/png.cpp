@@ -91,11 +91,11 @@ bool writePng(const std::string &path, const Image &im, std::string &error) {
 }
 
 Image labelledGrid(const float *samples, const std::vector<int64_t> &rowLabels, int perRow,
-                   int channels, int height, int width) {
+                   int channels, int height, int width, const std::vector<int> &bands) {
   const int pad = 2, scale = 2;  // digits drawn 2x
   const int labelWidth = 3 * 6 * scale + pad;
   Image im;
-  im.channels = channels == 3 ? 3 : 1;
+  im.channels = bands.size() == 3 ? 3 : 1;
   im.width = labelWidth + perRow * (width + pad) + pad;
   im.height = static_cast<int>(rowLabels.size()) * (height + pad) + pad;
   im.pixels.assign(static_cast<std::size_t>(im.width) * im.height * im.channels, 255);
@@ -127,7 +127,7 @@ Image labelledGrid(const float *samples, const std::vector<int64_t> &rowLabels, 
       for (int y = 0; y < height; ++y)
         for (int x = 0; x < width; ++x)
           for (int c = 0; c < im.channels; ++c) {
-            float v = img[c * plane + static_cast<std::size_t>(y) * width + x];
+            float v = img[bands[c] * plane + static_cast<std::size_t>(y) * width + x];
             v = std::clamp((v + 1.0f) * 127.5f, 0.0f, 255.0f);
             set(left + x, top + y, c, static_cast<uint8_t>(std::lround(v)));
           }

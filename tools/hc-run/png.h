@@ -20,10 +20,11 @@ bool writePng(const std::string &path, const Image &image, std::string &error);
 
 // One row per class, in the given order, `perRow` samples each, with the
 // class id drawn left of its row. `samples` is float [rows*perRow, C, H, W]
-// in [-1, 1] (clamped); C = 3 is shown in colour, any other C by its
-// first channel in grey.
+// in [-1, 1] (clamped); `bands` picks the channels shown: one (grey) or
+// three (R, G, B), each < C.
 Image labelledGrid(const float *samples, const std::vector<int64_t> &rowLabels,
-                   int perRow, int channels, int height, int width);
+                   int perRow, int channels, int height, int width,
+                   const std::vector<int> &bands);
 
 } // namespace hcrun
 

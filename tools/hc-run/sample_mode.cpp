@@ -31,8 +31,8 @@
 namespace hcrun {
 namespace {
 
-const char *kSampleUsage = R"(usage: hc-run sample SAMPLER.so --ckpt CKPT.safetensors
-           [--out GRID.png] [--save-npy SAMPLES.npy] [--classes LIST|all]
+const char *kSampleUsage = R"(usage: hc-run sample SAMPLER.so --ckpt CKPT.safetensors|CKPT_DIR
+           [--out GRID.png [--png-bands B|R,G,B]] [--save-npy SAMPLES.npy] [--classes LIST|all]
            [--per-class N] [--cfg-scale S] [--sampler ddpm|ddim]
            [--sampling-steps K] [--seed S] [--no-clip] [--progress|--no-progress]
 
@@ -40,14 +40,17 @@ SAMPLER.so comes from `hc-compile dit_train.onnx --sampler --batch B`. Makes
 --per-class images of each class and writes them (at least one of):
   --out GRID.png      a grid, one row per class in --classes order, labelled
                       with the class id (grey for 1 channel, colour for 3,
-                      else the first channel)
+                      else the first channel, or --png-bands)
   --save-npy F.npy    float32 [N, C, H, W] in the same order, and the class
                       of each image in F.labels.npy (int64 [N])
 options:
-  --ckpt F            weights: an hc-run checkpoint (its checksum checked) or
+  --ckpt F|DIR        weights: an hc-run checkpoint (its checksum checked) or
                       any safetensors with the parameters under their
                       PyTorch names; EMA weights (ema:NAME) are used when
-                      present
+                      present. A --ckpt-dir folder: its newest checkpoint
+  --png-bands LIST    which channels the PNG shows: one (grey) or three
+                      (R,G,B), e.g. 3,2,1 for a true-colour composite of
+                      multi-band data (default 0,1,2 for 3 channels, else 0)
   --classes LIST|all  class ids, e.g. 0,3,7 (default: all)
   --per-class N       images per class (default 8)
   --cfg-scale S       classifier-free guidance scale (default 4.0, DiT's);
@@ -64,7 +67,7 @@ options:
 )";
 
 struct SampleOptions {
-  std::string library, ckpt, out, saveNpy, dumpSteps, classes = "all";
+  std::string library, ckpt, out, saveNpy, dumpSteps, classes = "all", pngBands;
   int64_t perClass = 8;
   double cfgScale = 4.0;
   std::string sampler = "ddpm";
@@ -112,6 +115,31 @@ std::vector<int64_t> parseList(const std::string &flag, const std::string &v, in
   return out;
 }
 
+// A --ckpt-dir folder stands for its newest checkpoint, judged as --resume
+// judges it: by the step stored inside, which must agree with the name.
+std::string resolveCheckpoint(const std::string &path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return path;
+  std::vector<hc::rt::CheckpointFile> all;
+  std::string err;
+  if (!hc::rt::listCheckpoints(path, all, err))
+    usageError(err);
+  if (all.empty())
+    usageError("--ckpt " + path + ": a folder without checkpoints (ckpt-<step>.safetensors)");
+  const hc::rt::CheckpointFile &newest = all.back();
+  hc::rt::SafetensorsFile f;
+  if (!f.open(newest.path, err))
+    usageError(err);
+  auto it = f.metadata().find("hc.step");
+  if (it == f.metadata().end() || it->second != std::to_string(newest.step))
+    usageError(newest.path + ": its name says step " + std::to_string(newest.step) +
+               ", but it holds " + (it == f.metadata().end() ? "no hc.step" : "step " + it->second) +
+               "; give --ckpt the file to use");
+  std::printf("--ckpt %s: the newest checkpoint, %s\n", path.c_str(), newest.path.c_str());
+  return newest.path;
+}
+
 SampleOptions parseSampleOptions(int argc, char **argv) {
   SampleOptions o;
   for (int i = 1; i < argc; ++i) {
@@ -127,6 +155,8 @@ SampleOptions parseSampleOptions(int argc, char **argv) {
       o.ckpt = value();
     } else if (a == "--out") {
       o.out = value();
+    } else if (a == "--png-bands") {
+      o.pngBands = value();
     } else if (a == "--save-npy") {
       o.saveNpy = value();
     } else if (a == "--dump-steps") {  // for test/run/sample_check.py
@@ -304,6 +334,19 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
       classes.push_back(c);
   else
     classes = parseList("--classes", o.classes, 0, m.numClasses - 1);
+  std::vector<int> bands;
+  if (o.pngBands.empty()) {
+    bands = m.channels == 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
+  } else {
+    if (o.out.empty())
+      usageError("--png-bands chooses what --out shows; give --out GRID.png");
+    for (int64_t b : parseList("--png-bands", o.pngBands, 0, m.channels - 1))
+      bands.push_back(static_cast<int>(b));
+    if (bands.size() != 1 && bands.size() != 3)
+      usageError("--png-bands needs one channel (grey) or three (R,G,B), got " +
+                 std::to_string(bands.size()));
+  }
+  o.ckpt = resolveCheckpoint(o.ckpt);
   const bool guided = o.cfgScale != 1.0;
   if (guided && !m.hasNullClass)
     usageError("--cfg-scale " + number(o.cfgScale) + " needs the null class, but " +
@@ -459,7 +502,7 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   if (!o.out.empty()) {
     Image grid = labelledGrid(samples.data(), classes, static_cast<int>(o.perClass),
                               static_cast<int>(m.channels), static_cast<int>(m.height),
-                              static_cast<int>(m.width));
+                              static_cast<int>(m.width), bands);
     if (!writePng(o.out, grid, err))
       throw Error(1, err);
     std::printf("grid: %s (%d x %d, one row per class)\n", o.out.c_str(), grid.width,
