@@ -191,15 +191,26 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
     hyper-parameters (onnx_training.add_training_info's keywords) to add the
     model's own training step, or None."""
 
-    out_dir = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(out_dir):
-        raise UsageError("output folder %s does not exist" % out_dir)
-    t0 = time.time()
     torch.manual_seed(seed)
     dit = ditlib.make_dit(model, image_size=image_size, in_channels=in_channels,
                           num_classes=num_classes, learn_sigma=learn_sigma, init=init,
                           seed=seed, class_dropout_prob=class_dropout_prob,
                           attention=attention)
+    return export_module(dit, output, opset=opset, batch=batch, dynamic_batch=dynamic_batch,
+                         init=init, seed=seed, with_output=with_output,
+                         external_data=external_data, training=training, objective=objective)
+
+
+def export_module(dit, output, opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
+                  with_output=False, external_data=None, training=None, objective="mse"):
+    """Export a DiT instance (models/dit.py's class, e.g. with weights loaded
+    from a PyTorch checkpoint) with its objective; returns (onnx.ModelProto,
+    seconds). `init`, `seed` are only recorded in the metadata."""
+    out_dir = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(out_dir):
+        raise UsageError("output folder %s does not exist" % out_dir)
+    t0 = time.time()
+    in_channels, image_size = dit.in_channels, dit.config["image_size"]
     module = ditlib.DiTLoss(dit, in_channels, with_output=with_output, objective=objective)
     names = input_names(objective)
     args = example_inputs(dit.config, batch, seed, objective)

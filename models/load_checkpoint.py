@@ -3,9 +3,10 @@
 PyTorch DiT of dit.py with load_state_dict(strict=True) and runs a forward
 pass.
 
-usage: load_checkpoint.py CKPT [--weights ema|model] [--inputs DIR]
+usage: load_checkpoint.py CKPT|CKPT_DIR [--weights ema|model] [--inputs DIR]
                                [--batch N] [--seed S] [--save-pt OUT.pt]
 
+A folder stands for its newest checkpoint (ckpt-<step> names sort by step).
 The architecture comes from the checkpoint itself (the dit_config of its
 hc.description metadata). --weights picks the parameters: "model" (the
 trained ones) or "ema" (DiT samples with the EMA; the default when the
@@ -116,6 +117,12 @@ def main():
     a = ap.parse_args()
     if a.batch < 1:
         fail("--batch must be at least 1")
+    if os.path.isdir(a.checkpoint):  # a --ckpt-dir: its newest checkpoint, by step
+        found = sorted(f for f in os.listdir(a.checkpoint)
+                       if f.startswith("ckpt-") and f.endswith(".safetensors"))
+        if not found:
+            fail("%s: a folder without checkpoints (ckpt-<step>.safetensors)" % a.checkpoint)
+        a.checkpoint = os.path.join(a.checkpoint, found[-1])
     tensors, meta, desc, cfg = read_checkpoint(a.checkpoint)
     import torch
     from dit import dit_from_config
