@@ -232,9 +232,11 @@ struct MultiHeadAttention : OpRewritePattern<ReshapeOp> {
     if (out.getShape() != ArrayRef<int64_t>{B, N, H * Dh} ||
         out.getElementType() != qkvType.getElementType())
       return failure();
-    rewriter.replaceOpWithNewOp<AttentionOp>(
-        op, out, q->qkv, rewriter.getI64IntegerAttr(H),
-        rewriter.getF64FloatAttr(scale));
+    auto lse = RankedTensorType::get({B, H, N}, out.getElementType());
+    auto att = rewriter.create<AttentionOp>(op.getLoc(), out, lse, q->qkv,
+                                            rewriter.getI64IntegerAttr(H),
+                                            rewriter.getF64FloatAttr(scale));
+    rewriter.replaceOp(op, att.getResult());
     return success();
   }
 };

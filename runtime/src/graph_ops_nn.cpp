@@ -536,8 +536,10 @@ static void attentionArgs(const hcrt_tensor &qkvIn, int64_t heads,
   a.q_sh = a.k_sh = a.v_sh = a.Dh;
 }
 
+// outs: the result [B, N, D] and, when given, each query row's log-sum-exp
+// of its scaled scores [B, heads, N] (what the backward needs besides it).
 HCRT_OP_DEF(attention) {
-  (void)nin, (void)nout;
+  (void)nin;
   const int64_t heads = attrInt(attrs, 0, 1);
   const double scale = attrFloat(attrs, 0, 1.0);
   hcrt_tensor &out = outs[0];
@@ -547,35 +549,37 @@ HCRT_OP_DEF(attention) {
   const int64_t N = a.Tq, D = a.heads * a.Dh;
   a.o = static_cast<float *>(out.data);
   a.o_sb = N * D, a.o_st = D, a.o_sh = a.Dh;
-  a.lse = nullptr;
+  a.lse = nout > 1 ? static_cast<float *>(outs[1].data) : nullptr;
   hc_flash_attention_fwd(&a, threads);
 }
 
-// The forward is re-run (o and the row log-sum-exp the backward needs; the
-// graph carries neither), then the flash backward writes dq/dk/dv straight
-// into dqkv. Never an N x N matrix.
+// ins: dOut, qkv, and the forward's result and log-sum-exp, so the flash
+// backward rebuilds each tile's probabilities without re-running the
+// forward; it writes dq/dk/dv straight into dqkv. Never an N x N matrix.
 HCRT_OP_DEF(attention_grad) {
   (void)nin, (void)nout;
   const int64_t heads = attrInt(attrs, 0, 1);
   const double scale = attrFloat(attrs, 0, 1.0);
-  const hcrt_tensor &dout = ins[0];
   hcrt_tensor &dqkv = outs[0];
-  Buf<float> bq, bo, bd;
+  Buf<float> bq, bo, bd, bl;
   hc_attention_args a{};
   attentionArgs(ins[1], heads, scale, bq, threads, a);
   const int64_t B = a.batch, N = a.Tq, D = a.heads * a.Dh;
   if (B <= 0 || N <= 0)
     return;
-  float *o = bo.alloc(B * N * D + B * a.heads * N);
-  a.o = o, a.o_sb = N * D, a.o_st = D, a.o_sh = a.Dh;
-  a.lse = o + B * N * D;
-  hc_flash_attention_fwd(&a, threads);
-  hcrt_tensor g = dout;
-  if (g.strides[2] != 1 && g.shape[2] > 1) {
-    float *p = bd.alloc(numel(g));
-    copyToContiguous(g, p, threads);
-    g = asContiguous(g, p);
-  }
+  // Rows of out and dOut are read Dh at a time: their last dim must be unit
+  // stride (a broadcast or transposed view is packed first).
+  auto rows = [&](const hcrt_tensor &t, Buf<float> &buf) {
+    if (t.strides[2] == 1 || t.shape[2] <= 1)
+      return t;
+    float *p = buf.alloc(numel(t));
+    copyToContiguous(t, p, threads);
+    return asContiguous(t, p);
+  };
+  const hcrt_tensor o = rows(ins[2], bo), g = rows(ins[0], bd);
+  a.o = const_cast<float *>(static_cast<const float *>(o.data));
+  a.o_sb = o.strides[0], a.o_st = o.strides[1], a.o_sh = a.Dh;
+  a.lse = const_cast<float *>(contiguousF32(ins[3], bl, threads));
   a.dout = static_cast<const float *>(g.data);
   a.do_sb = g.strides[0], a.do_st = g.strides[1], a.do_sh = a.Dh;
   float *pd = static_cast<float *>(dqkv.data);

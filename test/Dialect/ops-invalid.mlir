@@ -36,7 +36,23 @@ func.func @modulate_shape(%x: tensor<2x5x8xf32>, %c: tensor<2x7xf32>) {
 
 func.func @attention_heads(%qkv: tensor<2x5x24xf32>) {
   // expected-error @+1 {{qkv's last dim 24 is not 3 * num_heads(5) * head_dim}}
-  %0 = hc.attention %qkv {num_heads = 5 : i64, scale = 0.5 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+  %0:2 = hc.attention %qkv {num_heads = 5 : i64, scale = 0.5 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x5x5xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_lse(%qkv: tensor<2x5x24xf32>) {
+  // expected-error @+1 {{lse must be [2, 2, 5], got 'tensor<2x5x2xf32>'}}
+  %0:2 = hc.attention %qkv {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x5x2xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_lse(%dy: tensor<2x5x8xf32>, %qkv: tensor<2x5x24xf32>, %lse: tensor<2x5x2xf32>) {
+  // expected-error @+1 {{needs the forward's out [B, N, D] and lse [B, heads, N]}}
+  %0 = hc.attention_grad %dy, %qkv, %dy, %lse {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x5x24xf32>, tensor<2x5x8xf32>, tensor<2x5x2xf32>) -> tensor<2x5x24xf32>
   return
 }
 

@@ -12,10 +12,10 @@ func.func @block(%x: tensor<2x5x8xf32>, %c: tensor<2x8xf32>, %wqkv: tensor<24x8x
   // CHECK: hc.modulate
   %m = hc.modulate %n, %c, %c : (tensor<2x5x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x5x8xf32>
   %qkv = hc.linear %m, %wqkv : (tensor<2x5x8xf32>, tensor<24x8xf32>) -> tensor<2x5x24xf32>
-  // CHECK: hc.attention %{{.*}} {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
-  %a = hc.attention %qkv {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+  // CHECK: hc.attention %{{.*}} {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
+  %a:2 = hc.attention %qkv {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
   // CHECK: hc.gelu %{{.*}} {approximate = "none"} : tensor<2x5x8xf32>
-  %ge = hc.gelu %a {approximate = "none"} : tensor<2x5x8xf32>
+  %ge = hc.gelu %a#0 {approximate = "none"} : tensor<2x5x8xf32>
   %s = hc.silu %ge : tensor<2x5x8xf32>
   %sm = hc.softmax %s {axis = 2 : i64} : tensor<2x5x8xf32>
   // CHECK: hc.matmul %{{.*}}, %{{.*}} : (tensor<2x5x8xf32>, tensor<8xf32>) -> tensor<2x5xf32>

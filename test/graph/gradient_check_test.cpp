@@ -206,7 +206,7 @@ std::vector<Case> cases() {
            "  %y = hc.matmul %a, %b : (tensor<2x3x4xf64>, tensor<4x5xf64>) -> tensor<2x3x5xf64>",
            "tensor<2x3x5xf64>"},
       Case{"attention", {Arg{"qkv", "tensor<2x5x18xf64>"}},
-           "  %y = hc.attention %qkv {num_heads = 2 : i64, scale = 0.57 : f64} : (tensor<2x5x18xf64>) -> tensor<2x5x6xf64>",
+           "  %y, %lse = hc.attention %qkv {num_heads = 2 : i64, scale = 0.57 : f64} : (tensor<2x5x18xf64>) -> (tensor<2x5x6xf64>, tensor<2x2x5xf64>)",
            "tensor<2x5x6xf64>"},
       Case{"reshape", {x}, "  %y = hc.reshape %x : tensor<3x5xf64> -> tensor<5x3xf64>", "tensor<5x3xf64>"},
       Case{"broadcast", {Arg{"x", "tensor<3x1xf64>"}},

@@ -3,7 +3,7 @@
 // torch 1.13's DiT attention: qkv [B, N, 3·H·Dh] -> heads via Gather, scaled
 // scores, softmax, merge. B=2, N=5, H=2, Dh=4.
 // CHECK-LABEL: func.func @attention
-// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: %[[A:[^,]*]], %{{.*}} = hc.attention %arg0 {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
 // CHECK-NEXT: return %[[A]]
 func.func @attention(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
@@ -53,7 +53,7 @@ func.func @swapped(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
 // timm's `q, k, v = qkv.unbind(0)`: one Split of the [3, B, H, N, Dh] permute
 // into [1, 1, 1] along dim 0, each piece squeezed (a Reshape).
 // CHECK-LABEL: func.func @unbind
-// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: %[[A:[^,]*]], %{{.*}} = hc.attention %arg0 {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
 // CHECK-NEXT: return %[[A]]
 func.func @unbind(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
@@ -76,7 +76,7 @@ func.func @unbind(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
 // `qkv[0:1]`-style unit slices of the permute, squeezed, taken in any order;
 // scores divided by a constant (1 / 4 here).
 // CHECK-LABEL: func.func @unit_slices
-// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: %[[A:[^,]*]], %{{.*}} = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
 // CHECK-NEXT: return %[[A]]
 func.func @unit_slices(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
@@ -103,7 +103,7 @@ func.func @unit_slices(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
 // and transposed to [B, H, N, Dh]; the scale on q (q * 0.5) and on the
 // scores (* 0.25) multiply.
 // CHECK-LABEL: func.func @chunk_last_dim
-// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 1.250000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: %[[A:[^,]*]], %{{.*}} = hc.attention %arg0 {num_heads = 2 : i64, scale = 1.250000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
 // CHECK-NEXT: return %[[A]]
 func.func @chunk_last_dim(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %p:3 = hc.split %qkv {axis = 2 : i64, sizes = array<i64: 8, 8, 8>} : tensor<2x5x24xf32> -> tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>
@@ -130,7 +130,7 @@ func.func @chunk_last_dim(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
 // leaves when it cannot see all pieces), k transposed straight to
 // [B, H, Dh, N] by one [0, 2, 3, 1] permute and scaled there (* 0.25).
 // CHECK-LABEL: func.func @split_slices
-// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: %[[A:[^,]*]], %{{.*}} = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
 // CHECK-NEXT: return %[[A]]
 func.func @split_slices(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %qp = hc.slice %qkv {starts = array<i64: 0, 0, 0>, sizes = array<i64: 2, 5, 8>, steps = array<i64: 1, 1, 1>} : tensor<2x5x24xf32> -> tensor<2x5x8xf32>
@@ -157,7 +157,7 @@ func.func @split_slices(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
 // by √scale, a [1] constant (here √(1/4) = 0.5; the fused scale is the
 // product 0.25).
 // CHECK-LABEL: func.func @sdpa
-// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: %[[A:[^,]*]], %{{.*}} = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
 // CHECK-NEXT: return %[[A]]
 func.func @sdpa(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
@@ -181,7 +181,7 @@ func.func @sdpa(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
 
 // √scale on k before its transpose instead (k * 0.5, q * 0.5).
 // CHECK-LABEL: func.func @scale_on_k
-// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: %[[A:[^,]*]], %{{.*}} = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
 // CHECK-NEXT: return %[[A]]
 func.func @scale_on_k(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>
@@ -343,7 +343,7 @@ func.func @chunk_out_of_order(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
 // reshape(transpose(reshape(k, [B·H, N, Dh]), [0, 2, 1]), [B, H, Dh, N]),
 // the heads taken by unit Slices + squeeze, √scale on q and on kᵀ.
 // CHECK-LABEL: func.func @sdpa_dynamo
-// CHECK-NEXT: %[[A:.*]] = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> tensor<2x5x8xf32>
+// CHECK-NEXT: %[[A:[^,]*]], %{{.*}} = hc.attention %arg0 {num_heads = 2 : i64, scale = 2.500000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
 // CHECK-NEXT: return %[[A]]
 func.func @sdpa_dynamo(%qkv: tensor<2x5x24xf32>) -> tensor<2x5x8xf32> {
   %r = hc.reshape %qkv : tensor<2x5x24xf32> -> tensor<2x5x3x2x4xf32>

@@ -666,12 +666,12 @@ TEST(GraphOps, Attention) {
         const int64_t B = cc.B, N = cc.N, H = cc.H, Dh = cc.Dh, D = H * Dh;
         const double scale = 1 / std::sqrt((double)Dh);
         TT qkv = make({B, N, 3 * D}, l, seed++, -2, 2);
-        TT o = output({B, N, D});
-        run(hcrt_op_attention, {&qkv}, {&o}, attrs({H}, {scale}), th);
+        TT o = output({B, N, D}), lse = output({B, H, N});
+        run(hcrt_op_attention, {&qkv}, {&o, &lse}, attrs({H}, {scale}), th);
         const Layout ldo[] = {kStrided, kPadded, kPadded, kContig, kBroadcast};  // by l
         TT dout = make({B, N, D}, ldo[l], seed++);
         TT g = output({B, N, 3 * D});
-        run(hcrt_op_attention_grad, {&dout, &qkv}, {&g}, attrs({H}, {scale}), th);
+        run(hcrt_op_attention_grad, {&dout, &qkv, &o, &lse}, {&g}, attrs({H}, {scale}), th);
         auto at = [&](int64_t b, int64_t n, int64_t which, int64_t h, int64_t d) {
           return (b * N + n) * 3 * D + which * D + h * Dh + d;
         };
@@ -693,6 +693,9 @@ TEST(GraphOps, Attention) {
                 sum += P[j] = std::exp(P[j] - m);
               for (int64_t j = 0; j < N; ++j)
                 P[j] /= sum;
+              const int64_t li = (b * H + h) * N + i;
+              const double lse64 = m + std::log(sum);
+              c.check(lse.out(li), lse64, 8 * (N + Dh + 16) * kU * (1 + std::fabs(lse64)), li);
               double rowDot = 0;
               for (int64_t d = 0; d < Dh; ++d) {
                 od[d] = 0;

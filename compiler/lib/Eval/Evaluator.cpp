@@ -115,11 +115,14 @@ EvalTensor matmul(const EvalTensor &a0, const EvalTensor &b0, const Shape &out) 
   return r;
 }
 
+// -> softmax(q k^T scale) v, and each row's log-sum-exp of its scores in
+// `lse` ([B, heads, N]).
 EvalTensor attention(const EvalTensor &qkv, int64_t heads, double scale,
-                     const Shape &out) {
+                     const Shape &out, EvalTensor &lse) {
   int64_t B = qkv.shape[0], N = qkv.shape[1], D = qkv.shape[2] / 3,
           Dh = D / heads;
   EvalTensor r{out, std::vector<double>(B * N * D, 0.0)};
+  lse = EvalTensor{{B, heads, N}, std::vector<double>(B * heads * N, 0.0)};
   std::vector<double> p(N);
   auto at = [&](int64_t b, int64_t n, int64_t which, int64_t h, int64_t d) {
     return qkv.data[(b * N + n) * 3 * D + which * D + h * Dh + d];
@@ -143,6 +146,7 @@ EvalTensor attention(const EvalTensor &qkv, int64_t heads, double scale,
             acc += p[j] * at(b, j, 2, h, d);
           r.data[(b * N + i) * D + h * Dh + d] = acc / sum;
         }
+        lse.data[(b * heads + h) * N + i] = m + std::log(sum);
       }
   return r;
 }
@@ -332,8 +336,10 @@ void Interpreter::run(Operation *op) {
         set(matmul(get(o.getLhs()), get(o.getRhs()), out()));
       })
       .Case<AttentionOp>([&](AttentionOp o) {
+        EvalTensor lse;
         set(attention(get(o.getQkv()), o.getNumHeads(),
-                      o.getScale().convertToDouble(), out()));
+                      o.getScale().convertToDouble(), out(), lse));
+        env[o.getLse()] = std::move(lse);
       })
       .Case<StopGradientOp>([&](StopGradientOp o) { set(get(o.getInput())); })
       .Case<ReshapeOp>([&](ReshapeOp o) {

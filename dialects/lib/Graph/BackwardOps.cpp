@@ -76,6 +76,11 @@ LogicalResult AttentionGradOp::verify() {
       dy.getDimSize(2) * 3 != qkv.getDimSize(2) ||
       qkv.getDimSize(2) % (3 * getNumHeads()))
     return emitOpError("needs dOut [B, N, D] and qkv [B, N, 3D] -> [B, N, 3D]");
+  auto lse = getLse().getType();
+  if (getOut().getType().getShape() != dy.getShape() || lse.getRank() != 3 ||
+      lse.getDimSize(0) != qkv.getDimSize(0) || lse.getDimSize(1) != getNumHeads() ||
+      lse.getDimSize(2) != qkv.getDimSize(1))
+    return emitOpError("needs the forward's out [B, N, D] and lse [B, heads, N]");
   return success();
 }
 

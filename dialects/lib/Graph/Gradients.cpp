@@ -363,9 +363,13 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b, ValueRange rg,
 LogicalResult AttentionOp::buildGradients(OpBuilder &b, ValueRange rg,
                                           SmallVectorImpl<Value> &og) {
   og.assign(1, Value());
+  if (rg.size() > 1 && rg[1])
+    return emitOpError("a loss that depends on attention's log-sum-exp has no "
+                       "gradient rule");
   if (rg[0])
     og[0] = b.create<AttentionGradOp>(getLoc(), getQkv().getType(), rg[0],
-                                      getQkv(), getNumHeadsAttr(), getScaleAttr());
+                                      getQkv(), getResult(), getLse(),
+                                      getNumHeadsAttr(), getScaleAttr());
   return success();
 }
 

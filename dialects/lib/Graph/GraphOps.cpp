@@ -323,6 +323,14 @@ LogicalResult AttentionOp::verify() {
     if (!dimsCompatible(result.getDimSize(i), expected[i]))
       return emitOpError("result must be ")
              << shapeString(expected) << ", got " << result;
+  auto lse = getLse().getType();
+  SmallVector<int64_t> lseShape{qkv.getDimSize(0), heads, qkv.getDimSize(1)};
+  if (lse.getRank() != 3 || lse.getElementType() != qkv.getElementType())
+    return emitOpError("lse must be [B, num_heads, N]");
+  for (int i = 0; i < 3; ++i)
+    if (!dimsCompatible(lse.getDimSize(i), lseShape[i]))
+      return emitOpError("lse must be ")
+             << shapeString(lseShape) << ", got " << lse;
   return success();
 }
 

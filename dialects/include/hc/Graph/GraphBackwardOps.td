@@ -94,16 +94,19 @@ def HC_SoftmaxGradOp : HC_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> 
 }
 
 def HC_AttentionGradOp : HC_Op<"attention_grad", [Pure]> {
-  let summary = "d(qkv) of hc.attention, probabilities recomputed per row";
+  let summary = "d(qkv) of hc.attention, probabilities recomputed per tile";
   let description = [{
     Flash-attention style backward: the N×N probability matrix is never
-    stored; each query row's probabilities are recomputed from q and k.
+    stored; each tile's probabilities are rebuilt from q, k and the
+    forward's `lse`, and `out` (the forward's result) gives each row's
+    Σ dO·O.
   }];
   let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$qkv,
+                       HC_FloatTensor:$out, HC_FloatTensor:$lse,
                        I64Attr:$num_heads, F64Attr:$scale);
   let results = (outs HC_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $qkv attr-dict `:` functional-type(operands, results)
+    $grad `,` $qkv `,` $out `,` $lse attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -210,10 +210,12 @@ def HC_AttentionOp : HC_Op<"attention", [DeclareOpInterfaceMethods<HC_GradientOp
   let description = [{
     `qkv` is `[B, N, 3·D]` laid out as (3, heads, D/heads) along the last dim,
     as DiT's fused qkv linear produces it. Returns softmax(q·kᵀ·scale)·v with
-    heads merged back: `[B, N, D]`.
+    heads merged back: `[B, N, D]`, and `lse` `[B, heads, N]`, each query
+    row's log Σ exp(scores·scale): the backward rebuilds the probabilities
+    from it and the result instead of running the forward again.
   }];
   let arguments = (ins HC_FloatTensor:$qkv, I64Attr:$num_heads, F64Attr:$scale);
-  let results = (outs HC_FloatTensor:$result);
+  let results = (outs HC_FloatTensor:$result, HC_FloatTensor:$lse);
   let assemblyFormat = "$qkv attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
