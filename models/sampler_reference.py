@@ -40,6 +40,21 @@ def space_timesteps(num_timesteps, sections):
     return sorted(set(steps))
 
 
+def ddim_timesteps(num_timesteps, count):
+    """guided_diffusion's "ddimN": range(0, T, stride) with exactly N steps."""
+    for stride in range(1, num_timesteps):
+        if len(range(0, num_timesteps, stride)) == count:
+            return list(range(0, num_timesteps, stride))
+    raise ValueError("cannot create exactly %d steps with an integer stride" % count)
+
+
+def respacing(num_timesteps, spec):
+    """The visited timesteps of a --sampling-steps value: "K", "K1,K2,..." or "ddimN"."""
+    if spec.startswith("ddim"):
+        return ddim_timesteps(num_timesteps, int(spec[4:]))
+    return space_timesteps(num_timesteps, [int(s) for s in spec.split(",")])
+
+
 class Schedule:
     def __init__(self, visited):
         ac_train = diffusion.alphas_cumprod()

@@ -153,15 +153,15 @@ def replay(d, sched, sampler, cfg, learn_sigma, **mutation):
 def case_arithmetic(a):
     import torch
     runs = [("sig", "ddpm", "10", 4.0), ("sig", "ddim", "4,3", 4.0),
-            ("fixed", "ddpm", "10", 1.0), ("fixed", "ddim", "10", 2.5)]
+            ("fixed", "ddpm", "10", 1.0), ("fixed", "ddim", "10", 2.5),
+            ("sig", "ddim", "ddim25", 4.0)]
     for name, sampler, steps, cfg in runs:
         learn_sigma = name == "sig"
         dump = "dump-%s-%s-%s-%g" % (name, sampler, steps.replace(",", "_"), cfg)
         sample(a, name, sampler, steps, cfg, dump)
         d = {k: np.load(os.path.join(a.work, dump, k + ".npy"))
              for k in ("x", "model_out", "noise", "t", "y")}
-        sections = [int(s) for s in steps.split(",")]
-        sched = ref.Schedule(ref.space_timesteps(1000, sections))
+        sched = ref.Schedule(ref.respacing(1000, steps))
         K = len(sched.betas)
         what = "%s %s steps %s cfg %g" % (name, sampler, steps, cfg)
         check(list(d["t"]) == list(sched.timestep_map[::-1]),
@@ -288,6 +288,8 @@ def case_refusals(a):
     refused(a, [hc_run, "sample", "sig.so", "--out", "g.png"], ["--ckpt"])
     refused(a, [hc_run, "sample", "sig.so", "--ckpt", "sig.ckpt.safetensors"], ["--out"])
     refused(a, base + ["--sampling-steps", "1"], ["--sampling-steps", "at least 2"])
+    refused(a, base + ["--sampling-steps", "ddim999"], ["--sampling-steps", "no integer stride"])
+    refused(a, base + ["--sampling-steps", "ddim7x"], ["--sampling-steps ddimN", "7x"])
     refused(a, [hc_run, "sample", "nonull.so", "--ckpt", "nonull.ckpt.safetensors",
                 "--out", "g.png"], ["--cfg-scale", "null class"])
     run([hc_run, "sample", "nonull.so", "--ckpt", "nonull.ckpt.safetensors", "--out", "g.png",

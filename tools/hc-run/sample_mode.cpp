@@ -58,7 +58,8 @@ options:
                       class and an even --batch
   --sampler ddpm|ddim ancestral DDPM (default) or deterministic DDIM (eta 0)
   --sampling-steps K  DiT's timestep respacing of the 1000 training steps:
-                      K, or sections "K1,K2,..." (default 250)
+                      K, sections "K1,K2,...", or "ddimN" (every
+                      stride-th step, N of them; default 250)
   --seed S            seed of every draw (default 0)
   --no-clip           do not clip x0 predictions to [-1, 1] (DiT does not
                       clip its latents; pixel data is clipped by default)
@@ -73,6 +74,7 @@ struct SampleOptions {
   std::string sampler = "ddpm";
   std::string steps = "250";
   std::vector<int> sections = {250};
+  int ddimCount = 0;  // --sampling-steps ddimN
   uint64_t seed = 0;
   bool clip = true, help = false;
   int progress = -1;
@@ -179,8 +181,12 @@ SampleOptions parseSampleOptions(int argc, char **argv) {
     } else if (a == "--sampling-steps") {
       o.steps = value();
       o.sections.clear();
-      for (int64_t k : parseList(a, o.steps, 1, 1000))
-        o.sections.push_back(static_cast<int>(k));
+      o.ddimCount = 0;
+      if (o.steps.rfind("ddim", 0) == 0)
+        o.ddimCount = static_cast<int>(parseInteger(a + " ddimN:", o.steps.substr(4), 2, 1000));
+      else
+        for (int64_t k : parseList(a, o.steps, 1, 1000))
+          o.sections.push_back(static_cast<int>(k));
     } else if (a == "--seed") {
       o.seed = static_cast<uint64_t>(parseInteger(a, value(), 0, INT64_MAX));
     } else if (a == "--no-clip") {
@@ -358,7 +364,8 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
                "null-class halves in one batch, so the library's batch must be even, not " +
                std::to_string(m.batch) + " (hc-compile --sampler --batch)");
   std::string err;
-  std::vector<int> visited = spaceTimesteps(1000, o.sections, err);
+  std::vector<int> visited = o.ddimCount ? ddimTimesteps(1000, o.ddimCount, err)
+                                         : spaceTimesteps(1000, o.sections, err);
   if (visited.empty())
     usageError("--sampling-steps " + o.steps + ": " + err);
   if (visited.size() < 2)

@@ -40,6 +40,19 @@ std::vector<int> spaceTimesteps(int numTimesteps, const std::vector<int> &sectio
   return steps;
 }
 
+std::vector<int> ddimTimesteps(int numTimesteps, int count, std::string &error) {
+  for (int stride = 1; stride < numTimesteps; ++stride)
+    if ((numTimesteps + stride - 1) / stride == count) {
+      std::vector<int> steps;
+      for (int t = 0; t < numTimesteps; t += stride)
+        steps.push_back(t);
+      return steps;
+    }
+  error = "no integer stride gives exactly " + std::to_string(count) + " of " +
+          std::to_string(numTimesteps) + " steps";
+  return {};
+}
+
 SamplingSchedule respacedSchedule(const std::vector<int> &visited) {
   // The training schedule: linear betas (float64 linspace), alphas_cumprod.
   const int T = 1000;

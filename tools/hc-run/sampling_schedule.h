@@ -21,6 +21,10 @@ namespace hcrun {
 std::vector<int> spaceTimesteps(int numTimesteps, const std::vector<int> &sections,
                                 std::string &error);
 
+// DiT's "ddimN" respacing: range(0, T, stride) for the smallest integer
+// stride that gives exactly N steps; empty + `error` when none does.
+std::vector<int> ddimTimesteps(int numTimesteps, int count, std::string &error);
+
 // The diffusion over the visited timesteps only: betas_i = 1 - ab[t_i] /
 // ab[t_{i-1}] from the training schedule's alphas_cumprod (linear betas
 // 1e-4..0.02, T = 1000), and every table GaussianDiffusion derives from them.
