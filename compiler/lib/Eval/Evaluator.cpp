@@ -371,16 +371,20 @@ void Interpreter::run(Operation *op) {
         set(std::move(r));
       })
       .Case<SplitOp>([&](SplitOp o) {
+        // Every piece before any goes into env: an insertion may rehash env
+        // and move x.
         const EvalTensor &x = get(o.getInput());
         int64_t axis = o.getAxis(), start = 0;
         Shape steps(x.shape.size(), 1);
+        std::vector<EvalTensor> pieces;
         for (auto [i, size] : llvm::enumerate(o.getSizes())) {
           Shape starts(x.shape.size(), 0);
           starts[axis] = start;
-          env[o.getResult(i)] =
-              slice(x, starts, steps, shapeOf(o.getResult(i)));
+          pieces.push_back(slice(x, starts, steps, shapeOf(o.getResult(i))));
           start += size;
         }
+        for (auto [i, piece] : llvm::enumerate(pieces))
+          env[o.getResult(i)] = std::move(piece);
       })
       .Case<GatherOp>([&](GatherOp o) {
         const EvalTensor &x = get(o.getInput()), &idx = get(o.getIndices());
