@@ -74,6 +74,11 @@ void packRows(const float *src, int64_t lds, int rows, int64_t kc, float *dst) {
     __m256 r[8];
     int64_t k = 0;
     for (; k + 16 <= kc; k += 16) {
+      // Each row is a stream of its own: ask for its line 4 ahead (the
+      // hardware prefetchers miss short strided segments).
+      for (int i = 0; i < rg; ++i)
+        _mm_prefetch(reinterpret_cast<const char *>(src + (g + i) * lds + k + 64),
+                     _MM_HINT_T0);
       for (int i = 0; i < 8; ++i)
         r[i] = i < rg ? rowPairs(src + (g + i) * lds + k, 16) : _mm256_setzero_ps();
       transpose8x8(r, dst + (k / 2) * W + g, W);
@@ -130,9 +135,33 @@ void packCols(const float *src, int64_t lds, int cols, int64_t kc, float *dst) {
   }
 }
 
+// Two whole MR-wide panels of a transposed A (src[k * lds + c], c < 16) at
+// once: one 16-float load per source row instead of two 8-float ones; the
+// low 8 words of each pair row go to the first panel, the high 8 to the
+// second (dst2). (The weight gradients dY^T X read A this way: its
+// packing is a pass over the whole of dY.)
+void packCols2(const float *src, int64_t lds, int64_t kc, float *dst, float *dst2) {
+  for (int64_t k = 0; k < kc; k += 2) {
+    const float *r0 = src + k * lds, *r1 = r0 + lds;
+    const __m512 x0 = _mm512_loadu_ps(r0);
+    const __m512 x1 = k + 1 < kc ? _mm512_loadu_ps(r1) : _mm512_setzero_ps();
+    const __m512i w = interleave16(x0, x1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + (k / 2) * MR),
+                        _mm512_castsi512_si256(w));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst2 + (k / 2) * MR),
+                        _mm512_extracti64x4_epi64(w, 1));
+    _mm_prefetch(reinterpret_cast<const char *>(r0 + 16 * lds), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(r1 + 16 * lds), _MM_HINT_T0);
+  }
+}
+
 void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
            int64_t k0, int64_t kc, float *dst) {
-  for (int64_t i = 0; i < mc; i += MR) {
+  int64_t i0 = 0;
+  if (transA)
+    for (; i0 + 2 * MR <= mc; i0 += 2 * MR)
+      packCols2(A + k0 * lda + m0 + i0, lda, kc, dst + i0 * kc, dst + (i0 + MR) * kc);
+  for (int64_t i = i0; i < mc; i += MR) {
     const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
     if (transA)  // A is K x M: element (m, k) at A[k * lda + m]
       packCols<MR>(A + k0 * lda + m0 + i, lda, rows, kc, dst + i * kc);
@@ -171,20 +200,32 @@ void microV(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
         _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc) + l, _MM_HINT_T1);
   const int64_t pairs = (kc + 1) / 2;
   const int32_t *ap = reinterpret_cast<const int32_t *>(a);
-  for (int64_t p = 0; p < pairs; ++p, ap += MR, b += NR) {
+  // C's lines into L1 16 pairs before the end (asked into L2 above; into
+  // L1 at the start, the B sliver would evict them again).
+  auto step = [&](const int32_t *ak, const float *bk) {
     __m512bh bv[V];
 #pragma unroll
     for (int j = 0; j < V; ++j)
-      bv[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 16 * j));
-    _mm_prefetch(reinterpret_cast<const char *>(b + 8 * NR), _MM_HINT_T0);
+      bv[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bk + 16 * j));
+    _mm_prefetch(reinterpret_cast<const char *>(bk + 8 * NR), _MM_HINT_T0);
 #pragma unroll
     for (int i = 0; i < MR; ++i) {
-      const __m512bh ai = reinterpret_cast<__m512bh>(_mm512_set1_epi32(ap[i]));
+      const __m512bh ai = reinterpret_cast<__m512bh>(_mm512_set1_epi32(ak[i]));
 #pragma unroll
       for (int j = 0; j < V; ++j)
         acc[i][j] = _mm512_dpbf16_ps(acc[i][j], ai, bv[j]);
     }
-  }
+  };
+  int64_t p = 0;
+  for (; p + 16 < pairs; ++p, ap += MR, b += NR)
+    step(ap, b);
+#pragma unroll
+  for (int i = 0; i < MR; ++i)
+    for (int l : {0, 64, 128, 191})
+      if (l < 64 * V)
+        _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc) + l, _MM_HINT_T0);
+  for (; p < pairs; ++p, ap += MR, b += NR)
+    step(ap, b);
   const __m512 va = _mm512_set1_ps(alpha);
   const __mmask16 last = static_cast<__mmask16>(
       nr >= 16 * V ? 0xffff : (1u << (nr - 16 * (V - 1))) - 1);
