@@ -156,21 +156,15 @@ struct PathScope {
 
 void shapes(const Path &p) {
   PathScope scope(p);
-  const int64_t Ms[] = {1, 5, 8, 13, 29, 97};
-  const int64_t Ns[] = {1, 3, 16, 17, 47, 49, 101};
-  const int64_t Ks[] = {1, 2, 7, 16, 31, 33, 131};
   uint32_t seed = 1;
   int64_t bad = 0;
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (int64_t M : Ms)
-        for (int64_t N : Ns)
-          for (int64_t K : Ks) {
-            Case c{M, N, K, ta, tb};
-            c.threads = (M + N + K) % 2 ? 2 : 1;
-            if ((bad += run(c, seed++)) > 20)
-              return;
-          }
+  forEachGemmShape({1, 5, 8, 13, 29, 97}, {1, 3, 16, 17, 47, 49, 101},
+                   {1, 2, 7, 16, 31, 33, 131},
+                   [&](int ta, int tb, int64_t M, int64_t N, int64_t K) {
+                     Case c{M, N, K, ta, tb};
+                     c.threads = (M + N + K) % 2 ? 2 : 1;
+                     return (bad += run(c, seed++)) <= 20;
+                   });
 }
 
 } // namespace
