@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -156,6 +158,60 @@ inline std::vector<Lib> loadBaselines() {
                            lda, B, ldb, beta, C, ldc);
                       }});
   }
+  return libs;
+}
+
+// oneDNN's bf16 GEMM (dnnl_gemm_bf16bf16f32: bf16 operands, fp32 C), row
+// major like dnnl_sgemm. The fp32 operands it is handed are converted to
+// bf16 (round to nearest even) once per operand pointer, outside the timing.
+using DnnlGemmBf16 = int (*)(char, char, int64_t, int64_t, int64_t, float,
+                             const uint16_t *, int64_t, const uint16_t *,
+                             int64_t, float, float *, int64_t);
+
+inline uint16_t toBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+inline std::vector<Lib> loadBf16Baselines() {
+  std::vector<Lib> libs;
+  void *h = openLib("/usr/lib/x86_64-linux-gnu/libdnnl.so.2");
+  if (!h)
+    return libs;
+  auto gb = reinterpret_cast<DnnlGemmBf16>(dlsym(h, "dnnl_gemm_bf16bf16f32"));
+  auto st = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (!st)
+    if (void *g = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD))
+      st = reinterpret_cast<void (*)(int)>(dlsym(g, "omp_set_num_threads"));
+  if (!gb || !st)
+    return libs;
+  struct Cache {
+    const float *src = nullptr;
+    size_t n = 0;
+    std::vector<uint16_t> v;
+    const uint16_t *get(const float *p, size_t count) {
+      if (p != src || count != n) {
+        v.resize(count);
+        for (size_t i = 0; i < count; ++i)
+          v[i] = toBf16(p[i]);
+        src = p, n = count;
+      }
+      return v.data();
+    }
+  };
+  auto ca = std::make_shared<Cache>(), cb = std::make_shared<Cache>();
+  libs.push_back({"onednn-bf16", [st](int t) { st(t); },
+                  [gb, ca, cb](int ta, int tb, int64_t M, int64_t N, int64_t K,
+                               float alpha, const float *A, int64_t lda,
+                               const float *B, int64_t ldb, float beta, float *C,
+                               int64_t ldc) {
+                    const uint16_t *a = ca->get(A, static_cast<size_t>((ta ? K : M) * lda));
+                    const uint16_t *b = cb->get(B, static_cast<size_t>((tb ? N : K) * ldb));
+                    gb(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, a, lda, b,
+                       ldb, beta, C, ldc);
+                  }});
   return libs;
 }
 

@@ -7,7 +7,12 @@
 // (timeInterleaved), so no library pays for threads another left spinning.
 //
 //   hc-bench-gemm [--quick] [--reps N] [--threads 1,2] [--m 2048,8192]
-//                 [--model S|XL|all] [--no-fused]
+//                 [--model S|XL|all] [--no-fused] [--precision fp32|bf16]
+//
+// --precision bf16: hc_gemm_bf16 (fp32 operands rounded to bf16 while they
+// are packed, fp32 accumulation) against oneDNN's dnnl_gemm_bf16bf16f32
+// (operands converted to bf16 before the timing: oneDNN reads half the
+// bytes), as % of the vdpbf16ps peak measured in the same run.
 #include "bench_common.h"
 #include "hc/runtime/kernels.h"
 
@@ -70,6 +75,8 @@ int repsFor(const std::function<void()> &f, int reps) {
   return std::max(reps, std::min(41, static_cast<int>(0.25 / t) | 1));
 }
 
+bool gBf16 = false;  // --precision bf16
+
 void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
            int threads, int reps, double peakGf, std::vector<double> &ratios,
            std::vector<double> &hcPct8192) {
@@ -90,6 +97,14 @@ void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
     const double flop = 2.0 * c.M * c.N * c.K;
     std::vector<std::function<void()>> fns;
     fns.push_back([&] {
+      if (gBf16) {
+        hc_sgemm_args g{};
+        g.M = c.M, g.N = c.N, g.K = c.K, g.batch = 1, g.trans_a = c.ta,
+        g.trans_b = c.tb, g.alpha = 1.0f, g.A = A.data(), g.lda = lda,
+        g.B = B.data(), g.ldb = ldb, g.C = C.data(), g.ldc = c.N;
+        hc_gemm_bf16(&g, hc_threads{0, threads});
+        return;
+      }
       hc_sgemm_simple(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(),
                       ldb, 0.0f, C.data(), c.N, hc_threads{0, threads});
     });
@@ -189,9 +204,18 @@ int main(int argc, char **argv) {
       ms = parseList(argv[++i]);
     else if (a == "--model" && i + 1 < argc)
       model = argv[++i];
+    else if (a == "--precision" && i + 1 < argc) {
+      const std::string p = argv[++i];
+      if (p != "fp32" && p != "bf16") {
+        fprintf(stderr, "hc-bench-gemm: --precision must be fp32 or bf16, not '%s'\n",
+                p.c_str());
+        return 2;
+      }
+      gBf16 = p == "bf16";
+    }
     else {
       fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads 1,2] [--m 2048,8192] "
-                      "[--model S|XL|all] [--no-fused | --fused-only]\n", argv[0]);
+                      "[--model S|XL|all] [--no-fused | --fused-only] [--precision fp32|bf16]\n", argv[0]);
       return 2;
     }
   }
@@ -217,7 +241,9 @@ int main(int argc, char **argv) {
           break;
       }
   }
-  std::vector<Lib> libs = loadBaselines();
+  std::vector<Lib> libs = gBf16 ? loadBf16Baselines() : loadBaselines();
+  if (gBf16)
+    fused = false;
   printf("hc-bench-gemm: hc isa=%s, team of %d threads; baselines:", hcrt_isa_name(hcrt_isa()),
          hcrt_num_threads());
   for (const Lib &l : libs)
@@ -229,6 +255,13 @@ int main(int argc, char **argv) {
     printf("\nmeasured FMA peak, %lld thread(s): AVX2 %.1f GFLOP/s, AVX-512 %.1f GFLOP/s\n",
            (long long)th, p256, p512);
     double pk = std::max(p256, p512);
+    if (gBf16) {
+      pk = hcrt_bf16_peak_gflops(static_cast<int32_t>(th));
+      printf("measured bf16 (vdpbf16ps) peak, %lld thread(s): %.1f GFLOP/s; hc bf16 kernel: %s\n",
+             (long long)th, pk, hcrt_bf16_native() ? "vdpbf16ps" : "emulated (fp32 FMA)");
+      if (pk <= 0)
+        pk = std::max(p256, p512);
+    }
     for (const Lib &l : libs)  // both sections run the libraries at th
       l.setThreads(static_cast<int>(th));
     std::vector<double> ratios, pct;

@@ -29,6 +29,9 @@ upcast). It writes into DIR:
     [x_start.npy]                      (--objective mse+vlb models)
     loss.npy prediction.npy            float32 run (loss has shape [])
     loss_f64.npy prediction_f64.npy    float64 run
+    loss_autocast_bf16.npy             with --autocast-bf16: the float32
+                                       module under torch.autocast("cpu",
+                                       dtype=torch.bfloat16) (shape [])
 
 Training-step mode (the oracle for a compiled training step):
 
@@ -208,6 +211,17 @@ def forward(module, inputs, dtype):
     return module(x_t, t, y, noise)
 
 
+def run_autocast_bf16(module, inputs):
+    """The float32 module's loss under PyTorch's CPU bf16 autocast (matrix
+    products in bf16 with fp32 accumulation, the rest as autocast decides)."""
+    import torch
+    module = module.to(torch.float32)
+    module.eval()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        loss, _ = forward(module, inputs, torch.float32)
+    return loss.float().numpy()
+
+
 def run(module, inputs, dtype):
     import torch
     module = module.to(dtype)
@@ -227,6 +241,8 @@ def parse_args(argv):
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True, help="output folder (created if missing)")
+    ap.add_argument("--autocast-bf16", action="store_true",
+                    help="also the loss of the float32 module under CPU bf16 autocast")
     tr = ap.add_argument_group("training-step mode")
     tr.add_argument("--train-steps", type=int, default=None, metavar="K",
                     help="run K optimizer steps on the same inputs")
@@ -409,6 +425,11 @@ def main(argv=None):
     np.save(os.path.join(a.out, "prediction.npy"), pred32.astype(np.float32))
     np.save(os.path.join(a.out, "loss_f64.npy"), np.asarray(loss64, dtype=np.float64).reshape(()))
     np.save(os.path.join(a.out, "prediction_f64.npy"), pred64.astype(np.float64))
+    if a.autocast_bf16:
+        lbf = run_autocast_bf16(build_module(m, cfg), inputs)
+        np.save(os.path.join(a.out, "loss_autocast_bf16.npy"),
+                np.asarray(lbf, dtype=np.float32).reshape(()))
+        print("%s: loss under CPU bf16 autocast %.9g" % (os.path.basename(a.model), float(lbf)))
     l32, l64 = float(loss32), float(loss64)
     rel = abs(l32 - l64) / max(abs(l64), 1e-30)
     pdiff = float(np.max(np.abs(pred32.astype(np.float64) - pred64)))

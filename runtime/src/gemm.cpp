@@ -736,16 +736,14 @@ void sgemmInCache(const hc_sgemm_args &g) {
     runBlock(k, bl, p, 0, p.M, 0, p.N);
 }
 
-} // namespace hc::rt
-
-using namespace hc::rt;
-
-extern "C" void hc_sgemm(const hc_sgemm_args *g, hc_threads threads) {
+// hc_sgemm's driver with the kernel `k` (hc_gemm_bf16 runs it with a bf16
+// kernel: gemm_bf16.cpp).
+void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
+                    hc_threads threads) {
   const int64_t M = g->M, N = g->N, K = g->K;
   const int64_t batch = g->batch <= 0 ? 1 : g->batch;
   if (M <= 0 || N <= 0)
     return;
-  const GemmKernel &k = kernel();
   const Blocking bl = blocking(k);
   Range r = resolve(threads);
   // Small products stay on one thread (waking others costs more).
@@ -776,4 +774,10 @@ extern "C" void hc_sgemm(const hc_sgemm_args *g, hc_threads threads) {
     else
       gemm2d(k, bl, p, r);
   }
+}
+
+} // namespace hc::rt
+
+extern "C" void hc_sgemm(const hc_sgemm_args *g, hc_threads threads) {
+  hc::rt::gemmWithKernel(hc::rt::kernel(), g, threads);
 }

@@ -2,7 +2,9 @@
 // hc_sgemm (linear and its gradients, NumPy matmul) and the GEMMs with a
 // fused epilogue the compiler's epilogue fusion asks for (linear_gelu,
 // linear_grad_input_gelu). A strided operand the GEMM cannot address is
-// packed into a contiguous temporary.
+// packed into a contiguous temporary. Each takes the registry's
+// precision flag (ints[0]): 1 runs hc_gemm_bf16 (both GEMM operands
+// rounded to bf16, fp32 accumulation), absent or 0 hc_sgemm.
 #include "graph_ops_util.h"
 
 #include <algorithm>
@@ -68,8 +70,18 @@ Mat matOrPack(const hcrt_tensor &t, int split, Buf<float> &buf, hc_threads th,
   return m;
 }
 
+// The precision flag of a GEMM-class call (kernels.def).
+bool bf16Of(const hcrt_attrs *attrs) { return attrInt(attrs, 0, 0) != 0; }
+
+void runGemm(const hc_sgemm_args &g, bool bf16, hc_threads th) {
+  if (bf16)
+    hc_gemm_bf16(&g, th);
+  else
+    hc_sgemm(&g, th);
+}
+
 void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
-          const GemmOperand &b, float *c, const hc_epilogue *epi,
+          const GemmOperand &b, float *c, const hc_epilogue *epi, bool bf16,
           hc_threads th) {
   if (M <= 0 || N <= 0)
     return;
@@ -81,13 +93,13 @@ void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
   g.B = b.p, g.ldb = b.ld;
   g.C = c, g.ldc = N;
   g.epi = epi;
-  hc_sgemm(&g, th);
+  runGemm(g, bf16, th);
 }
 
 // y [..., out] = x [..., in] W^T (+ b), with `epi` (the bias is added to
 // it here when ins[2] is given): linear and linear_gelu.
 void linearForward(const hcrt_tensor *ins, int32_t nin, float *y,
-                   hc_epilogue epi, hc_threads th) {
+                   hc_epilogue epi, bool bf16, hc_threads th) {
   const hcrt_tensor &x = ins[0], &w = ins[1];
   Buf<float> bx, bx2, bw, bb;
   const float *px;
@@ -101,13 +113,13 @@ void linearForward(const hcrt_tensor *ins, int32_t nin, float *y,
     epi.flags |= HC_EPI_BIAS;
     epi.bias = contiguousF32(ins[2], bb, th);
   }
-  gemm(M, N, K, A, Bop, y, epi.flags || epi.preact ? &epi : nullptr, th);
+  gemm(M, N, K, A, Bop, y, epi.flags || epi.preact ? &epi : nullptr, bf16, th);
 }
 
 // dx [..., in] = dy [..., out] W, with `epi` (or none): linear_grad_input
 // and linear_grad_input_gelu.
 void linearGradInput(const hcrt_tensor &dy, const hcrt_tensor &w, float *dx,
-                     const hc_epilogue *epi, hc_threads th) {
+                     const hc_epilogue *epi, bool bf16, hc_threads th) {
   Buf<float> bg, bg2, bw;
   const float *pg;
   Mat mg = matOrPack(dy, dy.rank - 1, bg, th, pg);
@@ -115,7 +127,7 @@ void linearGradInput(const hcrt_tensor &dy, const hcrt_tensor &w, float *dx,
   GemmOperand A = gemmOperandOrPack(pg, M, K, mg.rs, mg.cs, bg2, th);
   GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
                                       w.strides[0], w.strides[1], bw, th);
-  gemm(M, N, K, A, Bop, dx, epi, th);
+  gemm(M, N, K, A, Bop, dx, epi, bf16, th);
 }
 
 } // namespace
@@ -129,21 +141,21 @@ extern "C" {
 // ------------------------------------------------------------ contractions ----
 // y [..., out] = x [..., in] W^T (+ b), bias through the GEMM epilogue.
 HCRT_OP_DEF(linear) {
-  (void)nout, (void)attrs;
+  (void)nout;
   linearForward(ins, nin, static_cast<float *>(outs[0].data), hc_epilogue{},
-                threads);
+                bf16Of(attrs), threads);
 }
 
 // dx [..., in] = dy [..., out] W.
 HCRT_OP_DEF(linear_grad_input) {
-  (void)nin, (void)nout, (void)attrs;
+  (void)nin, (void)nout;
   linearGradInput(ins[0], ins[1], static_cast<float *>(outs[0].data), nullptr,
-                  threads);
+                  bf16Of(attrs), threads);
 }
 
 // dw [out, in] = dy^T x, summed over all leading dims.
 HCRT_OP_DEF(linear_grad_weight) {
-  (void)nin, (void)nout, (void)attrs;
+  (void)nin, (void)nout;
   const hcrt_tensor &dy = ins[0], &x = ins[1];
   hcrt_tensor &dw = outs[0];
   Buf<float> bg, bx, bg2, bx2;
@@ -158,13 +170,15 @@ HCRT_OP_DEF(linear_grad_weight) {
   }
   GemmOperand A = gemmOperandOrPack(pg, M, K, mg.cs, mg.rs, bg2, threads);
   GemmOperand Bop = gemmOperandOrPack(px, K, N, mx.rs, mx.cs, bx2, threads);
-  gemm(M, N, K, A, Bop, static_cast<float *>(dw.data), nullptr, threads);
+  gemm(M, N, K, A, Bop, static_cast<float *>(dw.data), nullptr, bf16Of(attrs),
+       threads);
 }
 
 // NumPy matmul: 1-D operands promoted (and their dim dropped), batch dims
 // broadcast. One hc_sgemm call per run of evenly strided batch entries.
 HCRT_OP_DEF(matmul) {
-  (void)nin, (void)nout, (void)attrs;
+  (void)nin, (void)nout;
+  const bool bf16 = bf16Of(attrs);
   hcrt_tensor a = ins[0], b = ins[1];
   hcrt_tensor &y = outs[0];
   const bool vecA = a.rank == 1, vecB = b.rank == 1;
@@ -228,7 +242,7 @@ HCRT_OP_DEF(matmul) {
                   g.A = A.p + off[1], g.lda = A.ld, g.stride_a = L.st[1][q];
                   g.B = Bop.p + off[2], g.ldb = Bop.ld, g.stride_b = L.st[2][q];
                   g.C = pc + off[0], g.ldc = N, g.stride_c = L.st[0][q];
-                  hc_sgemm(&g, threads);
+                  runGemm(g, bf16, threads);
                 });
     }
     return;
@@ -239,18 +253,19 @@ HCRT_OP_DEF(matmul) {
 // outs: y = GELU-tanh(x W^T + b), preact = x W^T + b, both [..., out]: the
 // GEMM's epilogue writes both while each tile is hot.
 HCRT_OP_DEF(linear_gelu) {
-  (void)nout, (void)attrs;
+  (void)nout;
   hc_epilogue epi{};
   epi.flags = HC_EPI_GELU_TANH;
   epi.preact = static_cast<float *>(outs[1].data);
   epi.ld_preact = ins[1].shape[0];
-  linearForward(ins, nin, static_cast<float *>(outs[0].data), epi, threads);
+  linearForward(ins, nin, static_cast<float *>(outs[0].data), epi,
+                bf16Of(attrs), threads);
 }
 
 // dx [..., in] = (dy [..., out] W) * gelu_tanh'(preact [..., in]): the
 // gelu_grad pass done by the GEMM's epilogue.
 HCRT_OP_DEF(linear_grad_input_gelu) {
-  (void)nin, (void)nout, (void)attrs;
+  (void)nin, (void)nout;
   const hcrt_tensor &pre = ins[2];
   Buf<float> bp;
   const float *pp;
@@ -264,7 +279,7 @@ HCRT_OP_DEF(linear_grad_input_gelu) {
   epi.gelu_x = pp;
   epi.ld_gelu_x = mp.rs;
   linearGradInput(ins[0], ins[1], static_cast<float *>(outs[0].data), &epi,
-                  threads);
+                  bf16Of(attrs), threads);
 }
 
 } // extern "C"

@@ -193,6 +193,27 @@ void sgemmInCache(const hc_sgemm_args &g);
 const GemmKernel &gemmGeneric();
 const GemmKernel &gemmAvx2();
 const GemmKernel &gemmAvx512();
+// bf16 inputs, fp32 accumulation (gemm_avx512bf16.cpp): vdpbf16ps on
+// operands rounded to bf16 as they are packed.
+const GemmKernel &gemmAvx512Bf16();
+// hc_sgemm's driver (gemm.cpp) with a given kernel.
+void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
+                    hc_threads threads);
+bool cpuHasAvx512Bf16();
+
+// float -> bf16 -> float, round to nearest even (NaN stays NaN, quiet).
+inline float bf16Round(float x) {
+  uint32_t u;
+  __builtin_memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    u |= 0x00400000u;
+  else
+    u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  float r;
+  __builtin_memcpy(&r, &u, 4);
+  return r;
+}
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluC = 0.044715f;

@@ -57,6 +57,21 @@ bool cpuIsIntel() {
   return false;
 #endif
 }
+
+bool cpuHasAvx512Bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bf16");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
 } // namespace hc::rt
 
 extern "C" {

@@ -75,3 +75,29 @@ func.func @too_many_values(%a: memref<1x1x1x1x1x1x1x1x1xf32>, %b: memref<1x1x1x1
   hcs.call "slice_grad"(%a) -> (%b) {starts = array<i64: 0, 0, 0, 0, 0, 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1, 1, 1, 1, 1, 1>} : (memref<1x1x1x1x1x1x1x1x1xf32>) -> memref<1x1x1x1x1x1x1x1x1xf32>
   return
 }
+
+// -----
+
+// bf16 mixed precision (hc-bf16-gemms): `precision` is a flag of the
+// GEMM-class kernels only, and a string.
+func.func @precision_on_gemms(%x: memref<2x3xf32>, %w: memref<4x3xf32>, %y: memref<2x4xf32>) {
+  hcs.call "linear"(%x, %w) -> (%y) {precision = "bf16"} : (memref<2x3xf32>, memref<4x3xf32>) -> memref<2x4xf32>
+  hcs.call "linear"(%x, %w) -> (%y) {} : (memref<2x3xf32>, memref<4x3xf32>) -> memref<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @precision_not_on_add(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{'hcs.call' op kernel 'add' has no attribute 'precision' (kernels.def: none)}}
+  hcs.call "add"(%a, %a) -> (%b) {precision = "bf16"} : (memref<4xf32>, memref<4xf32>) -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @precision_not_a_string(%x: memref<2x3xf32>, %w: memref<4x3xf32>, %y: memref<2x4xf32>) {
+  // expected-error @+1 {{'hcs.call' op kernel 'linear': attribute 'precision' must be a string}}
+  hcs.call "linear"(%x, %w) -> (%y) {precision = 16 : i64} : (memref<2x3xf32>, memref<4x3xf32>) -> memref<2x4xf32>
+  return
+}

@@ -31,6 +31,8 @@ def main():
     ap.add_argument("--schedule-arg", action="append", default=[],
                     help="an extra flag for the schedule-level run only (the "
                          "graph-level run stays the unfused reference)")
+    ap.add_argument("--both-arg", action="append", default=[],
+                    help="an extra flag for both runs (e.g. --precision=bf16)")
     ap.add_argument("export_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -41,7 +43,7 @@ def main():
     torch_reference(model, inputs)  # only for its input files
     base = [os.path.join(a.bin, "hc-eval"), model, "--batch", "2", "--inputs", inputs,
             "--train", "--steps", str(a.steps), "--optimizer", a.optimizer,
-            "--lr", "1e-3", "--weight-decay", "0.01", "--bucket-mb", a.bucket_mb]
+            "--lr", "1e-3", "--weight-decay", "0.01", "--bucket-mb", a.bucket_mb] + a.both_arg
     graph, sched = os.path.join(a.work, "graph"), os.path.join(a.work, "schedule")
     run(base + ["--out", graph])
     run(base + ["--schedule", "--out", sched] + a.schedule_arg)

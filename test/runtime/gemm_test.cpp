@@ -172,23 +172,17 @@ int64_t runGemm(const GemmCase &c, uint32_t seed) {
 
 void shapeGrid(bool ref, int32_t isa) {
   IsaScope scope(isa);
-  const int64_t Ms[] = {1, 2, 5, 13, 29, 64, 97};
-  const int64_t Ns[] = {1, 3, 16, 17, 33, 64, 101};
-  const int64_t Ks[] = {1, 4, 7, 31, 64, 131};
   uint32_t seed = 1;
   int64_t bad = 0;
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (int64_t M : Ms)
-        for (int64_t N : Ns)
-          for (int64_t K : Ks) {
-            GemmCase c{M, N, K, ta, tb};
-            c.ref = ref;
-            c.threads = (M + N + K) % 2 ? 2 : 1;
-            bad += runGemm(c, seed++);
-            if (bad > 20)
-              return;
-          }
+  forEachGemmShape({1, 2, 5, 13, 29, 64, 97}, {1, 3, 16, 17, 33, 64, 101},
+                   {1, 4, 7, 31, 64, 131},
+                   [&](int ta, int tb, int64_t M, int64_t N, int64_t K) {
+                     GemmCase c{M, N, K, ta, tb};
+                     c.ref = ref;
+                     c.threads = (M + N + K) % 2 ? 2 : 1;
+                     bad += runGemm(c, seed++);
+                     return bad <= 20;
+                   });
 }
 
 void epilogueGrid(int32_t isa, int64_t K) {

@@ -64,6 +64,20 @@ inline std::vector<int32_t> availableIsas() {
   return v;
 }
 
+// Every GEMM shape of a grid: f(ta, tb, M, N, K) for both transposes of
+// each operand and every M x N x K; stops when f returns false.
+template <class F>
+void forEachGemmShape(const std::vector<int64_t> &Ms, const std::vector<int64_t> &Ns,
+                      const std::vector<int64_t> &Ks, F &&f) {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int64_t M : Ms)
+        for (int64_t N : Ns)
+          for (int64_t K : Ks)
+            if (!f(ta, tb, M, N, K))
+              return;
+}
+
 struct IsaScope {
   int32_t saved;
   explicit IsaScope(int32_t isa) : saved(hcrt_isa()) { hcrt_set_isa(isa); }

@@ -231,6 +231,7 @@ int main(int argc, char **argv) {
     auto it = model.metadata.find("hc.dit_config");
     info.ditConfigJson = it == model.metadata.end() ? "{}" : it->second;
     info.optimizerJson = optimizerJson;
+    info.precision = pipeline.precision;
     std::string base = output.substr(output.rfind('/') + 1);
     info.initFile = base + ".init.safetensors";
     if (emit.empty()) {

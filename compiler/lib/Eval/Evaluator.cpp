@@ -210,7 +210,48 @@ public:
   }
 
   void run(Operation *op);
+  void runOp(Operation *op);
 };
+
+// x rounded to bf16 (8 significant bits, round to nearest even), from the
+// float64 value directly: the bf16 semantics without a float32 step.
+double bf16Round(double x) {
+  if (!std::isfinite(x) || x == 0.0)
+    return x;
+  int e = 0;
+  const double m = std::frexp(x, &e);  // |m| in [0.5, 1)
+  return std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8);
+}
+
+// precision = "bf16" (hc-bf16-gemms): the op's two GEMM operands (0 and 1)
+// are read rounded to bf16, the rest of the op in float64 as always.
+void Interpreter::run(Operation *op) {
+  auto p = op->getAttrOfType<StringAttr>("precision");
+  if (!p || p.getValue() != "bf16" || op->getNumOperands() < 2) {
+    runOp(op);
+    return;
+  }
+  std::vector<std::pair<Value, EvalTensor>> saved;
+  for (unsigned i = 0; i < 2; ++i) {
+    Value v = op->getOperand(i);
+    if (!v || (i == 1 && v == op->getOperand(0)))
+      continue;
+    EvalTensor t = get(v);
+    saved.emplace_back(v, t);
+    for (double &x : t.data)
+      x = bf16Round(x);
+    env[v] = std::move(t);
+  }
+  struct Restore {
+    Env &env;
+    std::vector<std::pair<Value, EvalTensor>> &saved;
+    ~Restore() {
+      for (auto &[v, t] : saved)
+        env[v] = std::move(t);
+    }
+  } restore{env, saved};
+  runOp(op);
+}
 
 #define UNARY(OP, EXPR)                                                        \
   .Case<OP>([&](OP o) {                                                        \
@@ -228,7 +269,7 @@ public:
                     }));                                                       \
   })
 
-void Interpreter::run(Operation *op) {
+void Interpreter::runOp(Operation *op) {
   auto out = [&] { return shapeOf(op->getResult(0)); };
   auto set = [&](EvalTensor t) { env[op->getResult(0)] = std::move(t); };
   bool isInt = op->getNumResults() == 1 &&

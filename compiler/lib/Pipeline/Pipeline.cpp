@@ -18,6 +18,12 @@ const char *pipelineFlagsHelp() {
                    GEMMs' epilogues (linear_gelu, linear_grad_input_gelu).
                    Off by default: measured slower than the GEMM plus the
                    separate vectorized pass on AVX-512 (bench/results-epilogue-*)
+  --precision P    fp32 (default) or bf16: mixed precision, an extension
+                   beyond the paper. The GEMMs (linear, its gradients,
+                   matmul) round their two inputs to bf16 and accumulate
+                   in fp32 (AVX512-BF16 where the CPU has it); norms,
+                   softmax, attention, the loss, the optimizer, parameters
+                   and optimizer state stay fp32
   --freeze A,B     parameters that get no gradient and no update, beyond
                    the model's own frozen set (ONNX metadata "hc.frozen",
                    e.g. DiT's fixed pos_embed)
@@ -73,10 +79,11 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   }
   static const char *valued[] = {"--freeze", "--optimizer", "--lr", "--beta1",
                                  "--beta2", "--eps", "--weight-decay",
-                                 "--weight-decay-post", "--bucket-mb", "--link"};
+                                 "--weight-decay-post", "--bucket-mb", "--link",
+                                 "--precision"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
-  if (arg != "--bucket-mb" && arg != "--link")
+  if (arg != "--bucket-mb" && arg != "--link" && arg != "--precision")
     o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
     if (i + 1 >= argc) {
@@ -99,6 +106,14 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
         item += value[k];
       }
     }
+    return 1;
+  }
+  if (arg == "--precision") {
+    if (value != "fp32" && value != "bf16") {
+      error = "--precision must be fp32 or bf16, got '" + value + "'";
+      return -1;
+    }
+    o.precision = value;
     return 1;
   }
   if (arg == "--optimizer") {
@@ -265,6 +280,9 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
   // (bench/results-epilogue-zen5-2core.txt).
   if (options.fuse && options.fuseGemmEpilogues)
     pm.nest<mlir::func::FuncOp>().addPass(createFuseGemmEpilogues());
+  // After the epilogue fusion, whose fused ops it marks too.
+  if (options.precision == "bf16")
+    pm.nest<mlir::func::FuncOp>().addPass(createBf16Gemms());
   if (options.schedule) {
     LowerToScheduleOptions lower;
     lower.bucketBytes = options.bucketBytes;

@@ -15,6 +15,7 @@ struct EmitInfo {
   int64_t batchPerRank = 0;
   std::string ditConfigJson;  // ONNX metadata "hc.dit_config" (or "{}")
   std::string optimizerJson;  // {"name": ..., hyper-parameters}
+  std::string precision = "fp32";  // hc-compile --precision (fp32 | bf16)
   std::string initFile;       // file name of the initial parameters
   std::string initHash;       // hashHex(hashFile(init file)): hc-run checks
                               // that the pair on disk belongs together

@@ -29,6 +29,9 @@ struct PipelineOptions {
   // GELU and its gradient into GEMM epilogues after autodiff (opt-in: on
   // the machines measured the separate vectorized passes are faster)
   bool fuseGemmEpilogues = false;
+  // "fp32" or "bf16" (hc-bf16-gemms: GEMM-class ops take bf16-rounded
+  // inputs, fp32 accumulation; everything else stays fp32)
+  std::string precision = "fp32";
   bool train = false; // autodiff + optimizer: the whole training step
   bool schedule = false;  // lower to the schedule level and plan buffers
   // Forward only (hc-extract-sampler): the model's full output, no loss,

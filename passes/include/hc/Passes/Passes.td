@@ -110,6 +110,23 @@ def FuseGemmEpilogues : Pass<"hc-fuse-gemm-epilogues", "mlir::func::FuncOp"> {
   let dependentDialects = ["hc::graph::HCDialect"];
 }
 
+def Bf16Gemms : Pass<"hc-bf16-gemms", "mlir::func::FuncOp"> {
+  let summary = "bf16 mixed precision: GEMM-class ops take bf16-rounded inputs";
+  let description = [{
+    `hc-compile --precision bf16`, after autodiff, the optimizer and the
+    epilogue fusion: every float32 `hc.linear`, `hc.linear_grad_input`,
+    `hc.linear_grad_weight`, `hc.matmul`, `hc.linear_gelu` and
+    `hc.linear_grad_input_gelu` gets `precision = "bf16"`: its two GEMM
+    operands are rounded to bf16 (round to nearest even) and the products
+    summed in float32. Lowering copies the attribute onto the `hcs.call`
+    (a flag in kernels.def); the runtime then runs hc_gemm_bf16, the
+    evaluators round the same two operands. Everything else (norms,
+    softmax, attention, the loss, the optimizer, parameters and optimizer
+    state) stays float32. An extension beyond the paper.
+  }];
+  let dependentDialects = ["hc::graph::HCDialect"];
+}
+
 def Autodiff : Pass<"hc-autodiff", "mlir::ModuleOp"> {
   let summary = "reverse-mode gradients of the loss w.r.t. every trainable parameter";
   let description = [{

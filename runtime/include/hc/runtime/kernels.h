@@ -67,6 +67,9 @@ const char *hcrt_isa_name(int32_t isa);
 // (HC_ISA_AVX2 or HC_ISA_AVX512; 0 when the CPU lacks it), median of 3;
 // and a STREAM-like triad's bandwidth in GB/s (best of 5, 3 x 64 MiB).
 double hcrt_fma_peak_gflops(int32_t threads, int32_t isa);
+// The same for bf16 dot products (vdpbf16ps, 2 FLOPs per bf16 pair
+// product and accumulate: 64 per zmm instruction); 0 without AVX512-BF16.
+double hcrt_bf16_peak_gflops(int32_t threads);
 double hcrt_triad_gbs(int32_t threads);
 
 // ---------------------------------------------------------------- GEMM ----
@@ -134,6 +137,20 @@ void hc_sgemm(const hc_sgemm_args *args, hc_threads threads);
 // Simple blocked reference with the same contract (single thread, float
 // accumulation in k order). For testing and as a fallback.
 void hc_sgemm_ref(const hc_sgemm_args *args);
+// bf16 inputs, fp32 accumulation: hc_sgemm's contract with every element
+// of opA and opB first rounded to bf16 (round to nearest even), products
+// summed in float32. Operands and C stay float32 in memory; the rounding
+// happens while the driver packs them. AVX512-BF16 (vdpbf16ps, which
+// also treats bf16 denormals as zero) where CPUID has it and the AVX-512
+// path is in effect; elsewhere the rounded operands go through the fp32
+// kernel of hcrt_isa() (same rounding, float32 FMAs).
+// hcrt_set_bf16_native(0) forces that emulation (tests); it returns
+// whether the vdpbf16ps kernel is in use afterwards.
+void hc_gemm_bf16(const hc_sgemm_args *args, hc_threads threads);
+// Reference of the same contract (single thread, double accumulation).
+void hc_gemm_bf16_ref(const hc_sgemm_args *args);
+int32_t hcrt_bf16_native(void);
+int32_t hcrt_set_bf16_native(int32_t on);
 // Convenience: no batch, no epilogue.
 void hc_sgemm_simple(int32_t trans_a, int32_t trans_b, int64_t M, int64_t N,
                      int64_t K, float alpha, const float *A, int64_t lda,

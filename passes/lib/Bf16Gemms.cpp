@@ -1,0 +1,46 @@
+// hc-bf16-gemms: bf16 mixed precision (hc-compile --precision bf16; an
+// extension beyond the paper). Marks the GEMM-class graph ops with
+// precision = "bf16": their two GEMM operands (operands 0 and 1 of each)
+// are rounded to bf16 and the products accumulated in float32. The
+// tensors themselves stay float32 (fp32 arenas; the runtime rounds while it
+// packs the operands), so nothing else in the pipeline changes: lowering
+// copies the attribute onto the hcs.call, kernels.def declares it, the
+// evaluators and the runtime read it.
+#include "hc/Graph/GraphOps.h"
+#include "hc/Passes/Passes.h"
+
+using namespace mlir;
+using namespace hc::graph;
+
+namespace hc {
+#define GEN_PASS_DEF_BF16GEMMS
+#include "hc/Passes/Passes.h.inc"
+
+namespace {
+
+// The attribute and its one value (kernels.def: HCRT_FLAG(precision, bf16, 0)).
+constexpr const char *kPrecision = "precision";
+constexpr const char *kBf16 = "bf16";
+
+bool isF32Tensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getElementType().isF32();
+}
+
+struct Bf16Gemms : impl::Bf16GemmsBase<Bf16Gemms> {
+  void runOnOperation() override {
+    getOperation().walk([&](Operation *op) {
+      if (!isa<LinearOp, LinearGradInputOp, LinearGradWeightOp, MatmulOp,
+               LinearGeluOp, LinearGradInputGeluOp>(op))
+        return;
+      // Both GEMM operands and the result float32 (the kernels' type).
+      if (op->getNumOperands() < 2 || !isF32Tensor(op->getOperand(0)) ||
+          !isF32Tensor(op->getOperand(1)) || !isF32Tensor(op->getResult(0)))
+        return;
+      op->setAttr(kPrecision, StringAttr::get(op->getContext(), kBf16));
+    });
+  }
+};
+
+} // namespace
+} // namespace hc

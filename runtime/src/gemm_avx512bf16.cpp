@@ -1,0 +1,278 @@
+// bf16 GEMM kernels for AVX512-BF16 (vdpbf16ps): the operands stay float32
+// in memory and are rounded to bf16 (round to nearest even, as the
+// instruction rounds) while they are packed; the 8x48 micro-kernel
+// accumulates pairs of bf16 products in float32 (24 zmm accumulators, as
+// the fp32 AVX-512 kernel). gemm.cpp's driver runs it unchanged: the
+// packed layouts keep the fp32 kernel's panel strides (MR * kc and NR * kc
+// floats), each 32-bit slot holding one k pair, so a panel fills half of
+// its room. Only called when CPUID and the OS report AVX512-BF16
+// (gemm_bf16.cpp).
+//
+// Packed layouts (one uint32 word = bf16(x[2p]) | bf16(x[2p + 1]) << 16):
+//   A: MR-row panels, word (p, i) at panel[p * MR + i]
+//   B: NR-column slivers, word (p, j) at sliver[p * NR + j]
+// for the k pairs p in [0, ceil(kc / 2)); an odd kc's last pair has a zero
+// high half, rows / columns past the block's edge are zero.
+#include "internal.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+#include <initializer_list>
+
+namespace hc::rt {
+#pragma clang attribute push(__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,avx2,fma"))), apply_to = function)
+namespace gemm_avx512bf16 {
+namespace {
+
+constexpr int MR = 8, NR = 48;
+
+// The 8 rows r[i] (8 words each) transposed: dst[c * ldd + i] = r[i][c].
+inline void transpose8x8(const __m256 r[8], float *dst, int64_t ldd) {
+  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(dst + 0 * ldd, _mm256_permute2f128_ps(s0, s4, 0x20));
+  _mm256_storeu_ps(dst + 1 * ldd, _mm256_permute2f128_ps(s1, s5, 0x20));
+  _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(s2, s6, 0x20));
+  _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(s3, s7, 0x20));
+  _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(s0, s4, 0x31));
+  _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(s1, s5, 0x31));
+  _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(s2, s6, 0x31));
+  _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+
+// 16 consecutive k of a source row (the first `n` of them; the rest zero)
+// as 8 pair words.
+inline __m256 rowPairs(const float *src, int n) {
+  __m256 lo, hi;
+  if (n >= 16) {
+    lo = _mm256_loadu_ps(src);
+    hi = _mm256_loadu_ps(src + 8);
+  } else {
+    const int nl = n < 8 ? n : 8, nh = n - nl;
+    lo = _mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << nl) - 1), src);
+    hi = _mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << nh) - 1), src + 8);
+  }
+  // [lo, hi] as 16 bf16 in k order: word c = (k 2c, k 2c + 1)
+  return _mm256_castsi256_ps(
+      reinterpret_cast<__m256i>(_mm256_cvtne2ps_pbh(hi, lo)));
+}
+
+// `rows` (<= W) source rows along k (src[r * lds + k], k < kc) into a
+// W-wide panel of pair words: dst[p * W + r]; rows past `rows` zero.
+template <int W>
+void packRows(const float *src, int64_t lds, int rows, int64_t kc, float *dst) {
+  const int64_t pairs = (kc + 1) / 2;
+  for (int g = 0; g < W; g += 8) {
+    const int rg = rows - g < 0 ? 0 : (rows - g > 8 ? 8 : rows - g);
+    __m256 r[8];
+    int64_t k = 0;
+    for (; k + 16 <= kc; k += 16) {
+      // Each row is a stream of its own: ask for its line 4 ahead (the
+      // hardware prefetchers miss short strided segments).
+      for (int i = 0; i < rg; ++i)
+        _mm_prefetch(reinterpret_cast<const char *>(src + (g + i) * lds + k + 64),
+                     _MM_HINT_T0);
+      for (int i = 0; i < 8; ++i)
+        r[i] = i < rg ? rowPairs(src + (g + i) * lds + k, 16) : _mm256_setzero_ps();
+      transpose8x8(r, dst + (k / 2) * W + g, W);
+    }
+    if (k < kc) {  // the last < 16 k: transposed apart, only its pairs kept
+      alignas(32) float t[64];
+      for (int i = 0; i < 8; ++i)
+        r[i] = i < rg ? rowPairs(src + (g + i) * lds + k, static_cast<int>(kc - k))
+                      : _mm256_setzero_ps();
+      transpose8x8(r, t, 8);
+      for (int64_t p = k / 2; p < pairs; ++p)
+        std::memcpy(dst + p * W + g, t + (p - k / 2) * 8, 32);
+    }
+  }
+}
+
+// Word c of 32 bf16 [x0 (16), x1 (16)] interleaved: (x0[c], x1[c]).
+inline __m512i interleave16(__m512 x0, __m512 x1) {
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11,
+                                       26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
+                                       5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(
+      idx, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(x1, x0)));
+}
+
+// Source rows along the panel's width (src[k * lds + c], c < cols <= W):
+// k pairs of rows interleaved into pair words, dst[p * W + c].
+template <int W>
+void packCols(const float *src, int64_t lds, int cols, int64_t kc, float *dst) {
+  constexpr int V = (W + 15) / 16;
+  __mmask16 mask[V];
+  for (int v = 0; v < V; ++v) {
+    const int n = cols - 16 * v;
+    mask[v] = n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
+  }
+  for (int64_t k = 0; k < kc; k += 2) {
+    const float *r0 = src + k * lds, *r1 = r0 + lds;
+    const bool two = k + 1 < kc;
+    float *d = dst + (k / 2) * W;
+    for (int v = 0; v < V; ++v) {
+      const __m512 x0 = _mm512_maskz_loadu_ps(mask[v], r0 + 16 * v);
+      const __m512 x1 = two ? _mm512_maskz_loadu_ps(mask[v], r1 + 16 * v)
+                            : _mm512_setzero_ps();
+      const __m512i w = interleave16(x0, x1);
+      if (W - 16 * v >= 16)
+        _mm512_storeu_si512(d + 16 * v, w);
+      else
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + 16 * v),
+                            _mm512_castsi512_si256(w));
+    }
+    // prefetch the rows 8 pairs on (strided segments)
+    _mm_prefetch(reinterpret_cast<const char *>(r0 + 16 * lds), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(r1 + 16 * lds), _MM_HINT_T0);
+  }
+}
+
+// Two whole MR-wide panels of a transposed A (src[k * lds + c], c < 16) at
+// once: one 16-float load per source row instead of two 8-float ones; the
+// low 8 words of each pair row go to the first panel, the high 8 to the
+// second (dst2). (The weight gradients dY^T X read A this way: its
+// packing is a pass over the whole of dY.)
+void packCols2(const float *src, int64_t lds, int64_t kc, float *dst, float *dst2) {
+  for (int64_t k = 0; k < kc; k += 2) {
+    const float *r0 = src + k * lds, *r1 = r0 + lds;
+    const __m512 x0 = _mm512_loadu_ps(r0);
+    const __m512 x1 = k + 1 < kc ? _mm512_loadu_ps(r1) : _mm512_setzero_ps();
+    const __m512i w = interleave16(x0, x1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + (k / 2) * MR),
+                        _mm512_castsi512_si256(w));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst2 + (k / 2) * MR),
+                        _mm512_extracti64x4_epi64(w, 1));
+    _mm_prefetch(reinterpret_cast<const char *>(r0 + 16 * lds), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(r1 + 16 * lds), _MM_HINT_T0);
+  }
+}
+
+void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
+           int64_t k0, int64_t kc, float *dst) {
+  int64_t i0 = 0;
+  if (transA)
+    for (; i0 + 2 * MR <= mc; i0 += 2 * MR)
+      packCols2(A + k0 * lda + m0 + i0, lda, kc, dst + i0 * kc, dst + (i0 + MR) * kc);
+  for (int64_t i = i0; i < mc; i += MR) {
+    const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
+    if (transA)  // A is K x M: element (m, k) at A[k * lda + m]
+      packCols<MR>(A + k0 * lda + m0 + i, lda, rows, kc, dst + i * kc);
+    else
+      packRows<MR>(A + (m0 + i) * lda + k0, lda, rows, kc, dst + i * kc);
+  }
+}
+
+void packB(const float *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
+           int64_t n0, int64_t nc, float *dst) {
+  for (int64_t j = 0; j < nc; j += NR) {
+    const int cols = static_cast<int>(nc - j < NR ? nc - j : NR);
+    if (transB)  // B is N x K: element (k, n) at B[n * ldb + k]
+      packRows<NR>(B + (n0 + j) * ldb + k0, ldb, cols, kc, dst + j * kc);
+    else
+      packCols<NR>(B + k0 * ldb + n0 + j, ldb, cols, kc, dst + j * kc);
+  }
+}
+
+// C[0:MR, 0:nr] = alpha * sum_p A_p B_p + beta * C for the packed panel a
+// and sliver b; V 16-column vectors computed (3 for a whole tile), the
+// last one's stores masked to nr.
+template <int V>
+void microV(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+            float alpha, float beta, int nr) {
+  __m512 acc[MR][V];
+#pragma unroll
+  for (int i = 0; i < MR; ++i)
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      acc[i][j] = _mm512_setzero_ps();
+#pragma unroll
+  for (int i = 0; i < MR; ++i)
+    for (int l : {0, 64, 128, 191})
+      if (l < 64 * V)
+        _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc) + l, _MM_HINT_T1);
+  const int64_t pairs = (kc + 1) / 2;
+  const int32_t *ap = reinterpret_cast<const int32_t *>(a);
+  // C's lines into L1 16 pairs before the end (asked into L2 above; into
+  // L1 at the start, the B sliver would evict them again).
+  auto step = [&](const int32_t *ak, const float *bk) {
+    __m512bh bv[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      bv[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bk + 16 * j));
+    _mm_prefetch(reinterpret_cast<const char *>(bk + 8 * NR), _MM_HINT_T0);
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh ai = reinterpret_cast<__m512bh>(_mm512_set1_epi32(ak[i]));
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], ai, bv[j]);
+    }
+  };
+  int64_t p = 0;
+  for (; p + 16 < pairs; ++p, ap += MR, b += NR)
+    step(ap, b);
+#pragma unroll
+  for (int i = 0; i < MR; ++i)
+    for (int l : {0, 64, 128, 191})
+      if (l < 64 * V)
+        _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc) + l, _MM_HINT_T0);
+  for (; p < pairs; ++p, ap += MR, b += NR)
+    step(ap, b);
+  const __m512 va = _mm512_set1_ps(alpha);
+  const __mmask16 last = static_cast<__mmask16>(
+      nr >= 16 * V ? 0xffff : (1u << (nr - 16 * (V - 1))) - 1);
+#pragma unroll
+  for (int i = 0; i < MR; ++i)
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float *q = c + i * ldc + 16 * j;
+      const __mmask16 mk = j + 1 < V ? 0xffff : last;
+      __m512 r = _mm512_mul_ps(va, acc[i][j]);
+      if (beta != 0.0f)
+        r = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mk, q), r);
+      if (mk == 0xffff)
+        _mm512_storeu_ps(q, r);
+      else
+        _mm512_mask_storeu_ps(q, mk, r);
+    }
+}
+
+void micro(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+           float alpha, float beta) {
+  microV<3>(kc, a, b, c, ldc, alpha, beta, NR);
+}
+
+// An edge tile of nr < NR columns into `tile` (rows NR apart, beta 0):
+// only the vectors that hold them.
+void microEdge(int64_t kc, const float *a, const float *b, float *tile,
+               float alpha, int nr) {
+  if (nr <= 16)
+    microV<1>(kc, a, b, tile, NR, alpha, 0.0f, nr);
+  else if (nr <= 32)
+    microV<2>(kc, a, b, tile, NR, alpha, 0.0f, nr);
+  else
+    microV<3>(kc, a, b, tile, NR, alpha, 0.0f, nr);
+}
+
+} // namespace
+} // namespace gemm_avx512bf16
+#pragma clang attribute pop
+
+const GemmKernel &gemmAvx512Bf16() {
+  // The tile epilogue is the fp32 AVX-512 one: the accumulators are fp32.
+  static const GemmKernel k = {gemm_avx512bf16::MR,     gemm_avx512bf16::NR,
+                               gemm_avx512bf16::packA,  gemm_avx512bf16::packB,
+                               gemm_avx512bf16::micro,  gemm_avx512bf16::microEdge,
+                               gemmAvx512().combine,    nullptr};
+  return k;
+}
+
+} // namespace hc::rt

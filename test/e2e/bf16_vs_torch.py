@@ -1,0 +1,105 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""hc-compile --precision bf16 (issue 34's parity): the compiled bf16 step,
+run by hc-run, against PyTorch on the same module, weights and inputs.
+
+  - the one-step loss within 1e-2 (relative) of PyTorch's CPU bf16 autocast
+    (torch.autocast("cpu", dtype=torch.bfloat16) on the float32 module);
+  - every first-step gradient within 3e-2 (||a-b|| / ||b||) of PyTorch
+    float32's;
+  - the same bf16 step evaluated in float64 by hc-eval --precision bf16
+    (the evaluator's model of the bf16 rounding): the compiled bf16 step's
+    gradients within 1e-3 of it (median over tensors), and each one at most
+    0.7 of the compiled fp32 step's distance to it: the compiled step does
+    round its GEMM inputs, and the evaluator models the same rounding.
+"""
+import argparse
+import os
+import shutil
+import sys
+
+import numpy as np
+
+from common import PY, ROOT, export, load_npy_dir, read_safetensors, rel, run
+
+
+def first_loss(out):
+    return float([l for l in out.splitlines() if l.startswith("loss ")][0].split()[1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("export_args", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    w = lambda *p: os.path.join(a.work, *p)
+    export(w("model.onnx"), [x for x in a.export_args if x != "--"], batch=a.batch)
+    hyper = ["--optimizer", "sgd", "--lr", "1e-3"]
+    run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
+         "--batch", str(a.batch), "--out", w("ref"), "--train-steps", "1",
+         "--dtype", "float32", "--autocast-bf16"] + hyper)
+    hc_run, hc_eval = os.path.join(a.bin, "hc-run"), os.path.join(a.bin, "hc-eval")
+    losses, grads = {}, {}
+    for prec in ("fp32", "bf16"):
+        run([os.path.join(a.bin, "hc-compile"), w("model.onnx"), "--batch", str(a.batch),
+             "-o", w(prec + ".so"), "--precision", prec] + hyper)
+        out = run([hc_run, w(prec + ".so"), "--inputs", w("ref"), "--steps", "1",
+                   "--save-grads", w(prec + ".safetensors")])
+        losses[prec] = first_loss(out)
+        grads[prec] = read_safetensors(w(prec + ".safetensors"))
+    run([hc_eval, w("model.onnx"), "--batch", str(a.batch), "--inputs", w("ref"), "--train",
+         "--steps", "1", "--precision", "bf16", "--out", w("eval")] + hyper)
+    eval_loss = float(np.load(w("eval", "train_loss.npy")).reshape(-1)[0])
+    eval_grads = load_npy_dir(w("eval", "grads"))
+
+    errors = []
+    torch_bf16 = float(np.load(w("ref", "loss_autocast_bf16.npy")))
+    torch_fp32 = float(np.load(w("ref", "loss.npy")))
+    e_loss = rel(losses["bf16"], torch_bf16)
+    print("loss: hc bf16 %.9g, PyTorch bf16 autocast %.9g (rel %.3e), hc fp32 %.9g, "
+          "PyTorch fp32 %.9g" % (losses["bf16"], torch_bf16, e_loss, losses["fp32"], torch_fp32))
+    if not e_loss <= 1e-2:
+        errors.append("loss vs PyTorch bf16 autocast %.3e > 1e-2" % e_loss)
+    want = load_npy_dir(w("ref", "grads"))
+    if sorted(want) != sorted(grads["bf16"]):
+        errors.append("gradient sets differ")
+    worst, worst_name = 0.0, ""
+    for name, g in want.items():
+        e = rel(grads["bf16"].get(name, np.zeros_like(g)), g)
+        if e > worst:
+            worst, worst_name = e, name
+        if not e <= 3e-2:
+            errors.append("grad %s %.3e > 3e-2" % (name, e))
+    print("%d gradients vs PyTorch fp32: worst rel err %.3e (%s)" % (len(want), worst, worst_name))
+    # The evaluator's bf16 model against the compiled bf16 and fp32 steps:
+    # per gradient, the bf16 step must be much closer to it than the fp32
+    # step is (the rounding happens, and where the model says). Not equal:
+    # the compiled step rounds float32 values, the model float64 ones, and
+    # a few elements round the other way; through DiT-S/2's 12 blocks that
+    # reaches 2.4e-3 on the timestep embedder (median 2.6e-4 against the
+    # fp32 step's 3.2e-3).
+    ratios, d_bf16 = [], []
+    for n, g in eval_grads.items():
+        da, df = rel(grads["bf16"][n], g), rel(grads["fp32"][n], g)
+        d_bf16.append(da)
+        ratios.append((da / max(df, 1e-300), n))
+    worst_ratio, worst_n = max(ratios)
+    med = float(np.median(d_bf16))
+    print("hc-eval --precision bf16 (float64) vs the compiled bf16 step: loss rel %.3e, "
+          "gradients median %.3e, worst %.3e; its distance over the fp32 step's: worst %.3f (%s)"
+          % (rel(losses["bf16"], eval_loss), med, max(d_bf16), worst_ratio, worst_n))
+    if not med <= 1e-3:
+        errors.append("compiled bf16 step vs the evaluator's bf16 model: median %.3e > 1e-3" % med)
+    if not worst_ratio <= 0.7:
+        errors.append("grad %s: the bf16 step is not closer to the bf16 model than the fp32 "
+                      "step (ratio %.3f > 0.7)" % (worst_n, worst_ratio))
+    if errors:
+        sys.exit("FAILED: " + "; ".join(errors[:10]))
+    shutil.rmtree(a.work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

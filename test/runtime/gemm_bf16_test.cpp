@@ -1,0 +1,263 @@
+// bf16 GEMM tests: hc_gemm_bf16 on every path this CPU has (vdpbf16ps where
+// AVX512-BF16 exists; the emulation through each fp32 kernel otherwise,
+// forced with hcrt_set_bf16_native(0)) and hc_gemm_bf16_ref, against a
+// float64 sum of the bf16-rounded operands (round to nearest even).
+//
+// The products of two bf16 values are exact in float32, so the only error
+// left is float32 accumulation: the same gamma_K bound as the fp32 tests,
+//   |C - C64| <= 2 (K + 4) u (S + |bias|) max(1, |gate|) + 8 u (|C64| + ...)
+// with S = sum |bf16(a) bf16(b)|, u = 2^-24. An operand left unrounded
+// would miss by ~2^-9 relative: far outside it.
+#include "kernel_test_util.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace hctest;
+
+namespace {
+
+double bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+struct Case {
+  int64_t M, N, K;
+  int ta = 0, tb = 0;
+  int64_t batch = 1;
+  uint32_t flags = 0;  // HC_EPI_BIAS | HC_EPI_GELU_TANH | HC_EPI_GATE | HC_EPI_RESIDUAL
+  float alpha = 1.0f, beta = 0.0f;
+  int threads = 1;
+  bool ref = false;
+};
+
+// One product on the current path; returns the bad elements.
+int64_t run(const Case &c, uint32_t seed) {
+  const int64_t M = c.M, N = c.N, K = c.K, B = c.batch;
+  const int64_t aRows = c.ta ? K : M, aCols = c.ta ? M : K;
+  const int64_t bRows = c.tb ? N : K, bCols = c.tb ? K : N;
+  const int64_t lda = aCols + 3, ldb = bCols + 1, ldc = N + 2;
+  const int64_t sa = aRows * lda + 5, sb = bRows * ldb + 3, sc = M * ldc + 7;
+  std::vector<float> A = randomVec(std::max<int64_t>(1, B * sa), seed, -2, 2);
+  std::vector<float> Bm = randomVec(std::max<int64_t>(1, B * sb), seed + 1);
+  std::vector<float> Cold = randomVec(std::max<int64_t>(1, B * sc), seed + 2);
+  std::vector<float> bias = randomVec(N + 1, seed + 3);
+  std::vector<float> gate = randomVec(N + 1, seed + 4, -2, 2);
+  std::vector<float> res = randomVec(M * N + 1, seed + 5);
+  std::vector<float> pre = nanVec(std::max<int64_t>(1, B * M * N));
+  std::vector<float> C = Cold;
+  if (c.beta == 0.0f)
+    for (int64_t i = 0; i < B * sc; ++i)
+      C[i] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> Cin = C;
+  hc_epilogue e{};
+  e.flags = c.flags;
+  e.bias = bias.data();
+  e.gate = gate.data();
+  e.gate_rows = M;
+  e.residual = res.data();
+  e.ld_residual = N;
+  e.preact = (c.flags & HC_EPI_GELU_TANH) ? pre.data() : nullptr;
+  e.ld_preact = N;
+  e.stride_preact = M * N;
+  hc_sgemm_args g{};
+  g.M = M, g.N = N, g.K = K, g.batch = B, g.trans_a = c.ta, g.trans_b = c.tb;
+  g.alpha = c.alpha, g.beta = c.beta;
+  g.A = A.data(), g.lda = lda, g.stride_a = sa;
+  g.B = Bm.data(), g.ldb = ldb, g.stride_b = sb;
+  g.C = C.data(), g.ldc = ldc, g.stride_c = sc;
+  g.epi = c.flags ? &e : nullptr;
+  if (c.ref)
+    hc_gemm_bf16_ref(&g);
+  else
+    hc_gemm_bf16(&g, threads(c.threads));
+  char what[200];
+  snprintf(what, sizeof what,
+           "M=%lld N=%lld K=%lld ta=%d tb=%d batch=%lld flags=%u beta=%g "
+           "threads=%d ref=%d isa=%s native=%d",
+           (long long)M, (long long)N, (long long)K, c.ta, c.tb, (long long)B,
+           c.flags, c.beta, c.threads, c.ref, hcrt_isa_name(hcrt_isa()),
+           hcrt_bf16_native());
+  Checker chk{what};
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0, S = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          double a = bf16(c.ta ? A[b * sa + k * lda + m] : A[b * sa + m * lda + k]);
+          double bb = bf16(c.tb ? Bm[b * sb + n * ldb + k] : Bm[b * sb + k * ldb + n]);
+          acc += a * bb;
+          S += std::fabs(a * bb);
+        }
+        double t = c.alpha * acc, bi = 0, gt = 1, rs = 0;
+        S *= std::fabs(c.alpha);
+        if (c.flags & HC_EPI_BIAS)
+          bi = bias[n];
+        t += bi;
+        const double preT = t;
+        if (c.flags & HC_EPI_GELU_TANH)
+          t = geluD(t);
+        if (c.flags & HC_EPI_GATE)
+          gt = gate[n];
+        t *= gt;
+        if (c.flags & HC_EPI_RESIDUAL)
+          rs = res[m * N + n];
+        t += rs;
+        const int64_t ci = b * sc + m * ldc + n;
+        const double bc = c.beta != 0.0f ? c.beta * (double)Cin[ci] : 0.0;
+        t += bc;
+        double tol = 2.0 * (K + 4) * kU * (S + std::fabs(bi)) * std::max(1.0, std::fabs(gt)) +
+                     8 * kU * (std::fabs(t) + std::fabs(rs) + std::fabs(bc));
+        if (c.flags & HC_EPI_GELU_TANH)
+          tol = 1.2 * tol + 2e-6 * (1 + std::fabs(preT)) * std::max(1.0, std::fabs(gt));
+        chk.check(C[ci], t, tol, ci);
+        if (e.preact)
+          chk.check(pre[b * M * N + m * N + n], preT,
+                    2.0 * (K + 4) * kU * (S + std::fabs(bi)) + 4 * kU * std::fabs(preT), -ci);
+      }
+  for (size_t i = 0; i < C.size(); ++i) {
+    const int64_t b = i / sc, r = i % sc, m = r / ldc, n = r % ldc;
+    if (!(b < B && m < M && n < N) && std::memcmp(&C[i], &Cin[i], 4)) {
+      ADD_FAILURE() << what << ": wrote outside C at " << i;
+      return chk.bad + 1;
+    }
+  }
+  return chk.bad;
+}
+
+// Each path of hc_gemm_bf16 this CPU has: {isa, native}.
+struct Path {
+  int32_t isa;
+  bool native;
+};
+std::vector<Path> paths() {
+  std::vector<Path> v;
+  for (int32_t isa : availableIsas()) {
+    v.push_back({isa, false});
+    IsaScope s(isa);
+    if (hcrt_set_bf16_native(1))
+      v.push_back({isa, true});
+  }
+  hcrt_set_bf16_native(1);
+  return v;
+}
+
+struct PathScope {
+  IsaScope isa;
+  explicit PathScope(const Path &p) : isa(p.isa) { hcrt_set_bf16_native(p.native); }
+  ~PathScope() { hcrt_set_bf16_native(1); }
+};
+
+void shapes(const Path &p) {
+  PathScope scope(p);
+  uint32_t seed = 1;
+  int64_t bad = 0;
+  forEachGemmShape({1, 5, 8, 13, 29, 97}, {1, 3, 16, 17, 47, 49, 101},
+                   {1, 2, 7, 16, 31, 33, 131},
+                   [&](int ta, int tb, int64_t M, int64_t N, int64_t K) {
+                     Case c{M, N, K, ta, tb};
+                     c.threads = (M + N + K) % 2 ? 2 : 1;
+                     return (bad += run(c, seed++)) <= 20;
+                   });
+}
+
+} // namespace
+
+TEST(GemmBf16, NativePathWhereCpuHasIt) {
+  // Says which paths this machine runs; the native one only with AVX512-BF16.
+  std::string names;
+  for (const Path &p : paths())
+    names += std::string(hcrt_isa_name(p.isa)) + (p.native ? "+bf16 " : " ");
+  std::printf("bf16 GEMM paths on this CPU: %s\n", names.c_str());
+  if (!hcrt_bf16_native())
+    std::printf("no AVX512-BF16 (or not the AVX-512 path): vdpbf16ps kernel "
+                "untested here, only the emulation\n");
+  SUCCEED();
+}
+
+TEST(GemmBf16, ReferenceShapes) {
+  Case c{29, 33, 47, 1, 0};
+  c.ref = true;
+  c.batch = 2;
+  c.flags = HC_EPI_BIAS | HC_EPI_GATE;
+  run(c, 3);
+  Case d{5, 101, 131, 0, 1};
+  d.ref = true;
+  d.beta = 0.5f;
+  run(d, 4);
+}
+
+TEST(GemmBf16, ShapesEveryPath) {
+  for (const Path &p : paths())
+    shapes(p);
+}
+
+TEST(GemmBf16, EpiloguesEveryPath) {
+  for (const Path &p : paths()) {
+    PathScope scope(p);
+    uint32_t seed = 50;
+    for (uint32_t flags : {0u, 1u, 3u, 5u, 9u, 13u, 15u})
+      for (float beta : {0.0f, -0.5f})
+        for (int64_t K : {45, 777}) {  // 777: several k blocks
+          Case c{37, 53, K, (int)(flags & 1), (int)((flags >> 2) & 1)};
+          c.flags = flags;
+          c.beta = beta;
+          c.batch = flags % 2 ? 2 : 1;
+          c.threads = 1 + (seed % 2);
+          c.alpha = flags == 5 ? 0.75f : 1.0f;
+          run(c, seed++);
+        }
+  }
+}
+
+TEST(GemmBf16, LargeAndSmallBlocking) {
+  // DiT-like shapes with their forms (fwd NT, dX NN, dW TN), 2 threads,
+  // and blocking small enough to cross every MC/KC/NC edge.
+  for (const Path &p : paths()) {
+    PathScope scope(p);
+    Case f{300, 200, 389, 0, 1};
+    f.threads = 2;
+    f.flags = HC_EPI_BIAS;
+    run(f, 7);
+    Case x{300, 197, 200, 0, 0};
+    x.threads = 2;
+    run(x, 8);
+    Case w{96, 100, 1100, 1, 0};
+    w.threads = 2;
+    run(w, 9);
+    setenv("HC_GEMM_KC", "24", 1);
+    setenv("HC_GEMM_MC", "16", 1);
+    setenv("HC_GEMM_NC", "96", 1);
+    Case s{61, 150, 77, 0, 1};
+    s.flags = HC_EPI_BIAS | HC_EPI_GELU_TANH;
+    run(s, 10);
+    Case t{61, 150, 77, 1, 0};
+    t.beta = 1.0f;
+    t.threads = 2;
+    run(t, 11);
+    unsetenv("HC_GEMM_KC");
+    unsetenv("HC_GEMM_MC");
+    unsetenv("HC_GEMM_NC");
+  }
+}
+
+TEST(GemmBf16, DiffersFromFp32ByRounding) {
+  // The rounding is really applied: a value with low mantissa bits set
+  // (1 + 2^-12) times 1 gives exactly 1 in bf16, not 1 + 2^-12.
+  for (const Path &p : paths()) {
+    PathScope scope(p);
+    const float a = 1.0f + 1.0f / 4096, b = 1.0f;
+    float c = 0;
+    hc_sgemm_args g{};
+    g.M = g.N = g.K = 1, g.batch = 1, g.alpha = 1, g.beta = 0;
+    g.A = &a, g.lda = 1, g.B = &b, g.ldb = 1, g.C = &c, g.ldc = 1;
+    hc_gemm_bf16(&g, threads(1));
+    EXPECT_EQ(c, 1.0f) << hcrt_isa_name(p.isa) << " native=" << p.native;
+  }
+}
