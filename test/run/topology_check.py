@@ -12,8 +12,12 @@ description, so each case states the plan it runs against:
            nothing is left to compute: exit 2, one line
   strict   --strict-topology refuses any difference: exit 2, one line
   bound    bound by taskset to one core (a launcher's --bind-to core): the
-           note says so; the plan's 1 compute core matches, only the binding
-           and layout differ
+           note says so
+  compiled the tiny DiT exported and compiled by hc-compile --topology
+           test/topologies/flat16.xml: hc-run trains with one note; compiled
+           with --comm-cores 2 as well, a 2-core machine (or a rank bound to
+           2 cores) is refused, exit 2 and one line; compiled natively: no
+           note
 """
 
 import argparse
@@ -104,6 +108,44 @@ def main():
             fail("want exit 0 and one note:\n" + out)
         if "1 cores for this rank" not in notes[0] or "bound by the launcher" not in notes[0]:
             fail("note does not name the binding:\n" + notes[0])
+    elif a.case == "compiled":
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        topo = os.path.join(root, "test", "topologies", "flat16.xml")
+        hc_compile = os.path.join(os.path.dirname(a.hc_run), "hc-compile")
+        subprocess.run(["/usr/bin/python3", os.path.join(root, "models", "export_dit.py"), "--model",
+                        "tiny", "--image-size", "8", "--in-channels", "4", "--num-classes", "10",
+                        "--dynamic-batch", "--quiet", "-o", "tiny.onnx"], cwd=a.work, check=True)
+        for name, extra in (("flat16", ["--topology", topo]),
+                            ("flat16c2", ["--topology", topo, "--comm-cores", "2"]),
+                            ("native", [])):
+            subprocess.run([hc_compile, "tiny.onnx", "--batch", "4", "-o", name + ".so"] + extra,
+                           cwd=a.work, check=True)
+        r = np.random.default_rng(0)
+        np.save(os.path.join(a.work, "x.npy"), r.uniform(-1, 1, (8, 4, 8, 8)).astype(np.float32))
+        np.save(os.path.join(a.work, "y.npy"), r.integers(0, 10, 8).astype(np.int64))
+        env = dict(os.environ)
+        env.pop("HC_TOPOLOGY", None)
+        core2 = ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[:2])
+
+        def train(so):
+            cmd = ["taskset", "-c", core2, a.hc_run, so, "--data", "x.npy", "--labels", "y.npy",
+                   "--steps", "1"]
+            p = subprocess.run(cmd, cwd=a.work, env=env, capture_output=True, text=True, timeout=120)
+            return p, p.stdout + p.stderr
+        p, out = train("flat16.so")
+        notes = [l for l in out.splitlines() if "note:" in l]
+        if p.returncode != 0 or len(notes) != 1 or \
+                "planned for 16 cores in 1 cluster of 16, NUMA 1xDRAM" not in notes[0]:
+            fail("flat16.so: want exit 0 and one note naming the plan:\n" + out)
+        p, out = train("flat16c2.so")
+        lines = [l for l in out.splitlines() if l.strip()]
+        if p.returncode != 2 or len(lines) != 1 or \
+                "reserves 2 comm cores per rank, which leaves no core to compute" not in lines[0]:
+            fail("flat16c2.so: want exit 2 and one line:\n" + out)
+        if ncores <= 2:  # this machine is what `native` planned for
+            p, out = train("native.so")
+            if p.returncode != 0 or "note:" in out:
+                fail("native.so: want no note:\n" + out)
     else:
         fail("unknown case " + a.case)
     print("ok:", a.case)
