@@ -12,7 +12,7 @@ description, so each case states the plan it runs against:
            nothing is left to compute: exit 2, one line
   strict   --strict-topology refuses any difference: exit 2, one line
   bound    bound by taskset to one core (a launcher's --bind-to core): the
-           note says so
+           note says so, unless that core is the plan's for this rank
   compiled the tiny DiT exported and compiled by hc-compile --topology
            test/topologies/flat16.xml: hc-run trains with one note; compiled
            with --comm-cores 2 as well, a 2-core machine (or a rank bound to
@@ -108,6 +108,12 @@ def main():
             fail("want exit 0 and one note:\n" + out)
         if "1 cores for this rank" not in notes[0] or "bound by the launcher" not in notes[0]:
             fail("note does not name the binding:\n" + notes[0])
+        # Bound to exactly the plan's cores for this rank: not a difference.
+        same = plan(16)
+        same["core_budget"]["ranks"][0]["compute"] = [core]
+        r, out = run(same, pre=["taskset", "-c", str(core)])
+        if r.returncode != 0 or "bound by the launcher" in out:
+            fail("a binding equal to the plan's cores is named a difference:\n" + out)
     elif a.case == "compiled":
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
         topo = os.path.join(root, "test", "topologies", "flat16.xml")

@@ -107,7 +107,12 @@ MachineCheck checkMachine(const nlohmann::json &desc, const MachineView &m,
       missing.insert(k);
   if (!missing.empty())
     diffs.push_back("no " + kindsOf(missing) + " memory here");
-  if (bound)
+  // A binding to exactly the plan's cores for this rank is the plan.
+  std::set<int> planCores;
+  for (const char *k : {"compute", "comm"})
+    for (const auto &c : mine[k])
+      planCores.insert(c.get<int>());
+  if (bound && planCores != std::set<int>(m.allowed.begin(), m.allowed.end()))
     diffs.push_back("bound by the launcher to " + std::to_string(usable) + " of " +
                     std::to_string(total) + " cores");
   if (out.threadLimit > 0)
