@@ -53,6 +53,9 @@ template <class F> void parallelPieces(Range r, int64_t pieces, F &&f) {
 // sit in different clusters: an L3 or L2 group each).
 bool oneNumaNode(Range r);
 
+// The topology cluster team thread `thread` runs in (-1 outside the team).
+int teamThreadCluster(int thread);
+
 // Waits until `v` (acquire) reaches at least `target`: spins as long as a
 // team worker does before it sleeps, then yields (on a shared or
 // oversubscribed node the thread we wait for may need this core).

@@ -1,4 +1,5 @@
 #include "hc/runtime/settings.h"
+#include "hc/runtime/topology.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -52,6 +53,16 @@ bool checkSettings(std::string &error) {
     error = "HC_SYNC_ALLREDUCE=" + std::string(e) + ": needs 0 (overlapped "
             "all-reduce, the default) or 1 (blocking)";
     return false;
+  }
+  if (const char *e = std::getenv("HC_TOPOLOGY"); e && *e) {
+    Topology t;
+    std::string why;
+    if (!discoverTopology(parseTopologySpec(e), t, why)) {
+      error = "HC_TOPOLOGY=" + std::string(e) + ": " + why +
+              " (a test hook: an hwloc XML file or synthetic string the "
+              "thread team is planned on instead of this machine)";
+      return false;
+    }
   }
   if (const char *e = std::getenv("HC_COMM_PROGRESS"); e && !oneOf(e, {"inline", "thread"})) {
     error = "HC_COMM_PROGRESS=" + std::string(e) + ": needs inline (the step "

@@ -62,6 +62,7 @@ struct Team {
 std::mutex gTeamMu;
 Team *gTeam = nullptr;
 Topology *gTopo = nullptr;
+bool gSimulated = false;  // HC_TOPOLOGY: not this machine's cores
 CacheInfo gCache;
 
 void loadTopology() {
@@ -69,7 +70,11 @@ void loadTopology() {
     return;
   gTopo = new Topology();
   std::string err;
-  if (!discoverTopology(TopologySource(), *gTopo, err)) {
+  // HC_TOPOLOGY (a test hook, checked by checkSettings): plan the team on
+  // another machine's topology, e.g. test/topologies/lx2.xml.
+  const char *sim = std::getenv("HC_TOPOLOGY");
+  gSimulated = sim && *sim;
+  if (!discoverTopology(parseTopologySpec(gSimulated ? sim : ""), *gTopo, err)) {
     gTopo->clusters.clear();
     Cluster c;
     unsigned n = std::thread::hardware_concurrency();
@@ -167,7 +172,8 @@ void usableCores(std::vector<int> &cores, std::vector<int> &cluster,
                  bool &partitioned) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  bool masked = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
+  // A simulated topology's cores are not this machine's: no mask applies.
+  bool masked = !gSimulated && sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
   std::vector<int> all, allCluster;
   for (size_t c = 0; c < gTopo->clusters.size(); ++c)
     for (int core : gTopo->clusters[c].cores)
@@ -372,6 +378,11 @@ void spinUntil(const std::atomic<int64_t> &v, int64_t target) {
     else
       std::this_thread::yield();
   }
+}
+
+int teamThreadCluster(int thread) {
+  Team *t = team();
+  return thread >= 0 && thread < t->size ? t->cluster[thread] : -1;
 }
 
 float *scratch(int slot, std::size_t floats) {

@@ -26,6 +26,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <cstring>
 #include <new>
 #include <string>
@@ -95,7 +97,18 @@ std::string description() {
                 "in_channels": %d, "image_size": %d}})",
       TOY_ABI, B, B, C, H, W, B, B, B, C, H, W, D, D, KE, D, D, D, kLr,
       6 * B * D * D, K, C, H);
-  return buf;
+  std::string d = buf;
+  // TOY_PLAN_FILE: description keys to add (a machine plan: "topology",
+  // "core_budget", as hc-compile --topology writes them), for hc-run's
+  // machine check (test/run/topology_check.py).
+  if (const char *plan = std::getenv("TOY_PLAN_FILE")) {
+    std::ifstream in(plan);
+    std::string keys((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    if (!keys.empty())
+      d.insert(d.rfind('}'), ", " + keys);
+  }
+  return d;
 }
 
 struct Ctx {

@@ -45,6 +45,8 @@ struct Options {
   double emaDecay = -1;       // < 0: no EMA
   bool checkFinite = false;   // --check-finite: every kernel output, every step
   int64_t commCores = 0;      // --comm-cores: cores per rank for comm progress
+  bool commCoresGiven = false;  // else the plan's core budget decides
+  bool strictTopology = false;  // --strict-topology (machine_check.h)
   std::string profile;        // --profile FILE (profile.h)
   bool seedSeen = false;      // --seed given (a resume checks it)
   bool hflip = false;         // --hflip: DiT's random horizontal flip

@@ -8,6 +8,7 @@
 // MPI is used when a launcher started the process (mpirun sets
 // OMPI_COMM_WORLD_SIZE); plain `hc-run ...` is one rank without MPI.
 #include "common.h"
+#include "machine_check.h"
 #include "data.h"
 
 #include "hc/runtime/settings.h"
@@ -22,6 +23,7 @@
 #include <cstring>
 #include <exception>
 #include <unistd.h>
+#include <string>
 #include <vector>
 
 namespace {
@@ -137,6 +139,7 @@ int main(int argc, char **argv) {
   }
   Options opt;
   StepLibrary lib;
+  MachineCheck machine;
   Error failure(0, "");
   bool failed = false;
   try {
@@ -149,6 +152,11 @@ int main(int argc, char **argv) {
     if (!opt.help && lib.desc.raw.value("library", "") == "sampler")
       usageError(opt.step + " is a sampling library (hc-compile --sampler): "
                  "run it with `hc-run sample " + opt.step + " --ckpt CKPT`");
+    if (!opt.help) {
+      machine = checkMachine(lib.desc.raw, currentMachine(), opt.strictTopology);
+      if (machine.action == MachineCheck::Action::Refuse)
+        usageError(opt.step + ": " + machine.line);
+    }
   } catch (const Error &e) {
     failure = e;
     failed = true;
@@ -161,6 +169,16 @@ int main(int argc, char **argv) {
     comm->finalize();
     return 0;
   }
+  if (machine.action == MachineCheck::Action::Remap && comm->rank() == 0)
+    std::printf("hc-run: note: %s: %s\n", opt.step.c_str(), machine.line.c_str());
+  // The plan's core budget: its comm cores unless --comm-cores says; the
+  // cgroup's CPU limit caps the team unless HC_NUM_THREADS says.
+  if (!opt.commCoresGiven && machine.planComm > 0)
+    opt.commCores = machine.planComm;
+  // Through the setting, so every later rebuild of the team (a core
+  // reservation) keeps the cap.
+  if (machine.threadLimit > 0 && hc::rt::threadsSetting() == 0)
+    setenv("HC_NUM_THREADS", std::to_string(machine.threadLimit).c_str(), 1);
   setUpProgress(opt, *comm);
   int rc = opt.trainMode() ? runTrainMode(opt, lib, *comm)
                            : runTestMode(opt, lib, *comm);

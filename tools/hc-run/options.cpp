@@ -76,7 +76,11 @@ next to it). R ranks train data-parallel on a global batch of R*B.
   --comm-cores N     reserve N of each rank's cores for a thread that drives
                     the gradient all-reduce (default 0: the step drives it
                     between kernels; HC_COMM_PROGRESS=thread restores the
-                    old unpinned comm thread, a baseline)
+                    old unpinned comm thread, a baseline). Default: the
+                    plan's comm cores (hc-compile --comm-cores)
+  --strict-topology (both modes) refuse (exit 2) a machine unlike the one the
+                    library was planned for (hc-compile --topology) instead
+                    of re-mapping with a note
   --profile FILE    (both modes) time every call of the step; rank 0 writes
                     FILE (JSON: per kernel kind s/step, share, GFLOP/s, GB/s,
                     roofline against the FMA peak and triad bandwidth
@@ -200,6 +204,10 @@ Options parseOptions(int argc, char **argv) {
       trainOnly.push_back(a);
     } else if (a == "--comm-cores") {
       o.commCores = parseInt(a, next(), 0, "a number of cores");
+      o.commCoresGiven = true;
+    } else if (a == "--strict-topology") {
+      noValue();
+      o.strictTopology = true;
     } else if (a == "--profile") {
       o.profile = next();
     } else if (a == "--check-finite") {

@@ -6,7 +6,10 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "hc/runtime/topology.h"
+
 #include <cmath>
+#include <unistd.h>
 #include <cstdlib>
 
 namespace hc {
@@ -47,6 +50,17 @@ const char *pipelineFlagsHelp() {
                    ~2 log2(P) A, is at most a tenth of its transfer time,
                    2 (P-1)/P bytes / B (default link: 1 MiB)
   --bucket-mb X    gradient all-reduce bucket size in MiB, overriding --link
+  --topology SPEC  the machine to plan for: native (default, this machine,
+                   read with hwloc), an hwloc XML file (lstopo FILE.xml; the
+                   only form that carries memory kinds such as HBM) or an
+                   hwloc synthetic string ("pack:2 numa:1 l3:1 core:8 pu:1")
+  --clusters K     cut the topology's cores into K clusters (for machines
+                   whose caches draw no lines; a cluster may not span NUMA
+                   nodes)
+  --ranks-per-node N  ranks sharing one node; each takes a contiguous share
+                   of its cores in cluster order (default 1)
+  --comm-cores C   cores per rank reserved for communication progress and
+                   copies, the last of its share (default 0)
 )";
 }
 
@@ -59,6 +73,30 @@ int64_t bucketBytesForLink(const LinkModel &link) {
     bytes *= 2;
   return bytes;
 }
+
+namespace {
+
+// --topology SPEC, loaded once here so a bad one is refused before any work.
+int parseTopologyFlag(const std::string &value, PipelineOptions &o,
+                      std::string &error) {
+  rt::TopologySource source = rt::parseTopologySpec(value);
+  if (source.kind == rt::TopologySource::Kind::XmlFile &&
+      access(value.c_str(), R_OK) != 0) {
+    error = "--topology " + value + ": cannot read the file";
+    return -1;
+  }
+  rt::Topology topo;
+  std::string why;
+  if (!rt::discoverTopology(source, topo, why)) {
+    error = "--topology " + value + ": " + why +
+            " (give native, an hwloc XML file or an hwloc synthetic string)";
+    return -1;
+  }
+  o.topology = value.empty() ? "native" : value;
+  return 1;
+}
+
+} // namespace
 
 int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
                       std::string &error) {
@@ -80,10 +118,14 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   static const char *valued[] = {"--freeze", "--optimizer", "--lr", "--beta1",
                                  "--beta2", "--eps", "--weight-decay",
                                  "--weight-decay-post", "--bucket-mb", "--link",
-                                 "--precision"};
+                                 "--precision", "--topology", "--clusters",
+                                 "--ranks-per-node", "--comm-cores"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
-  if (arg != "--bucket-mb" && arg != "--link" && arg != "--precision")
+  // Flags that do not change the optimizer's arithmetic.
+  static const char *machine[] = {"--bucket-mb", "--link", "--precision", "--topology",
+                                  "--clusters", "--ranks-per-node", "--comm-cores"};
+  if (std::find(std::begin(machine), std::end(machine), arg) == std::end(machine))
     o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
     if (i + 1 >= argc) {
@@ -91,6 +133,21 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
       return -1;
     }
     value = argv[++i];
+  }
+  if (arg == "--topology")
+    return parseTopologyFlag(value, o, error);
+  if (arg == "--clusters" || arg == "--ranks-per-node" || arg == "--comm-cores") {
+    char *end = nullptr;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    long long lo = arg == "--comm-cores" ? 0 : 1;
+    if (value.empty() || *end || v < lo || v > 65536) {
+      error = arg + " needs an integer from " + std::to_string(lo) +
+              " to 65536, got '" + value + "'";
+      return -1;
+    }
+    (arg == "--clusters" ? o.clusters
+     : arg == "--ranks-per-node" ? o.ranksPerNode : o.commCores) = v;
+    return 1;
   }
   if (arg == "--freeze") {
     std::string item;
@@ -288,6 +345,12 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     lower.bucketBytes = options.bucketBytes;
     pm.addPass(createLowerToSchedule(lower));
     pm.addPass(createPlanBuffers());
+    PlanPlacementOptions place;
+    place.topology = options.topology;
+    place.clusters = options.clusters;
+    place.ranksPerNode = options.ranksPerNode;
+    place.commCores = options.commCores;
+    pm.addPass(createPlanPlacement(place));
     pm.addPass(createVerifyPlan());
   }
   std::string diagnostics;
@@ -310,7 +373,10 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     // The autodiff pass's command-line and model errors, not hc's.
     bool user = diagnostics.find("--freeze ") != std::string::npos ||
                 diagnostics.find("--sampler: ") != std::string::npos ||
-                diagnostics.find("no trainable parameter") != std::string::npos;
+                diagnostics.find("no trainable parameter") != std::string::npos ||
+                diagnostics.find("--clusters ") != std::string::npos ||
+                diagnostics.find("--ranks-per-node ") != std::string::npos ||
+                diagnostics.find("--comm-cores ") != std::string::npos;
     if (badInput)
       *badInput = user;
     error = (user ? "" : "internal error in the graph pipeline: ") + diagnostics;

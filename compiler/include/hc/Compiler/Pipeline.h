@@ -49,6 +49,10 @@ struct PipelineOptions {
          weightDecayPost = 0.0;
   bool epsGiven = false;  // adam's default epsilon is the operator's, 1e-6
   std::vector<std::string> optimizerFlags;  // given on the command line
+  // The machine planned for (hc-plan-placement): --topology, --clusters,
+  // --ranks-per-node, --comm-cores.
+  std::string topology = "native";
+  int64_t clusters = 0, ranksPerNode = 1, commCores = 0;
 };
 
 // The module attribute on which the importer records a model's own

@@ -19,6 +19,8 @@ def HCS_Dialect : Dialect {
   }];
   let cppNamespace = "::hc::schedule";
   let useDefaultTypePrinterParser = 1;
+  // hcs.topology / hcs.core_budget / hcs.placement (hc/Schedule/Placement.h)
+  let hasOperationAttrVerify = 1;
 }
 
 class HCS_Op<string mnemonic, list<Trait> traits = []>

@@ -208,6 +208,38 @@ def PlanBuffers : Pass<"hc-plan-buffers", "mlir::ModuleOp"> {
   }];
 }
 
+def PlanPlacement : Pass<"hc-plan-placement", "mlir::ModuleOp"> {
+  let summary = "the machine in the plan: topology, core budget, arena placement";
+  let description = [{
+    Reads the topology (hwloc: the machine, an XML file or a synthetic
+    string; `--clusters K` re-cuts its cores into K clusters) and records on
+    @step (hc/Schedule/Placement.h):
+      hcs.topology     clusters (cores, home and near NUMA nodes) and NUMA
+                       nodes with their memory kinds;
+      hcs.core_budget  per local rank: ranks on a node take contiguous shares
+                       of its cores in cluster order (the runtime team's
+                       rule), the last `comm-cores` of a share reserved for
+                       communication progress and copies, the rest compute;
+      hcs.placement    every arena cut into page-aligned slices, one per
+                       cluster of a rank (slice k owned, and first-touched,
+                       by the rank's k-th cluster); per rank a home NUMA
+                       node: the owner's nearest node, fastest kind first,
+                       while its capacity lasts. Consecutive slices with one
+                       home make one region per NUMA node.
+    Needs hcs.arena_bytes (after hc-plan-buffers).
+  }];
+  let options = [
+    Option<"topology", "topology", "std::string", "\"native\"",
+           "native, an hwloc XML file or an hwloc synthetic string">,
+    Option<"clusters", "clusters", "int64_t", "0",
+           "re-cut the cores into this many clusters (0: as discovered)">,
+    Option<"ranksPerNode", "ranks-per-node", "int64_t", "1",
+           "ranks sharing one node (each takes a contiguous share)">,
+    Option<"commCores", "comm-cores", "int64_t", "0",
+           "cores per rank reserved for communication progress and copies">
+  ];
+}
+
 def VerifyPlan : Pass<"hc-verify-plan", "mlir::ModuleOp"> {
   let summary = "proves no two simultaneously live buffers overlap";
   let description = [{

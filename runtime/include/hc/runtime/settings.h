@@ -6,6 +6,10 @@
 //   HC_ISA             generic | avx2 | avx512 (at most what CPUID offers)
 //   HC_SYNC_ALLREDUCE  0 or 1 (the blocking all-reduce, to measure overlap)
 //   HC_COMM_PROGRESS   inline (default) or thread (see comm.h)
+//   HC_TOPOLOGY        test hook: an hwloc XML file or synthetic string the
+//                      thread team is planned on instead of this machine
+//                      (no affinity mask applies; pinning to cores the
+//                      machine lacks fails quietly)
 // Developer tuning knobs (HC_GEMM_*, HC_ATTENTION_TILE, ...) are not here.
 #ifndef HC_RUNTIME_SETTINGS_H
 #define HC_RUNTIME_SETTINGS_H

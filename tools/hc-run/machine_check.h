@@ -1,0 +1,44 @@
+// hc-run's check of this machine against the library's plan (the
+// description's "topology" and "core_budget", hc-compile --topology): what
+// differs, in one line, and whether the plan re-maps or cannot run.
+#ifndef HCRUN_MACHINE_CHECK_H
+#define HCRUN_MACHINE_CHECK_H
+
+#include "hc/runtime/topology.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace hcrun {
+
+// What this process has.
+struct MachineView {
+  hc::rt::Topology topo;   // the machine (or HC_TOPOLOGY), whole node
+  std::vector<int> allowed;  // its cores this process may use (affinity)
+  int cgroupLimit = 0;     // cgroup v2 cpu.max in cores (0: none)
+  int localRanks = 1;      // ranks of this job on the node
+  int localRank = 0;
+};
+
+struct MachineCheck {
+  enum class Action { Match, Remap, Refuse } action = Action::Match;
+  std::string line;        // the note or the refusal, one line
+  int rankCores = 0;       // cores this rank may compute on (after limits)
+  int planComm = 0;        // the plan's comm cores for this rank
+  int threadLimit = 0;     // > 0: run the team with this many threads
+};
+
+// The machine as this process sees it (HC_TOPOLOGY when set, affinity
+// mask, cgroup limit, Open MPI's local rank and size).
+MachineView currentMachine();
+
+// Compares; `strict`: any difference refuses. A description without a plan
+// (older libraries) matches.
+MachineCheck checkMachine(const nlohmann::json &desc, const MachineView &m,
+                          bool strict);
+
+} // namespace hcrun
+
+#endif
