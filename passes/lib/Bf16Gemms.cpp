@@ -18,7 +18,7 @@ namespace hc {
 
 namespace {
 
-// The attribute and its one value (kernels.def: HCRT_FLAG(precision, bf16, 0)).
+// The attribute and the value this pass writes (kernels.def: HCRT_FLAG(precision, bf16, fp32, 0)).
 constexpr const char *kPrecision = "precision";
 constexpr const char *kBf16 = "bf16";
 

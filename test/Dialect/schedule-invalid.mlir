@@ -101,3 +101,13 @@ func.func @precision_not_a_string(%x: memref<2x3xf32>, %w: memref<4x3xf32>, %y: 
   hcs.call "linear"(%x, %w) -> (%y) {precision = 16 : i64} : (memref<2x3xf32>, memref<4x3xf32>) -> memref<2x4xf32>
   return
 }
+
+// -----
+
+// A flag's string is one of its two values: "fp16" would otherwise pack as
+// fp32 and run as something it does not say.
+func.func @precision_unknown_value(%x: memref<2x3xf32>, %w: memref<4x3xf32>, %y: memref<2x4xf32>) {
+  // expected-error @+1 {{'hcs.call' op kernel 'linear': attribute 'precision' must be "bf16" or "fp32", got "fp16"}}
+  hcs.call "linear"(%x, %w) -> (%y) {precision = "fp16"} : (memref<2x3xf32>, memref<4x3xf32>) -> memref<2x4xf32>
+  return
+}

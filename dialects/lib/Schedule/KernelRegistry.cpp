@@ -82,6 +82,16 @@ LogicalResult KernelRegistry::verifyAttrs(
     if (!hasKind(na.getValue(), slot->kind))
       return emitError() << "kernel '" << k.name << "': attribute '"
                          << slot->key << "' must be " << kindName(slot->kind);
+    // A flag names its two values: any other string would pack as the
+    // second one and run silently as something it does not say.
+    if (slot->kind == AttrSlotKind::Flag) {
+      StringRef v = cast<StringAttr>(na.getValue()).getValue();
+      if (v != slot->flagValue && (!slot->flagOther || v != slot->flagOther))
+        return emitError() << "kernel '" << k.name << "': attribute '"
+                           << slot->key << "' must be \"" << slot->flagValue
+                           << "\" or \"" << (slot->flagOther ? slot->flagOther : "")
+                           << "\", got \"" << v << "\"";
+    }
   }
   for (const AttrSlot &s : k.attrs)
     if ((s.kind == AttrSlotKind::Int || s.kind == AttrSlotKind::Ints ||

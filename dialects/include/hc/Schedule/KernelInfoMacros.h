@@ -11,8 +11,8 @@
   ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Ints},
 #define HCRT_FLOAT(key)                                                        \
   ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Float},
-#define HCRT_FLAG(key, value, absent)                                          \
+#define HCRT_FLAG(key, value, other, absent)                                   \
   ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Flag, #value,   \
-                           absent},
+                           absent, #other},
 #define HCRT_UNUSED(key)                                                       \
   ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Unused},

@@ -23,6 +23,7 @@ struct AttrSlot {
   AttrSlotKind kind;
   const char *flagValue = nullptr;  // Flag: the string that packs as 1
   int flagAbsent = 0;               // Flag: the value when missing
+  const char *flagOther = nullptr;  // Flag: the other accepted string (packs as 0)
 };
 
 enum class FlopRule {
