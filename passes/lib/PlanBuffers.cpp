@@ -1,7 +1,12 @@
-// Static buffer plan for the "act" arena (liveness + first fit) and its
-// verifier, which re-derives liveness and proves the plan sound, in-flight
-// gradient buckets included.
+// Static buffer plan for the liveness-planned arenas ("act", "offload":
+// liveness + first fit, BufferLiveness.h) and its verifier, which
+// re-derives liveness and proves the plan sound: in-flight gradient buckets
+// and tier copies, reads before writes, and the memory budget
+// (VerifyMemory.cpp) included.
 #include "hc/Passes/Passes.h"
+
+#include "BufferLiveness.h"
+#include "VerifyMemory.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -17,86 +22,37 @@ namespace hc {
 
 namespace {
 
-constexpr int64_t kAlign = 64;
-
-struct Interval {
-  hs::BufferOp buffer;
-  unsigned first = ~0u, last = 0;  // op positions touching it
-  int64_t bytes = 0;
-};
-
-// Live ranges of every buffer, by the positions of the ops that read or
-// write it directly or through a view. Buffers never touched get none.
-std::vector<Interval> liveness(func::FuncOp f) {
-  llvm::DenseMap<Value, Value> baseOf;  // view -> buffer
-  llvm::DenseMap<Value, size_t> index;
-  std::vector<Interval> out;
-  unsigned pos = 0;
-  for (Operation &op : f.getBody().front()) {
-    ++pos;
-    if (auto buf = dyn_cast<hs::BufferOp>(op)) {
-      index[buf] = out.size();
-      out.push_back(Interval{buf, ~0u, 0, hs::byteSize(buf.getType())});
-      continue;
-    }
-    if (auto view = dyn_cast<hs::ViewOp>(op)) {
-      Value src = view.getSource();
-      baseOf[view] = baseOf.count(src) ? baseOf[src] : src;
-      continue;
-    }
-    for (Value v : op.getOperands()) {
-      Value base = baseOf.count(v) ? baseOf[v] : v;
-      auto it = index.find(base);
-      if (it == index.end())
-        continue;
-      Interval &iv = out[it->second];
-      iv.first = std::min(iv.first, pos);
-      iv.last = std::max(iv.last, pos);
-    }
-  }
-  return out;
-}
-
 struct PlanBuffersPass : impl::PlanBuffersBase<PlanBuffersPass> {
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>()) {
-      std::vector<Interval> all = liveness(f);
-      std::vector<Interval *> act;
-      for (Interval &iv : all)
-        if (iv.buffer.getArena() == "act" && iv.first != ~0u)
-          act.push_back(&iv);
-      // Sweep in program order: free what died, then first-fit the new ones.
-      std::sort(act.begin(), act.end(), [](Interval *a, Interval *b) {
-        return a->first != b->first ? a->first < b->first : a < b;
-      });
-      std::map<int64_t, int64_t> live;  // offset -> end, of live buffers
-      std::multimap<unsigned, std::pair<int64_t, int64_t>> dying;
-      int64_t peak = 0;
+      std::vector<LiveInterval> all = bufferLiveness(f);
       Builder b(f.getContext());
-      for (Interval *iv : act) {
-        for (auto it = dying.begin(); it != dying.end() && it->first < iv->first;) {
-          live.erase(it->second.first);
-          it = dying.erase(it);
+      std::map<std::string, int64_t> size;
+      // Arenas planned by liveness ("act", and "offload" where hc-automem
+      // moved activations to the slower tier): one first fit each.
+      for (const char *arena : hs::kArenaNames) {
+        if (!hs::isLivenessArena(arena))
+          continue;
+        std::vector<const LiveInterval *> planned;
+        for (LiveInterval &iv : all)
+          if (iv.buffer.getArena() == arena && iv.touched())
+            planned.push_back(&iv);
+        std::vector<int64_t> offsets;
+        int64_t peak = firstFit(planned, offsets);
+        for (size_t i = 0; i < planned.size(); ++i) {
+          hs::BufferOp buf = planned[i]->buffer;
+          buf.setOffsetAttr(b.getI64IntegerAttr(offsets[i]));
         }
-        int64_t size = (iv->bytes + kAlign - 1) / kAlign * kAlign, at = 0;
-        for (auto &[start, end] : live) {
-          if (start - at >= size)
-            break;
-          at = std::max(at, end);
-        }
-        live[at] = at + size;
-        dying.emplace(iv->last, std::make_pair(at, at + size));
-        peak = std::max(peak, at + size);
-        iv->buffer.setOffsetAttr(b.getI64IntegerAttr(at));
+        if (arena == llvm::StringRef("act") || peak > 0)
+          size[arena] = peak;
       }
       // Untouched buffers (dead values) still get a valid place.
-      for (Interval &iv : all)
-        if (iv.buffer.getArena() == "act" && !iv.buffer.getOffset())
+      for (LiveInterval &iv : all)
+        if (hs::isLivenessArena(iv.buffer.getArena()) && !iv.buffer.getOffset())
           iv.buffer.setOffsetAttr(b.getI64IntegerAttr(0));
-      // Arena sizes: act from the plan; persistent ones from their buffers.
-      std::map<std::string, int64_t> size{{"act", peak}};
-      for (Interval &iv : all)
-        if (iv.buffer.getArena() != "act")
+      // Persistent arenas: from their buffers.
+      for (LiveInterval &iv : all)
+        if (!hs::isLivenessArena(iv.buffer.getArena()))
           size[iv.buffer.getArena().str()] =
               std::max(size[iv.buffer.getArena().str()],
                        static_cast<int64_t>(*iv.buffer.getOffset()) + iv.bytes);
@@ -165,11 +121,12 @@ LogicalResult checkBucketsInFlight(func::FuncOp f) {
 struct VerifyPlanPass : impl::VerifyPlanBase<VerifyPlanPass> {
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>()) {
-      if (failed(checkBucketsInFlight(f)))
+      if (failed(checkBucketsInFlight(f)) || failed(verifyTierCopies(f)) ||
+          failed(verifyWrittenBeforeRead(f)) || failed(verifyMemoryBudget(f)))
         return signalPassFailure();
       auto sizes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes");
-      std::vector<Interval> all = liveness(f);
-      for (Interval &iv : all) {
+      std::vector<LiveInterval> all = bufferLiveness(f);
+      for (LiveInterval &iv : all) {
         std::optional<int64_t> offset;
         if (auto o = iv.buffer.getOffset())
           offset = static_cast<int64_t>(*o);
@@ -188,10 +145,10 @@ struct VerifyPlanPass : impl::VerifyPlanBase<VerifyPlanPass> {
       }
       for (size_t i = 0; i < all.size(); ++i)
         for (size_t j = i + 1; j < all.size(); ++j) {
-          Interval &x = all[i], &y = all[j];
-          if (x.buffer.getArena() != "act" || y.buffer.getArena() != "act" ||
-              x.first == ~0u || y.first == ~0u || x.last < y.first ||
-              y.last < x.first)
+          LiveInterval &x = all[i], &y = all[j];
+          if (!hs::isLivenessArena(x.buffer.getArena()) ||
+              x.buffer.getArena() != y.buffer.getArena() || !x.touched() ||
+              !y.touched() || x.last < y.first || y.last < x.first)
             continue;
           int64_t xs = static_cast<int64_t>(*x.buffer.getOffset()),
                   ys = static_cast<int64_t>(*y.buffer.getOffset());

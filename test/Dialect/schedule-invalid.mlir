@@ -111,3 +111,57 @@ func.func @precision_unknown_value(%x: memref<2x3xf32>, %w: memref<4x3xf32>, %y:
   hcs.call "linear"(%x, %w) -> (%y) {precision = "fp16"} : (memref<2x3xf32>, memref<4x3xf32>) -> memref<2x4xf32>
   return
 }
+
+// -----
+
+// Tier copies (hc-automem) move whole buffers between "act" and "offload".
+func.func @step() {
+  %a = hcs.buffer "act" : memref<64xf32>
+  %s = hcs.buffer "param" : memref<64xf32>
+  // expected-error @+1 {{copies a whole 'act' buffer to a whole 'offload' buffer}}
+  %t = hcs.offload %a to %s : memref<64xf32> to memref<64xf32>
+  hcs.wait %t
+  return
+}
+
+// -----
+
+func.func @step() {
+  %a = hcs.buffer "act" : memref<64xf32>
+  %s = hcs.buffer "offload" : memref<64xf32>
+  // expected-error @+1 {{copies a whole 'offload' buffer to a whole 'act' buffer}}
+  %t = hcs.prefetch %a to %s : memref<64xf32> to memref<64xf32>
+  hcs.wait %t
+  return
+}
+
+// -----
+
+func.func @step() {
+  %a = hcs.buffer "act" : memref<64xf32>
+  %s = hcs.buffer "offload" : memref<32xf32>
+  // expected-error @+1 {{source and target must have one type}}
+  %t = hcs.offload %a to %s : memref<64xf32> to memref<32xf32>
+  hcs.wait %t
+  return
+}
+
+// -----
+
+func.func @step() {
+  %a = hcs.buffer "act" : memref<64xf32>
+  %v = hcs.view %a : memref<64xf32> to memref<8x8xf32>
+  %s = hcs.buffer "offload" : memref<8x8xf32>
+  // expected-error @+1 {{copies a whole 'act' buffer to a whole 'offload' buffer}}
+  %t = hcs.offload %v to %s : memref<8x8xf32> to memref<8x8xf32>
+  hcs.wait %t
+  return
+}
+
+// -----
+
+func.func @step() {
+  // expected-error @+1 {{unknown arena 'disk'}}
+  %a = hcs.buffer "disk" : memref<64xf32>
+  return
+}

@@ -65,12 +65,98 @@ func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, grad = 512 : i
 // -----
 
 // The same read after the wait is fine.
-func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, grad = 256 : i64}} {
+func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, grad = 256 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
   %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
   %g0 = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
-  hcs.call "tanh"(%a) -> (%g0) {} : (memref<64xf32>) -> memref<64xf32>
+  hcs.call "tanh"(%p) -> (%g0) {} : (memref<64xf32>) -> memref<64xf32>
   %t0 = hcs.allreduce_start %g0 {bucket_id = 0 : i64} : memref<64xf32>
   hcs.wait %t0
   hcs.call "neg"(%g0) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  return
+}
+
+// -----
+
+// AutoMem (hc-automem): a kernel reads a prefetch's target before the
+// prefetch is waited on.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, offload = 256 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  hcs.call "tanh"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  %s = hcs.buffer "offload" {offset = 0 : i64} : memref<64xf32>
+  %t = hcs.offload %a to %s : memref<64xf32> to memref<64xf32>
+  hcs.wait %t
+  %b = hcs.buffer "act" {offset = 256 : i64} : memref<64xf32>
+  // expected-note @+1 {{the copy starts here}}
+  %t2 = hcs.prefetch %s to %b : memref<64xf32> to memref<64xf32>
+  // expected-error @+1 {{touches the target ('act' bytes [256, 512)) of a tier copy in flight}}
+  hcs.call "exp"(%b) -> (%p) {} : (memref<64xf32>) -> memref<64xf32>
+  hcs.wait %t2
+  return
+}
+
+// -----
+
+// An offload's source overwritten while the copy runs.
+func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, offload = 256 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  hcs.call "tanh"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  %s = hcs.buffer "offload" {offset = 0 : i64} : memref<64xf32>
+  // expected-note @+1 {{the copy starts here}}
+  %t = hcs.offload %a to %s : memref<64xf32> to memref<64xf32>
+  // expected-error @+1 {{writes the source ('offload' bytes [0, 256)) of a tier copy in flight}}
+  hcs.call "exp"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  hcs.wait %t
+  return
+}
+
+// -----
+
+func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, offload = 256 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  hcs.call "tanh"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  %s = hcs.buffer "offload" {offset = 0 : i64} : memref<64xf32>
+  // expected-error @+1 {{tier copy is never waited for}}
+  %t = hcs.offload %a to %s : memref<64xf32> to memref<64xf32>
+  return
+}
+
+// -----
+
+// A use redirected to a recomputation's buffer that comes too late.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  // expected-note @+1 {{the buffer}}
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  %b = hcs.buffer "act" {offset = 256 : i64} : memref<64xf32>
+  // expected-error @+1 {{reads an 'act' buffer before anything writes it (a recomputation or prefetch must come first)}}
+  hcs.call "exp"(%a) -> (%b) {} : (memref<64xf32>) -> memref<64xf32>
+  hcs.call "tanh"(%p) -> (%a) {} {hcs.recompute} : (memref<64xf32>) -> memref<64xf32>
+  return
+}
+
+// -----
+
+// The fast tier's arenas exceed its capacity.
+// expected-error @+1 {{memory tier 'fast' needs 512 bytes, over its capacity of 300}}
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = {budget = 0 : i64, reserve = 0 : i64, tiers = [{arenas = ["act"], capacity = 300 : i64, kind = "HBM", name = "fast"}, {arenas = ["param"], capacity = 0 : i64, kind = "DRAM", name = "slow"}]}} {
+  return
+}
+
+// -----
+
+// All arenas plus the reserve exceed the budget.
+// expected-error @+1 {{the plan needs 1792 bytes (arenas 768 + reserve 1024), over the budget of 1500}}
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = {budget = 1500 : i64, reserve = 1024 : i64, tiers = [{arenas = ["act", "param"], capacity = 0 : i64, kind = "DRAM", name = "slow"}]}} {
+  return
+}
+
+// -----
+
+// The same plan within its budget and tier.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = {budget = 1792 : i64, reserve = 1024 : i64, tiers = [{arenas = ["act"], capacity = 512 : i64, kind = "HBM", name = "fast"}, {arenas = ["param"], capacity = 0 : i64, kind = "DRAM", name = "slow"}]}} {
   return
 }

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -64,12 +65,13 @@ std::string cString(const std::string &text) {
 }
 
 // Arena codes shared with the generated code.
-enum Arena { kAct, kParam, kGrad, kM, kV, kState, kInput, kConst, kNumArenas };
-const char *kArenaNames[] = {"act", "param", "grad", "m", "v", "state"};
+// Arena codes shared with the generated code: hs::kArenaNames in order,
+// then the host's inputs and the constants.
+constexpr int kInput = hs::kNumArenas, kConst = hs::kNumArenas + 1;
 
 int arenaCode(StringRef name) {
-  for (int i = 0; i < 6; ++i)
-    if (name == kArenaNames[i])
+  for (int i = 0; i < hs::kNumArenas; ++i)
+    if (name == hs::kArenaNames[i])
       return i;
   return -1;
 }
@@ -82,7 +84,8 @@ struct Desc {
 
 struct Call {
   // 0 kernel; 1 start a bucket's all-reduce, 2 wait for it (`kernel` is then
-  // the bucket's ordinal, `first` its operand).
+  // the bucket's ordinal, `first` its operand); 3 a tier copy (`kernel` 0
+  // offload, 1 prefetch; operands source, target).
   int kind;
   int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1;
 };
@@ -101,6 +104,52 @@ std::pair<int, const char *> dtypeOf(Type t) {
 
 int64_t elemBytes(Type t) {
   return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
+}
+
+// The description's "memory_plan": the tiers (hc-automem's hcs.memory, or
+// one DRAM tier holding everything), each with its arenas' planned bytes,
+// the budget, and what AutoMem decided: recomputed calls and copy volumes.
+llvm::json::Object memoryPlan(func::FuncOp f, llvm::json::Object arenas,
+                              double offloadBytes, double prefetchBytes) {
+  auto memory = f->getAttrOfType<DictionaryAttr>("hcs.memory");
+  if (!memory)
+    return llvm::json::Object{{"tiers", llvm::json::Array{llvm::json::Object{
+                                            {"name", "dram"},
+                                            {"kind", "DRAM"},
+                                            {"arena_bytes", std::move(arenas)}}}}};
+  llvm::json::Array tiers;
+  int64_t total = 0;
+  for (auto &[name, v] : arenas)
+    total += *v.getAsInteger();
+  for (Attribute t : memory.getAs<ArrayAttr>("tiers")) {
+    auto tier = cast<DictionaryAttr>(t);
+    llvm::json::Object bytes;
+    int64_t peak = 0;
+    for (Attribute a : tier.getAs<ArrayAttr>("arenas")) {
+      StringRef name = cast<StringAttr>(a).getValue();
+      if (const llvm::json::Value *v = arenas.get(name)) {
+        bytes[name] = *v;
+        peak += *v->getAsInteger();
+      }
+    }
+    tiers.push_back(llvm::json::Object{
+        {"name", tier.getAs<StringAttr>("name").getValue()},
+        {"kind", tier.getAs<StringAttr>("kind").getValue()},
+        {"capacity", tier.getAs<IntegerAttr>("capacity").getInt()},
+        {"peak_bytes", peak},
+        {"arena_bytes", std::move(bytes)}});
+  }
+  int64_t reserve = memory.getAs<IntegerAttr>("reserve").getInt();
+  return llvm::json::Object{
+      {"tiers", std::move(tiers)},
+      {"budget", memory.getAs<IntegerAttr>("budget").getInt()},
+      {"reserve", reserve},
+      {"planned_bytes", total + reserve},
+      {"recomputed_calls", memory.getAs<IntegerAttr>("recomputed_calls").getInt()},
+      {"recompute_seconds_predicted",
+       memory.getAs<FloatAttr>("recompute_seconds").getValueAsDouble()},
+      {"offload_bytes_per_step", offloadBytes},
+      {"prefetch_bytes_per_step", prefetchBytes}};
 }
 
 class Emitter {
@@ -220,6 +269,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
   std::set<std::string> trainable;
   llvm::DenseMap<Value, Call> bucketOf;  // token -> its start call
   int numBuckets = 0;
+  llvm::DenseSet<Value> copyTokens;      // tokens of tier copies
+  double offloadBytes = 0, prefetchBytes = 0;
   // Per call, for --check-finite's messages and the profile: kernel and
   // ONNX node(s), flops and bytes moved.
   std::vector<std::pair<std::string, std::string>> callWhere;
@@ -311,7 +362,24 @@ bool Emitter::run(std::string &cpp, std::string &description,
       buckets.push_back(llvm::json::Object{
           {"offset", descs[operands.back()].byteOffset},
           {"bytes", hs::byteSize(t)}});
+    } else if (isa<hs::OffloadOp, hs::PrefetchOp>(op)) {
+      // Synchronous here: the copy is done when the call returns, so its
+      // hcs.wait emits nothing (a copy engine is issue 36's).
+      bool offload = isa<hs::OffloadOp>(op);
+      Call c{3, offload ? 0 : 1, static_cast<int>(operands.size()), 1, 1, -1};
+      operands.push_back(descOf(op.getOperand(0)));
+      operands.push_back(descOf(op.getOperand(1)));
+      calls.push_back(c);
+      copyTokens.insert(op.getResult(0));
+      callWhere.push_back({offload ? "offload" : "prefetch", ""});
+      callFlops.push_back(0);
+      double bytes = static_cast<double>(
+          hs::byteSize(cast<MemRefType>(op.getOperand(0).getType())));
+      callBytes.push_back(2 * bytes);
+      (offload ? offloadBytes : prefetchBytes) += bytes;
     } else if (auto wait = dyn_cast<hs::WaitOp>(op)) {
+      if (copyTokens.count(wait.getToken()))
+        continue;
       auto start = bucketOf.find(wait.getToken());
       if (start == bucketOf.end()) {
         error = "hcs.wait on a token no hcs.allreduce_start made";
@@ -389,10 +457,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       {"precision", info.precision},
       {"flops_per_step", flops},
       {"model_flops_per_step", modelFlops},
-      {"memory_plan",
-       llvm::json::Object{{"tiers", llvm::json::Array{llvm::json::Object{
-                                        {"name", "dram"},
-                                        {"arena_bytes", std::move(arenas)}}}}}},
+      {"memory_plan", memoryPlan(f, std::move(arenas), offloadBytes, prefetchBytes)},
       {"buckets", std::move(buckets)},
       {"init_file", info.initFile},
       {"init_hash", info.initHash},
@@ -424,8 +489,10 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "struct Named { const char *name; int32_t arena; int64_t byte_offset, bytes; };\n"
      << "typedef void (*Kernel)(const hcrt_tensor *, int32_t, hcrt_tensor *, int32_t, "
         "const hcrt_attrs *, hc_threads);\n\n"
-     << "const int64_t kArenaBytes[6] = {";
-  for (const char *a : kArenaNames) {
+     << "constexpr int kNumArenas = " << hs::kNumArenas
+     << ", kInputArena = " << kInput << ", kConstArena = " << kConst << ";\n"
+     << "const int64_t kArenaBytes[kNumArenas] = {";
+  for (const char *a : hs::kArenaNames) {
     auto v = arenaBytes.getAs<IntegerAttr>(a);
     os << (v ? v.getInt() : 0) << ", ";
   }
@@ -468,7 +535,10 @@ bool Emitter::run(std::string &cpp, std::string &description,
                               ? "optimizer"
                               : i <= lossCall ? "forward" : "backward";
       std::string label =
-          calls[i].kind != 0
+          calls[i].kind == 3
+              ? std::string(calls[i].kernel == 0 ? "offload" : "prefetch") +
+                    " of an activation"
+          : calls[i].kind != 0
               ? std::string("gradient all-reduce ") +
                     (calls[i].kind == 1 ? "start" : "wait") + ", bucket " +
                     std::to_string(calls[i].kernel)
@@ -496,7 +566,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
 
 struct hc_step {
   hc_step_env env;
-  char *arena[6] = {};
+  char *arena[kNumArenas] = {};
   std::vector<hcrt_tensor> tensors;  // kDescs resolved to addresses
   int64_t requests[kNumBuckets + 1] = {};  // this step's bucket all-reduces
   int32_t pending = 0;                     // started, not yet waited for
@@ -520,7 +590,7 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
   s->runs.assign(kNumCalls, 0);
   // Page-aligned arenas (the plan's slices are whole pages), zeroed by the
   // clusters that own them: first touch puts each slice on its home node.
-  for (int a = 0; a < 6; ++a) {
+  for (int a = 0; a < kNumArenas; ++a) {
     const size_t page = HCRT_PLACEMENT_PAGE;
     size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
     s->arena[a] = static_cast<char *>(std::aligned_alloc(page, bytes));
@@ -540,7 +610,7 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
       touch[i].numa = sizeof(kTouchNuma) / sizeof(kTouchNuma[0]) >= n * kRanksPerNode
                           ? kTouchNuma[i * kRanksPerNode + local] : -1;
     hcrt_first_touch(s->arena, touch.data(), static_cast<int32_t>(n));
-    for (int a = 0; a < 6; ++a) {  // the padding past the plan
+    for (int a = 0; a < kNumArenas; ++a) {  // the padding past the plan
       const size_t page = HCRT_PLACEMENT_PAGE;
       size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
       std::memset(s->arena[a] + kArenaBytes[a], 0, bytes - kArenaBytes[a]);
@@ -556,9 +626,9 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
       t.shape[k] = d.shape[k];
       t.strides[k] = d.strides[k];
     }
-    if (d.arena < 6)
+    if (d.arena < kNumArenas)
       t.data = s->arena[d.arena] + d.byte_offset;
-    else if (d.arena == 7)
+    else if (d.arena == kConstArena)
       t.data = const_cast<char *>(static_cast<const char *>(kConstants[d.base])) + d.byte_offset;
     else
       t.data = nullptr;  // an input: bound at each step
@@ -657,7 +727,7 @@ bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
 
 int step(hc_step *s, const void *const *inputs, double *loss) {
   for (size_t i = 0; i < s->tensors.size(); ++i)
-    if (kDescs[i].arena == 6)
+    if (kDescs[i].arena == kInputArena)
       s->tensors[i].data =
           const_cast<char *>(static_cast<const char *>(inputs[kDescs[i].base])) +
           kDescs[i].byte_offset;
@@ -689,6 +759,10 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
           return -1;
         ++s->pending;
       }
+    } else if (c.kind == 3) {
+      const hcrt_tensor &from = s->tensors[kOperands[c.first]];
+      const hcrt_tensor &to = s->tensors[kOperands[c.first + 1]];
+      std::memcpy(to.data, from.data, static_cast<size_t>(kCallBytes[ci] / 2));
     } else if (s->env.world_size > 1) {
       // A bucket: start its sum (or, without the asynchronous callbacks, sum
       // it now); at the wait, the mean is what the optimizer reads.

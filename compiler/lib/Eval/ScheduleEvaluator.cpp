@@ -295,7 +295,7 @@ bool ScheduleEvaluator::run(const std::vector<EvalTensor> &inputs, double &loss,
     return false;
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (const char *arena : {"act", "grad"})
+  for (const char *arena : {"act", "offload", "grad"})
     if (s.arenas.count(arena))
       std::fill(s.arenas[arena].begin(), s.arenas[arena].end(), nan);
   try {
@@ -304,9 +304,13 @@ bool ScheduleEvaluator::run(const std::vector<EvalTensor> &inputs, double &loss,
         fail("input '" + s.inputs[k].first + "' has the wrong shape");
       write(s.inputMems[k], inputs[k]);
     }
-    for (Operation &op : s.step.getBody().front())
+    for (Operation &op : s.step.getBody().front()) {
       if (auto c = dyn_cast<hs::CallOp>(op))
         s.call(c);
+      // Tier copies (hc-automem) are synchronous here: a copy of the slots.
+      if (isa<hs::OffloadOp, hs::PrefetchOp>(op))
+        write(s.memOf(op.getOperand(1)), read(s.memOf(op.getOperand(0))));
+    }
     // One rank: hcs.allreduce_start / hcs.wait average over one copy.
     loss = read(s.loss).data.at(0);
   } catch (const EvalError &e) {

@@ -61,6 +61,19 @@ const char *pipelineFlagsHelp() {
                    of its cores in cluster order (default 1)
   --comm-cores C   cores per rank reserved for communication progress and
                    copies, the last of its share (default 0)
+  --mem-budget B   bytes the step's resident set may use (suffix K, M, G:
+                   powers of 1024): arenas plus the host's inputs plus 64 MiB.
+                   hc-automem recomputes the activations cheapest to
+                   recompute (by its cost model) until the plan fits, or
+                   fails naming what the smallest plan needs
+  --fast-mem B     plan B bytes of DRAM as a fast memory tier holding the
+                   activations (without it: the HBM of an hwloc XML
+                   --topology, if any); activations that do not fit are
+                   offloaded to DRAM and prefetched back, or recomputed,
+                   whichever the cost model finds cheaper
+  --mem-rates R    the cost model's rates, gemm=GFLOPS,attention=GFLOPS,
+                   memory=GBPS,copy=GBPS (defaults: measured on a 2-core
+                   Zen 5, passes/lib/CostModel.h)
 )";
 }
 
@@ -96,6 +109,31 @@ int parseTopologyFlag(const std::string &value, PipelineOptions &o,
   return 1;
 }
 
+// "2500000000", "2.3G", "512M": bytes (K, M, G, T are powers of 1024).
+bool parseBytes(const std::string &text, int64_t &bytes) {
+  char *end = nullptr;
+  double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == text.c_str())
+    return false;
+  double scale = 1;
+  std::string suffix = end;
+  if (suffix == "K" || suffix == "k")
+    scale = 1024.0;
+  else if (suffix == "M")
+    scale = 1024.0 * 1024;
+  else if (suffix == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!suffix.empty())
+    return false;
+  double v = x * scale;
+  if (!std::isfinite(v) || v < 1 || v > 9e18)
+    return false;
+  bytes = static_cast<int64_t>(v);
+  return true;
+}
+
 } // namespace
 
 int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
@@ -119,12 +157,14 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
                                  "--beta2", "--eps", "--weight-decay",
                                  "--weight-decay-post", "--bucket-mb", "--link",
                                  "--precision", "--topology", "--clusters",
-                                 "--ranks-per-node", "--comm-cores"};
+                                 "--ranks-per-node", "--comm-cores",
+                                 "--mem-budget", "--fast-mem", "--mem-rates"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
   // Flags that do not change the optimizer's arithmetic.
   static const char *machine[] = {"--bucket-mb", "--link", "--precision", "--topology",
-                                  "--clusters", "--ranks-per-node", "--comm-cores"};
+                                  "--clusters", "--ranks-per-node", "--comm-cores",
+                                  "--mem-budget", "--fast-mem", "--mem-rates"};
   if (std::find(std::begin(machine), std::end(machine), arg) == std::end(machine))
     o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
@@ -136,6 +176,20 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   }
   if (arg == "--topology")
     return parseTopologyFlag(value, o, error);
+  if (arg == "--mem-budget" || arg == "--fast-mem") {
+    int64_t bytes = 0;
+    if (!parseBytes(value, bytes)) {
+      error = arg + " needs a positive byte count such as 2500000000 or 2.3G, got '" +
+              value + "'";
+      return -1;
+    }
+    (arg == "--mem-budget" ? o.memBudget : o.fastMem) = bytes;
+    return 1;
+  }
+  if (arg == "--mem-rates") {
+    o.memRates = value;
+    return 1;
+  }
   if (arg == "--clusters" || arg == "--ranks-per-node" || arg == "--comm-cores") {
     char *end = nullptr;
     long long v = std::strtoll(value.c_str(), &end, 10);
@@ -344,6 +398,13 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     LowerToScheduleOptions lower;
     lower.bucketBytes = options.bucketBytes;
     pm.addPass(createLowerToSchedule(lower));
+    AutoMemOptions mem;
+    mem.memBudget = options.memBudget;
+    mem.fastMem = options.fastMem;
+    mem.topology = options.topology;
+    mem.ranksPerNode = options.ranksPerNode;
+    mem.rates = options.memRates;
+    pm.addPass(createAutoMem(mem));
     pm.addPass(createPlanBuffers());
     PlanPlacementOptions place;
     place.topology = options.topology;
@@ -376,7 +437,10 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
                 diagnostics.find("no trainable parameter") != std::string::npos ||
                 diagnostics.find("--clusters ") != std::string::npos ||
                 diagnostics.find("--ranks-per-node ") != std::string::npos ||
-                diagnostics.find("--comm-cores ") != std::string::npos;
+                diagnostics.find("--comm-cores ") != std::string::npos ||
+                diagnostics.find("--mem-budget ") != std::string::npos ||
+                diagnostics.find("--fast-mem ") != std::string::npos ||
+                diagnostics.find("--mem-rates: ") != std::string::npos;
     if (badInput)
       *badInput = user;
     error = (user ? "" : "internal error in the graph pipeline: ") + diagnostics;

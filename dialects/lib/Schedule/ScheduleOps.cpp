@@ -64,8 +64,7 @@ LogicalResult CallOp::verify() {
 }
 
 LogicalResult BufferOp::verify() {
-  static const char *arenas[] = {"act", "param", "grad", "m", "v", "state"};
-  if (!llvm::is_contained(arenas, getArena()))
+  if (!llvm::is_contained(kArenaNames, getArena()))
     return emitOpError("unknown arena '") << getArena() << "'";
   if (!isContiguous(getType()))
     return emitOpError("a buffer is contiguous; use hcs.view for strides");
@@ -93,6 +92,32 @@ LogicalResult ViewOp::verify() {
   if (offset < 0 || (dst.getNumElements() > 0 && last >= src.getNumElements()))
     return emitOpError("the view reaches past its source");
   return success();
+}
+
+// Source and target of a tier copy: whole buffers (no views) of one type, in
+// the arenas the direction names.
+static LogicalResult verifyTierCopy(Operation *op, Value source, Value target,
+                                    StringRef from, StringRef to) {
+  auto arenaOf = [](Value v) -> std::optional<StringRef> {
+    if (auto b = v.getDefiningOp<BufferOp>())
+      return b.getArena();
+    return std::nullopt;
+  };
+  if (source.getType() != target.getType())
+    return op->emitOpError("source and target must have one type");
+  if (arenaOf(source) != std::optional<StringRef>(from) ||
+      arenaOf(target) != std::optional<StringRef>(to))
+    return op->emitOpError("copies a whole '")
+           << from << "' buffer to a whole '" << to << "' buffer";
+  return success();
+}
+
+LogicalResult OffloadOp::verify() {
+  return verifyTierCopy(*this, getSource(), getTarget(), "act", "offload");
+}
+
+LogicalResult PrefetchOp::verify() {
+  return verifyTierCopy(*this, getSource(), getTarget(), "offload", "act");
 }
 
 #define GET_OP_CLASSES

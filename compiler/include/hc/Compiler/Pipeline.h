@@ -53,6 +53,10 @@ struct PipelineOptions {
   // --ranks-per-node, --comm-cores.
   std::string topology = "native";
   int64_t clusters = 0, ranksPerNode = 1, commCores = 0;
+  // AutoMem (hc-automem): --mem-budget and --fast-mem in bytes (0: none),
+  // --mem-rates for its cost model.
+  int64_t memBudget = 0, fastMem = 0;
+  std::string memRates;
 };
 
 // The module attribute on which the importer records a model's own

@@ -22,6 +22,15 @@ bool stridesOf(mlir::MemRefType type, llvm::SmallVectorImpl<int64_t> &strides,
 bool isContiguous(mlir::MemRefType type);
 // Bytes a buffer of `type` occupies.
 int64_t byteSize(mlir::MemRefType type);
+// The arenas an hcs.buffer may name, in the order the generated step numbers
+// them (EmitStep.cpp).
+inline constexpr const char *kArenaNames[] = {"act", "param", "grad", "m",
+                                              "v",   "state", "offload"};
+inline constexpr int kNumArenas = 7;
+// Arenas planned by liveness (hc-plan-buffers); the others are persistent.
+inline bool isLivenessArena(llvm::StringRef arena) {
+  return arena == "act" || arena == "offload";
+}
 } // namespace hc::schedule
 
 #endif // HC_SCHEDULE_SCHEDULEOPS_H

@@ -34,11 +34,13 @@ def HCS_TokenType : TypeDef<HCS_Dialect, "Token"> {
 def HCS_BufferOp : HCS_Op<"buffer", [Pure]> {
   let summary = "a contiguous buffer in an arena, at a planned offset";
   let description = [{
-    `arena` is one of "act" (activations and temporaries, one per memory
-    tier, planned by liveness), "param", "grad", "m", "v" (persistent, flat,
-    trainable parameters in the order backward produces their gradients),
-    "state" (scalars such as the optimizer step). `offset` is in bytes;
-    absent until the buffer plan runs.
+    `arena` is one of "act" (activations and temporaries, planned by
+    liveness; the fast memory tier when the plan has one), "offload"
+    (activations hc-automem moved to the slower tier between their forward
+    and backward uses, planned by liveness), "param", "grad", "m", "v"
+    (persistent, flat, trainable parameters in the order backward produces
+    their gradients), "state" (scalars such as the optimizer step). `offset`
+    is in bytes; absent until the buffer plan runs.
   }];
   let arguments = (ins StrAttr:$arena, OptionalAttr<I64Attr>:$offset,
                        OptionalAttr<StrAttr>:$name);
@@ -105,6 +107,27 @@ def HCS_WaitOp : HCS_Op<"wait"> {
   let arguments = (ins HCS_TokenType:$token);
   let assemblyFormat = "$token attr-dict";
 }
+
+// AutoMem's moves between memory tiers (passes/lib/AutoMem.cpp). Both start
+// a copy of a whole buffer and return its token; the copy is done when the
+// token's hcs.wait returns. Until then nothing may touch the target, nor
+// write the source (hc-verify-plan proves it).
+class HCS_TierCopyOp<string mnemonic, string summaryText>
+    : HCS_Op<mnemonic> {
+  let summary = summaryText;
+  let arguments = (ins AnyStaticShapeMemRef:$source,
+                       AnyStaticShapeMemRef:$target);
+  let results = (outs HCS_TokenType:$token);
+  let assemblyFormat = [{
+    $source `to` $target attr-dict `:` type($source) `to` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def HCS_OffloadOp : HCS_TierCopyOp<"offload",
+    "start copying an `act` buffer to an `offload` buffer (fast to slow tier)">;
+def HCS_PrefetchOp : HCS_TierCopyOp<"prefetch",
+    "start copying an `offload` buffer back to an `act` buffer (slow to fast tier)">;
 
 def HCS_LossOp : HCS_Op<"loss"> {
   let summary = "marks the buffer holding this step's loss (0-d)";

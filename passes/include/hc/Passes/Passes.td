@@ -198,6 +198,43 @@ def LowerToSchedule : Pass<"hc-lower-to-schedule", "mlir::ModuleOp"> {
   let dependentDialects = ["hc::schedule::HCSDialect", "mlir::memref::MemRefDialect"];
 }
 
+def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
+  let summary = "memory tiers and a budget: recompute or offload activations by cost";
+  let description = [{
+    Runs between lowering and buffer planning. Tiers: a fast one (HBM found
+    in the topology, or `fast-mem` bytes of DRAM) holding the "act" arena,
+    and DRAM holding the persistent arenas and "offload". While the planned
+    activation peak exceeds the fast tier, or all arenas plus a reserve
+    (host inputs + `reserve`, default 64 MiB) exceed `mem-budget`, the activation live across
+    the peak that is cheapest per byte by the cost model is either
+    recomputed (its producing call cloned, marked `hcs.recompute`, before
+    its first use after the peak, when its inputs are live there anyway) or,
+    toward the fast tier only, offloaded and prefetched `lookahead` ops
+    before its next use (`hcs.offload` / `hcs.prefetch` + `hcs.wait`).
+    Records the tiers, budget and decisions in `hcs.memory` on @step, which
+    hc-verify-plan checks. Neither limit set and no HBM: does nothing.
+  }];
+  let options = [
+    Option<"memBudget", "mem-budget", "int64_t", "0",
+           "bytes the step's resident set may use (0: no budget)">,
+    Option<"fastMem", "fast-mem", "int64_t", "0",
+           "bytes of DRAM to plan as the fast tier (0: HBM from the topology)">,
+    Option<"topology", "topology", "std::string", "\"native\"",
+           "native, an hwloc XML file or an hwloc synthetic string">,
+    Option<"ranksPerNode", "ranks-per-node", "int64_t", "1",
+           "ranks sharing the node's fast memory">,
+    Option<"lookahead", "lookahead", "int64_t", "2",
+           "kernel calls between a prefetch's start and its use">,
+    // Outside the arenas: the process's code, thread stacks, the GEMM's
+    // packing buffers, the MPI library (DiT-S/2 measured: peak RSS 50 MB
+    // above its arenas). The host's step inputs are added to it.
+    Option<"processReserve", "reserve", "int64_t", "67108864",
+           "bytes the process needs outside the arenas and inputs">,
+    Option<"rates", "rates", "std::string", "\"\"",
+           "gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS (CostModel.h)">
+  ];
+}
+
 def PlanBuffers : Pass<"hc-plan-buffers", "mlir::ModuleOp"> {
   let summary = "static offsets for activation buffers by liveness, peak per arena";
   let description = [{

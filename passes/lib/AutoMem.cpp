@@ -1,0 +1,421 @@
+// hc-automem: memory tiers and a budget in the plan (the paper's AutoMem,
+// made a compile-time planner). While the planned peak breaks a limit - the
+// fast tier's capacity, or the whole resident set's budget - it takes the
+// activation live across the peak that is cheapest to do without there, by
+// the cost model (CostModel.h), and either
+//   - recomputes it: a clone of its producing call, just before its first
+//     use after the gap, on inputs that are live there anyway (activation
+//     checkpointing chosen by cost; a clone runs the same deterministic
+//     kernel on the same bytes, so the step's numbers do not change), or
+//   - moves it to the slow tier (fast tier only): hcs.offload after its
+//     last use before the gap, hcs.prefetch `lookahead` ops before its next
+//     use, each waited on.
+// The decisions and the tiers are recorded in `hcs.memory` on @step;
+// hc-plan-buffers then lays out "act" and "offload", and hc-verify-plan
+// proves the result (VerifyMemory.cpp).
+#include "hc/Passes/Passes.h"
+
+#include "BufferLiveness.h"
+#include "CostModel.h"
+
+#include "hc/runtime/topology.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+using namespace mlir;
+namespace hs = hc::schedule;
+
+namespace hc {
+#define GEN_PASS_DEF_AUTOMEM
+#include "hc/Passes/Passes.h.inc"
+
+namespace {
+
+// Every op position (1-based, as bufferLiveness counts) touching each
+// buffer, in order.
+struct Uses {
+  std::vector<Operation *> ops;                  // position - 1 -> op
+  std::vector<hs::BufferOp> buffers;             // in op order
+  llvm::DenseMap<Operation *, std::vector<unsigned>> of;  // buffer -> positions
+};
+
+Uses usesOf(func::FuncOp f) {
+  Uses u;
+  llvm::DenseMap<Value, std::pair<Value, Value>> copyOf;
+  for (Operation &op : f.getBody().front()) {
+    u.ops.push_back(&op);
+    unsigned pos = static_cast<unsigned>(u.ops.size());
+    auto touch = [&](Value v) {
+      if (hs::BufferOp b = baseBuffer(v)) {
+        auto &list = u.of[b];
+        if (list.empty() || list.back() != pos)
+          list.push_back(pos);
+      }
+    };
+    if (auto b = dyn_cast<hs::BufferOp>(op))
+      u.buffers.push_back(b);
+    if (isa<hs::BufferOp, hs::ViewOp>(op))
+      continue;
+    if (auto c = dyn_cast<hs::OffloadOp>(op))
+      copyOf[c.getToken()] = {c.getSource(), c.getTarget()};
+    if (auto c = dyn_cast<hs::PrefetchOp>(op))
+      copyOf[c.getToken()] = {c.getSource(), c.getTarget()};
+    if (auto wait = dyn_cast<hs::WaitOp>(op)) {
+      auto it = copyOf.find(wait.getToken());
+      if (it != copyOf.end()) {
+        touch(it->second.first);
+        touch(it->second.second);
+      }
+      continue;
+    }
+    for (Value v : op.getOperands())
+      touch(v);
+  }
+  return u;
+}
+
+bool writes(Operation *op, hs::BufferOp b) {
+  SmallVector<Value> outs;
+  if (auto call = dyn_cast<hs::CallOp>(op))
+    outs.assign(call.getOuts().begin(), call.getOuts().end());
+  else if (auto c = dyn_cast<hs::OffloadOp>(op))
+    outs.push_back(c.getTarget());
+  else if (auto c = dyn_cast<hs::PrefetchOp>(op))
+    outs.push_back(c.getTarget());
+  return llvm::any_of(outs, [&](Value v) { return baseBuffer(v) == b; });
+}
+
+// A way to free `buffer`'s bytes across the peak: recompute its producer
+// before `next`, or offload after `last` and prefetch before `next`.
+struct Choice {
+  hs::BufferOp buffer;
+  hs::CallOp producer;
+  Operation *last = nullptr, *next = nullptr;
+  bool recompute = true;
+  double seconds = 0, score = 0;
+  unsigned order = 0;  // the producer's position
+};
+
+struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
+  using AutoMemBase::AutoMemBase;
+
+  MachineRates machine;
+
+  // Fast-tier bytes this rank may use: --fast-mem, else the topology's HBM
+  // shared by the node's ranks; 0 without a fast tier.
+  LogicalResult fastTier(int64_t &bytes, std::string &kind) {
+    bytes = 0;
+    if (fastMem > 0) {
+      bytes = fastMem;
+      kind = "DRAM (--fast-mem)";
+      return success();
+    }
+    rt::Topology topo;
+    std::string error;
+    if (!rt::discoverTopology(rt::parseTopologySpec(topology), topo, error))
+      return getOperation().emitError("--topology " + topology + ": " + error);
+    for (const rt::NumaNode &n : topo.numa)
+      if (n.kind == "HBM")
+        bytes += static_cast<int64_t>(n.bytes);
+    bytes /= std::max<int64_t>(1, ranksPerNode);
+    kind = "HBM";
+    return success();
+  }
+
+  // The cheapest way to free bytes at position `peak`, or none.
+  std::optional<Choice> choose(const Uses &u, unsigned peak, bool allowOffload) {
+    std::optional<Choice> best;
+    for (hs::BufferOp buf : u.buffers) {
+      auto found = u.of.find(buf);
+      if (found == u.of.end() || buf.getArena() != "act" || buf.getName())
+        continue;
+      const std::vector<unsigned> &positions = found->second;
+      // Only kernels read it: the loss marker and collectives keep theirs.
+      if (positions.size() < 2 ||
+          llvm::any_of(positions, [&](unsigned p) {
+            return !isa<hs::CallOp>(u.ops[p - 1]);
+          }))
+        continue;
+      auto gap = std::upper_bound(positions.begin(), positions.end(), peak);
+      if (gap == positions.begin() || gap == positions.end() || gap[-1] == peak)
+        continue;
+      unsigned lastBefore = gap[-1], nextAfter = *gap;
+      // Written once, by a call that starts its life.
+      auto producer = dyn_cast<hs::CallOp>(u.ops[positions.front() - 1]);
+      if (!producer || !writes(producer, buf) ||
+          llvm::any_of(ArrayRef<unsigned>(positions).drop_front(),
+                       [&](unsigned p) { return writes(u.ops[p - 1], buf); }))
+        continue;
+      int64_t bytes = hs::byteSize(buf.getType());
+      Choice c{buf, producer, u.ops[lastBefore - 1], u.ops[nextAfter - 1]};
+      if (canRecompute(u, producer, positions.front(), nextAfter)) {
+        c.recompute = true;
+        c.seconds = callSeconds(producer, machine);
+      } else {
+        c.seconds = std::numeric_limits<double>::infinity();
+      }
+      // Moving costs an offload and a prefetch; it frees the bytes at the
+      // peak only if the prefetch, `lookahead` calls early, starts after it.
+      int64_t callsAfterPeak = 0;
+      for (unsigned p = peak + 1; p < nextAfter; ++p)
+        callsAfterPeak += isa<hs::CallOp>(u.ops[p - 1]);
+      if (allowOffload && callsAfterPeak >= lookahead) {
+        double move = 2 * copySeconds(bytes, machine);
+        if (move < c.seconds) {
+          c.recompute = false;
+          c.seconds = move;
+        }
+      }
+      if (!std::isfinite(c.seconds))
+        continue;
+      c.score = c.seconds / static_cast<double>(bytes);
+      c.order = positions.front();
+      // Within a quarter of each other, the later producer first: a
+      // consumer recomputed before its producer still finds the producer's
+      // value (modulate's clone reads layer norm's output; recomputing the
+      // layer norm first would leave that clone nothing to read).
+      if (!best || c.score < best->score * 0.75 ||
+          (c.score < best->score * 1.25 && c.order > best->order))
+        best = c;
+    }
+    return best;
+  }
+
+  // A producer can run again before position `at` when it is a pure kernel
+  // writing only fresh activations, and each input is there unchanged: a
+  // host input or constant, or a buffer nothing writes between the
+  // producer and `at` that is persistent or still live at `at`.
+  bool canRecompute(const Uses &u, hs::CallOp producer, unsigned from, unsigned at) {
+    StringRef k = producer.getKernel();
+    if (k == "adamw" || k == "adam" || k == "sgd" || k == "random_uniform")
+      return false;
+    for (Value out : producer.getOuts()) {
+      auto b = out.getDefiningOp<hs::BufferOp>();
+      if (!b || b.getArena() != "act" || b.getName())
+        return false;
+    }
+    for (Value in : producer.getIns()) {
+      hs::BufferOp b = baseBuffer(in);
+      if (!b)
+        continue;  // a host input or a constant
+      auto it = u.of.find(b);
+      if (it == u.of.end())
+        return false;
+      const std::vector<unsigned> &ps = it->second;
+      if (hs::isLivenessArena(b.getArena()) && ps.back() < at)
+        return false;  // it would have to live longer
+      for (unsigned p : ps)
+        if (p > from && p < at && writes(u.ops[p - 1], b))
+          return false;
+    }
+    return true;
+  }
+
+  // Uses of `from` at or after `start` read `to` instead; views of `from`
+  // are rebuilt on `to` right before each such use.
+  static void redirect(hs::BufferOp from, Value to, Operation *start) {
+    OpBuilder b(start);
+    for (Operation *op = start; op; op = op->getNextNode()) {
+      if (isa<hs::ViewOp, hs::BufferOp>(op))
+        continue;
+      for (OpOperand &operand : op->getOpOperands()) {
+        Value v = operand.get();
+        if (baseBuffer(v) != from)
+          continue;
+        SmallVector<hs::ViewOp> chain;
+        for (Value w = v; w != from.getResult();) {
+          auto view = w.getDefiningOp<hs::ViewOp>();
+          chain.push_back(view);
+          w = view.getSource();
+        }
+        Value rebuilt = to;
+        b.setInsertionPoint(op);
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+          rebuilt = b.create<hs::ViewOp>(it->getLoc(), TypeRange{it->getType()},
+                                         ValueRange{rebuilt}, (*it)->getAttrs());
+        operand.set(rebuilt);
+      }
+    }
+  }
+
+  hs::BufferOp freshBuffer(OpBuilder &b, Location loc, MemRefType type,
+                           StringRef arena) {
+    return b.create<hs::BufferOp>(loc, type, b.getStringAttr(arena), IntegerAttr(),
+                                  StringAttr());
+  }
+
+  void apply(Choice c, int64_t &recomputes, double &seconds,
+             int64_t &moved) {
+    OpBuilder b(c.next);
+    if (c.recompute) {
+      IRMapping map;
+      for (Value out : c.producer.getOuts()) {
+        auto type = cast<MemRefType>(out.getType());
+        map.map(out, freshBuffer(b, out.getLoc(), type, "act").getResult());
+      }
+      Operation *clone = b.clone(*c.producer, map);
+      clone->setAttr("hcs.recompute", b.getUnitAttr());
+      Value fresh = map.lookup(c.buffer.getResult());
+      redirect(c.buffer, fresh, c.next);
+      ++recomputes;
+      seconds += c.seconds;
+      return;
+    }
+    auto type = c.buffer.getType();
+    Location loc = c.buffer.getLoc();
+    b.setInsertionPointAfter(c.last);
+    hs::BufferOp slow = freshBuffer(b, loc, type, "offload");
+    auto off = b.create<hs::OffloadOp>(loc, b.getType<hs::TokenType>(), c.buffer, slow);
+    b.create<hs::WaitOp>(loc, off.getToken());
+    // The prefetch starts `lookahead` ops (kernel calls and such) early, but
+    // not before the offload is done.
+    Operation *start = c.next, *offWait = off->getNextNode();
+    for (int64_t calls = 0; calls < lookahead;) {
+      Operation *prev = start->getPrevNode();
+      if (!prev || prev == offWait)
+        break;
+      start = prev;
+      calls += isa<hs::CallOp>(prev);
+    }
+    b.setInsertionPoint(start);
+    hs::BufferOp back = freshBuffer(b, loc, type, "act");
+    auto pre = b.create<hs::PrefetchOp>(loc, b.getType<hs::TokenType>(), slow, back);
+    b.setInsertionPoint(c.next);
+    b.create<hs::WaitOp>(loc, pre.getToken());
+    redirect(c.buffer, back, c.next);
+    moved += hs::byteSize(type);
+  }
+
+  void runOnOperation() override {
+    std::string error;
+    if (!rates.empty() && !parseRates(rates, machine, error)) {
+      getOperation().emitError("--mem-rates: ") << error;
+      return signalPassFailure();
+    }
+    if (memBudget < 0 || fastMem < 0 || processReserve < 0 || lookahead < 0) {
+      getOperation().emitError("--mem-budget, --fast-mem, the reserve and the "
+                               "lookahead must not be negative");
+      return signalPassFailure();
+    }
+    int64_t fastBytes = 0;
+    std::string fastKind;
+    if (failed(fastTier(fastBytes, fastKind)))
+      return signalPassFailure();
+    if (memBudget == 0 && fastBytes == 0)
+      return;  // one tier, no budget: nothing to plan
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (failed(plan(f, fastBytes, fastKind)))
+        return signalPassFailure();
+  }
+
+  LogicalResult plan(func::FuncOp f, int64_t fastBytes, const std::string &fastKind) {
+    // What the arenas do not hold: the host's inputs and the process.
+    int64_t reserve = processReserve, persistent = 0;
+    std::map<std::string, int64_t> persistentArena;
+    for (Operation &op : f.getBody().front()) {
+      if (auto in = dyn_cast<hs::InputOp>(op))
+        reserve += hs::byteSize(in.getType());
+      if (auto buf = dyn_cast<hs::BufferOp>(op))
+        if (!hs::isLivenessArena(buf.getArena())) {
+          int64_t end = (buf.getOffset() ? static_cast<int64_t>(*buf.getOffset()) : 0) +
+                        hs::byteSize(buf.getType());
+          int64_t &a = persistentArena[buf.getArena().str()];
+          a = std::max(a, end);
+        }
+    }
+    for (auto &[name, bytes] : persistentArena)
+      persistent += bytes;
+    int64_t recomputes = 0, moved = 0, actPeak = 0, offloadPeak = 0;
+    double seconds = 0;
+    for (;;) {
+      std::vector<LiveInterval> live = bufferLiveness(f);
+      std::vector<const LiveInterval *> act, off;
+      for (LiveInterval &iv : live) {
+        if (iv.touched() && iv.buffer.getArena() == "act")
+          act.push_back(&iv);
+        if (iv.touched() && iv.buffer.getArena() == "offload")
+          off.push_back(&iv);
+      }
+      std::vector<int64_t> offsets;
+      actPeak = firstFit(act, offsets);
+      offloadPeak = firstFit(off, offsets);
+      bool fastOver = fastBytes > 0 && actPeak > fastBytes;
+      bool totalOver = memBudget > 0 &&
+                       persistent + actPeak + offloadPeak + reserve > memBudget;
+      if (!fastOver && !totalOver)
+        break;
+      // The position where the most activation bytes are live.
+      unsigned n = static_cast<unsigned>(f.getBody().front().getOperations().size());
+      std::vector<int64_t> delta(n + 2, 0);
+      for (const LiveInterval *iv : act) {
+        delta[iv->first] += iv->bytes;
+        delta[iv->last + 1] -= iv->bytes;
+      }
+      unsigned peak = 1;
+      int64_t running = 0, most = -1;
+      for (unsigned p = 1; p <= n; ++p) {
+        running += delta[p];
+        if (running > most) {
+          most = running;
+          peak = p;
+        }
+      }
+      Uses u = usesOf(f);
+      std::optional<Choice> c = choose(u, peak, fastOver && !totalOver);
+      if (!c) {
+        InFlightDiagnostic d = f.emitError();
+        if (totalOver)
+          d << "--mem-budget " << static_cast<int64_t>(memBudget) << ": the smallest plan found needs "
+            << persistent + actPeak + offloadPeak + reserve << " bytes (parameters, "
+            << "gradients and optimizer state " << persistent << ", activations "
+            << actPeak + offloadPeak << ", reserve " << reserve << ")";
+        else
+          d << "--fast-mem " << fastBytes << ": the activations need at least "
+            << actPeak << " bytes of the fast tier";
+        return failure();
+      }
+      apply(*c, recomputes, seconds, moved);
+    }
+    Builder b(f.getContext());
+    auto tier = [&](StringRef name, StringRef kind, int64_t capacity,
+                    ArrayRef<StringRef> arenas) {
+      SmallVector<Attribute> names;
+      for (StringRef a : arenas)
+        names.push_back(b.getStringAttr(a));
+      return b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(name)),
+           b.getNamedAttr("kind", b.getStringAttr(kind)),
+           b.getNamedAttr("capacity", b.getI64IntegerAttr(capacity)),
+           b.getNamedAttr("arenas", b.getArrayAttr(names))});
+    };
+    SmallVector<Attribute> tiers;
+    int64_t slowCapacity = memBudget > 0 ? memBudget - reserve : 0;
+    if (fastBytes > 0) {
+      tiers.push_back(tier("fast", fastKind, fastBytes, {"act"}));
+      tiers.push_back(tier("slow", "DRAM", slowCapacity > 0 ? slowCapacity - actPeak : 0,
+                           {"param", "grad", "m", "v", "state", "offload"}));
+    } else {
+      tiers.push_back(tier("slow", "DRAM", slowCapacity,
+                           {"act", "param", "grad", "m", "v", "state", "offload"}));
+    }
+    f->setAttr("hcs.memory",
+               b.getDictionaryAttr(
+                   {b.getNamedAttr("budget", b.getI64IntegerAttr(memBudget)),
+                    b.getNamedAttr("reserve", b.getI64IntegerAttr(reserve)),
+                    b.getNamedAttr("tiers", b.getArrayAttr(tiers)),
+                    b.getNamedAttr("recomputed_calls", b.getI64IntegerAttr(recomputes)),
+                    b.getNamedAttr("recompute_seconds", b.getF64FloatAttr(seconds)),
+                    b.getNamedAttr("offload_bytes", b.getI64IntegerAttr(moved)),
+                    b.getNamedAttr("prefetch_bytes", b.getI64IntegerAttr(moved))}));
+    return success();
+  }
+};
+
+} // namespace
+} // namespace hc

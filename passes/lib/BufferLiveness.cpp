@@ -1,0 +1,96 @@
+#include "BufferLiveness.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+namespace hs = hc::schedule;
+
+namespace hc {
+
+hs::BufferOp baseBuffer(Value v) {
+  while (auto view = v.getDefiningOp<hs::ViewOp>())
+    v = view.getSource();
+  return v.getDefiningOp<hs::BufferOp>();
+}
+
+std::vector<LiveInterval> bufferLiveness(func::FuncOp f) {
+  llvm::DenseMap<Operation *, size_t> index;  // buffer op -> interval
+  llvm::DenseMap<Value, std::pair<Value, Value>> copyOf;  // token -> buffers
+  std::vector<LiveInterval> out;
+  unsigned pos = 0;
+  auto touch = [&](Value v) {
+    hs::BufferOp buf = baseBuffer(v);
+    if (!buf)
+      return;
+    auto it = index.find(buf);
+    if (it == index.end())
+      return;
+    LiveInterval &iv = out[it->second];
+    iv.first = std::min(iv.first, pos);
+    iv.last = std::max(iv.last, pos);
+  };
+  for (Operation &op : f.getBody().front()) {
+    ++pos;
+    if (auto buf = dyn_cast<hs::BufferOp>(op)) {
+      index[buf] = out.size();
+      out.push_back(LiveInterval{buf, ~0u, 0, hs::byteSize(buf.getType())});
+      continue;
+    }
+    if (isa<hs::ViewOp>(op))
+      continue;
+    if (auto c = dyn_cast<hs::OffloadOp>(op))
+      copyOf[c.getToken()] = {c.getSource(), c.getTarget()};
+    if (auto c = dyn_cast<hs::PrefetchOp>(op))
+      copyOf[c.getToken()] = {c.getSource(), c.getTarget()};
+    if (auto wait = dyn_cast<hs::WaitOp>(op)) {
+      auto it = copyOf.find(wait.getToken());
+      if (it != copyOf.end()) {
+        touch(it->second.first);
+        touch(it->second.second);
+      }
+      continue;
+    }
+    for (Value v : op.getOperands())
+      touch(v);
+  }
+  return out;
+}
+
+int64_t firstFit(const std::vector<const LiveInterval *> &intervals,
+                 std::vector<int64_t> &offsets) {
+  constexpr int64_t kAlign = 64;
+  std::vector<size_t> order(intervals.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  // Sweep in program order: free what died, then first-fit the new ones.
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return intervals[a]->first != intervals[b]->first
+               ? intervals[a]->first < intervals[b]->first
+               : a < b;
+  });
+  offsets.assign(intervals.size(), 0);
+  std::map<int64_t, int64_t> live;  // offset -> end, of live buffers
+  std::multimap<unsigned, std::pair<int64_t, int64_t>> dying;
+  int64_t peak = 0;
+  for (size_t i : order) {
+    const LiveInterval *iv = intervals[i];
+    for (auto it = dying.begin(); it != dying.end() && it->first < iv->first;) {
+      live.erase(it->second.first);
+      it = dying.erase(it);
+    }
+    int64_t size = (iv->bytes + kAlign - 1) / kAlign * kAlign, at = 0;
+    for (auto &[start, end] : live) {
+      if (start - at >= size)
+        break;
+      at = std::max(at, end);
+    }
+    live[at] = at + size;
+    dying.emplace(iv->last, std::make_pair(at, at + size));
+    peak = std::max(peak, at + size);
+    offsets[i] = at;
+  }
+  return peak;
+}
+
+} // namespace hc

@@ -1,0 +1,40 @@
+// Live ranges of the schedule's buffers and the first-fit arena plan, shared
+// by hc-plan-buffers, hc-verify-plan and hc-automem (which plans trial
+// layouts while it decides what to recompute or offload).
+#ifndef HC_PASSES_BUFFERLIVENESS_H
+#define HC_PASSES_BUFFERLIVENESS_H
+
+#include "hc/Schedule/ScheduleOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <vector>
+
+namespace hc {
+
+struct LiveInterval {
+  schedule::BufferOp buffer;
+  unsigned first = ~0u, last = 0;  // positions of the ops touching it
+  int64_t bytes = 0;
+  bool touched() const { return first != ~0u; }
+};
+
+// Every buffer of `f` (in op order) with the positions (1-based op index in
+// the body) of the first and last op that reads or writes it, directly or
+// through a view. A tier copy's buffers stay live until its hcs.wait.
+// Buffers never touched get first == ~0u.
+std::vector<LiveInterval> bufferLiveness(mlir::func::FuncOp f);
+
+// The buffer (or view chain's buffer) behind `v`; null for inputs and
+// constants.
+schedule::BufferOp baseBuffer(mlir::Value v);
+
+// First fit at 64-byte alignment, in program order, of `intervals` (one
+// arena's touched buffers): offsets[i] for intervals[i]; returns the peak.
+int64_t firstFit(const std::vector<const LiveInterval *> &intervals,
+                 std::vector<int64_t> &offsets);
+
+} // namespace hc
+
+#endif // HC_PASSES_BUFFERLIVENESS_H

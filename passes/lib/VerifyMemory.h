@@ -1,0 +1,22 @@
+// hc-verify-plan's memory proofs (VerifyMemory.cpp): tier copies in flight,
+// no buffer read before it is written, each tier within its budget.
+#ifndef HC_PASSES_VERIFYMEMORY_H
+#define HC_PASSES_VERIFYMEMORY_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace hc {
+
+// Between an hcs.offload/hcs.prefetch and its hcs.wait no op touches the
+// target's bytes or writes the source's; every copy is waited for.
+mlir::LogicalResult verifyTierCopies(mlir::func::FuncOp f);
+// The first op touching an "act" or "offload" buffer writes it (a call's
+// output, a recomputation, a prefetch or offload's target).
+mlir::LogicalResult verifyWrittenBeforeRead(mlir::func::FuncOp f);
+// With hcs.memory (hc-automem): every tier's arenas fit its capacity and
+// all arenas plus the reserve fit the budget.
+mlir::LogicalResult verifyMemoryBudget(mlir::func::FuncOp f);
+
+} // namespace hc
+
+#endif // HC_PASSES_VERIFYMEMORY_H

@@ -1,0 +1,90 @@
+// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=1100 reserve=0" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=BUDGET
+// RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 lookahead=1 rates=memory=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=MOVE
+// RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 lookahead=1" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=FASTCHEAP
+// RUN: hc-opt %s -split-input-file --hc-automem --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=NONE
+// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=100000 reserve=0" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=ROOMY
+
+// %a is made early, read once more at the end; in between, at the `add`,
+// four 256-byte activations are live (1024 bytes + 256 of parameters).
+
+// BUDGET-LABEL: func.func @step()
+// 1100 bytes leave no room for 1024 + 256: %a is recomputed (tanh of a
+// parameter, the cheapest way to free its 256 bytes at the peak), so the
+// plan needs 768 + 256.
+// BUDGET-SAME: hcs.arena_bytes = {act = 768 : i64, param = 256 : i64}
+// BUDGET-SAME: hcs.memory = {budget = 1100 : i64, offload_bytes = 0 : i64, prefetch_bytes = 0 : i64, recompute_seconds = {{.*}} : f64, recomputed_calls = 1 : i64, reserve = 0 : i64
+// BUDGET-SAME: tiers = [{arenas = ["act", "param", "grad", "m", "v", "state", "offload"], capacity = 1100 : i64, kind = "DRAM", name = "slow"}]
+// BUDGET: %[[P:.*]] = hcs.buffer "param"
+// BUDGET: %[[A:.*]] = hcs.buffer "act"
+// BUDGET-NEXT: hcs.call "tanh"(%[[P]]) -> (%[[A]]) {} :
+// BUDGET: hcs.call "exp"(%[[A]])
+// BUDGET: hcs.call "sin"
+// BUDGET: hcs.call "tanh"(%[[P]]) -> (%[[A2:[0-9]+]]) {} {hcs.recompute}
+// BUDGET-NEXT: hcs.call "mul"(%{{.*}}, %[[A2]])
+// BUDGET-NOT: hcs.offload
+
+// MOVE-LABEL: func.func @step()
+// An 800-byte fast tier, and recomputing priced out (memory-bound kernels
+// at 1 MB/s): %a goes to the slow tier after its last early use and comes
+// back one call before the `mul`.
+// MOVE-SAME: hcs.arena_bytes = {act = 768 : i64, offload = 256 : i64, param = 256 : i64}
+// MOVE-SAME: offload_bytes = 256 : i64, prefetch_bytes = 256 : i64
+// MOVE-SAME: recomputed_calls = 0 : i64
+// MOVE-SAME: tiers = [{arenas = ["act"], capacity = 800 : i64, kind = "DRAM (--fast-mem)", name = "fast"}, {arenas = ["param", "grad", "m", "v", "state", "offload"]
+// MOVE: %[[A:.*]] = hcs.buffer "act"
+// MOVE-NEXT: hcs.call "tanh"({{.*}}) -> (%[[A]])
+// MOVE-NEXT: %[[B:.*]] = hcs.buffer "act"
+// MOVE-NEXT: hcs.call "exp"(%[[A]]) -> (%[[B]])
+// MOVE-NEXT: %[[S:.*]] = hcs.buffer "offload"
+// MOVE-NEXT: %[[T:.*]] = hcs.offload %[[A]] to %[[S]]
+// MOVE-NEXT: hcs.wait %[[T]]
+// MOVE: hcs.call "add"
+// MOVE: %[[T2:[0-9]+]] = hcs.prefetch %[[S]] to %[[A2:[0-9]+]] :
+// MOVE-NEXT: hcs.call "sin"
+// MOVE: hcs.wait %[[T2]]
+// MOVE-NEXT: hcs.call "mul"(%{{.*}}, %[[A2]])
+
+// FASTCHEAP-LABEL: func.func @step()
+// The same fast tier at the default rates: recomputing the tanh costs less
+// than two copies, so nothing moves.
+// FASTCHEAP-SAME: hcs.arena_bytes = {act = 768 : i64, param = 256 : i64}
+// FASTCHEAP-SAME: offload_bytes = 0 : i64, prefetch_bytes = 0 : i64
+// FASTCHEAP-SAME: recomputed_calls = 1 : i64
+// FASTCHEAP-NOT: hcs.offload
+
+// NONE-LABEL: func.func @step()
+// No budget and no fast tier (this machine's topology has no HBM): the
+// pass leaves the step alone.
+// NONE-SAME: hcs.arena_bytes = {act = 1024 : i64, param = 256 : i64}}
+// NONE-NOT: hcs.memory
+// NONE-NOT: hcs.recompute
+
+// ROOMY-LABEL: func.func @step()
+// ROOMY-SAME: hcs.arena_bytes = {act = 1024 : i64, param = 256 : i64}
+// ROOMY-SAME: recomputed_calls = 0 : i64
+// ROOMY-NOT: hcs.recompute
+func.func @step() {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %a = hcs.buffer "act" : memref<64xf32>
+  hcs.call "tanh"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  %b = hcs.buffer "act" : memref<64xf32>
+  hcs.call "exp"(%a) -> (%b) {} : (memref<64xf32>) -> memref<64xf32>
+  %c = hcs.buffer "act" : memref<64xf32>
+  hcs.call "neg"(%b) -> (%c) {} : (memref<64xf32>) -> memref<64xf32>
+  %d = hcs.buffer "act" : memref<64xf32>
+  hcs.call "add"(%b, %c) -> (%d) {} : (memref<64xf32>, memref<64xf32>) -> memref<64xf32>
+  %e = hcs.buffer "act" : memref<64xf32>
+  hcs.call "sin"(%d) -> (%e) {} : (memref<64xf32>) -> memref<64xf32>
+  %f = hcs.buffer "act" : memref<64xf32>
+  hcs.call "mul"(%e, %a) -> (%f) {} : (memref<64xf32>, memref<64xf32>) -> memref<64xf32>
+  hcs.loss %f : memref<64xf32>
+  return
+}
+
+
+// -----
+
+// No plan fits: the error names the budget and what the smallest plan
+// found needs (hc-compile: one line, exit 2).
+// RUN: not hc-opt %s -split-input-file --hc-automem="mem-budget=700 reserve=0" 2>&1 | FileCheck %s --check-prefix=SMALL
+// SMALL: error: --mem-budget 700: the smallest plan found needs 1024 bytes (parameters, gradients and optimizer state 256, activations 768, reserve 0)

@@ -1,0 +1,155 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""AutoMem end to end (issue 35): budgeted and tiered steps train exactly as
+the plain step does.
+
+usage: automem_check.py CASE --hc-run BIN --work DIR
+
+The tiny DiT is exported (models/export_dit.py) and compiled plain, then
+  recompute  with --mem-budget at the plain plan's parameters, state and
+             reserve plus 60% of its activations: hc-automem recomputes
+             activations (the description counts them) and the plan is
+             within the budget;
+  offload    with --fast-mem at 60% of the plain activations and recompute
+             priced out (--mem-rates memory=0.001): activations go to DRAM
+             and come back (offload and prefetch bytes in the description);
+  too-small  with --mem-budget below the parameters alone: exit 2, one line
+             naming --mem-budget, and no library written.
+The first two train 3 steps in train mode (2 kernel threads) beside the
+plain library; losses, parameters and optimizer state must be bit-identical
+(a recomputation runs the same deterministic kernel on the same bytes; a
+copy moves bytes).
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def description(lib, libdir):
+    ctypes.CDLL(os.path.join(libdir, "libhcrt.so"), mode=ctypes.RTLD_GLOBAL)
+
+    class Api(ctypes.Structure):
+        _fields_ = [("abi_version", ctypes.c_uint32), ("description_json", ctypes.c_char_p)]
+
+    so = ctypes.CDLL(os.path.abspath(lib))
+    so.hc_step_get_api.restype = ctypes.POINTER(Api)
+    return json.loads(so.hc_step_get_api().contents.description_json.decode())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--hc-run", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    sys.path.insert(0, HERE)
+    import st
+    bindir = os.path.dirname(os.path.abspath(a.hc_run))
+    libdir = os.path.join(os.path.dirname(bindir), "lib")
+    hc_compile = os.path.join(bindir, "hc-compile")
+
+    def run(cmd, **kw):
+        return subprocess.run(cmd, cwd=a.work, capture_output=True, text=True, timeout=300, **kw)
+
+    r = run(["/usr/bin/python3", os.path.join(ROOT, "models", "export_dit.py"), "--model", "tiny",
+             "--image-size", "8", "--in-channels", "4", "--num-classes", "10", "--dynamic-batch",
+             "--quiet", "-o", "tiny.onnx"])
+    if r.returncode != 0:
+        fail("export: " + r.stdout + r.stderr)
+
+    def compile_(name, extra):
+        return run([hc_compile, "tiny.onnx", "--batch", "8", "-o", name + ".so"] + extra)
+
+    r = compile_("plain", [])
+    if r.returncode != 0:
+        fail("plain compile: " + r.stdout + r.stderr)
+    plain = description(os.path.join(a.work, "plain.so"), libdir)["memory_plan"]["tiers"][0]
+    arenas = plain["arena_bytes"]
+    act = arenas["act"]
+    persistent = sum(v for k, v in arenas.items() if k != "act")
+
+    if a.case == "too-small":
+        r = compile_("small", ["--mem-budget", str(persistent // 2)])
+        lines = [l for l in (r.stdout + r.stderr).splitlines() if l.strip()]
+        if r.returncode != 2 or len(lines) != 1 or "--mem-budget" not in lines[0] or \
+                "the smallest plan found needs" not in lines[0]:
+            fail("want exit 2 and one line naming --mem-budget:\n" + r.stdout + r.stderr)
+        if any(f.startswith("small.so") for f in os.listdir(a.work)):
+            fail("a library was written: " + str(os.listdir(a.work)))
+        print("ok:", a.case, lines[0])
+        return
+
+    if a.case == "recompute":
+        plan_probe = compile_("probe", ["--mem-budget", str(1 << 50)])
+        if plan_probe.returncode != 0:
+            fail(plan_probe.stdout + plan_probe.stderr)
+        reserve = description(os.path.join(a.work, "probe.so"), libdir)["memory_plan"]["reserve"]
+        budget = persistent + reserve + int(0.6 * act)
+        extra = ["--mem-budget", str(budget)]
+    elif a.case == "offload":
+        budget = None
+        extra = ["--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"]
+    else:
+        fail("unknown case " + a.case)
+    r = compile_("planned", extra)
+    if r.returncode != 0:
+        fail("planned compile: " + r.stdout + r.stderr)
+    mem = description(os.path.join(a.work, "planned.so"), libdir)["memory_plan"]
+    print("memory_plan:", json.dumps(mem))
+    if a.case == "recompute":
+        if mem["recomputed_calls"] < 1 or mem["planned_bytes"] > budget:
+            fail("want recomputation within the budget %d: %s" % (budget, mem))
+        if mem["tiers"][0]["arena_bytes"]["act"] > int(0.6 * act):
+            fail("activations %d, over 60%% of %d" % (mem["tiers"][0]["arena_bytes"]["act"], act))
+    else:
+        fast = [t for t in mem["tiers"] if t["name"] == "fast"]
+        if not fast or fast[0]["peak_bytes"] > int(0.6 * act) or \
+                mem["offload_bytes_per_step"] <= 0 or mem["prefetch_bytes_per_step"] <= 0:
+            fail("want a fast tier within 60%% of %d and copies: %s" % (act, mem))
+
+    rng = np.random.default_rng(0)
+    np.save(os.path.join(a.work, "x.npy"), rng.uniform(-1, 1, (16, 4, 8, 8)).astype(np.float32))
+    np.save(os.path.join(a.work, "y.npy"), rng.integers(0, 10, 16).astype(np.int64))
+    env = dict(os.environ, HC_NUM_THREADS="2")
+    results = {}
+    for name in ("plain", "planned"):
+        r = run([a.hc_run, name + ".so", "--data", "x.npy", "--labels", "y.npy", "--steps", "3",
+                 "--log-every", "1", "--no-progress", "--metrics", name + ".jsonl",
+                 "--save-params", name + ".params.safetensors",
+                 "--save-state", name + ".state.safetensors"], env=env)
+        if r.returncode != 0:
+            fail(name + ": " + r.stdout + r.stderr)
+        losses = [json.loads(l)["loss"] for l in open(os.path.join(a.work, name + ".jsonl"))]
+        results[name] = (losses, st.load(os.path.join(a.work, name + ".params.safetensors")),
+                         st.load(os.path.join(a.work, name + ".state.safetensors")))
+    (l0, p0, s0), (l1, p1, s1) = results["plain"], results["planned"]
+    if len(l0) != 3 or l0 != l1:
+        fail("losses differ: %s vs %s" % (l0, l1))
+    for what, x, y in (("parameters", p0, p1), ("state", s0, s1)):
+        if sorted(x) != sorted(y):
+            fail(what + ": different names")
+        for k in x:
+            if x[k].tobytes() != y[k].tobytes():
+                fail("%s %s differs (max |diff| %g)" % (what, k, float(np.max(np.abs(
+                    x[k].astype(np.float64) - y[k].astype(np.float64))))))
+    print("ok:", a.case, "bit-identical over 3 steps; losses", l1)
+
+
+if __name__ == "__main__":
+    main()
