@@ -107,24 +107,23 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
 
   MachineRates machine;
 
-  // Fast-tier bytes this rank may use: --fast-mem, else the topology's HBM
-  // shared by the node's ranks; 0 without a fast tier.
-  LogicalResult fastTier(int64_t &bytes, std::string &kind) {
-    bytes = 0;
-    if (fastMem > 0) {
-      bytes = fastMem;
-      kind = "DRAM (--fast-mem)";
-      return success();
-    }
+  // The node's memory per kind (hwloc subtypes), this rank's share, fastest
+  // kind first (rt::memoryKindRank).
+  LogicalResult memoryKinds(std::vector<std::pair<std::string, int64_t>> &kinds) {
     rt::Topology topo;
     std::string error;
     if (!rt::discoverTopology(rt::parseTopologySpec(topology), topo, error))
       return getOperation().emitError("--topology " + topology + ": " + error);
-    for (const rt::NumaNode &n : topo.numa)
-      if (n.kind == "HBM")
-        bytes += static_cast<int64_t>(n.bytes);
-    bytes /= std::max<int64_t>(1, ranksPerNode);
-    kind = "HBM";
+    for (const rt::NumaNode &n : topo.numa) {
+      auto it = llvm::find_if(kinds, [&](auto &k) { return k.first == n.kind; });
+      if (it == kinds.end())
+        kinds.push_back({n.kind, 0});
+      it = llvm::find_if(kinds, [&](auto &k) { return k.first == n.kind; });
+      it->second += static_cast<int64_t>(n.bytes) / std::max<int64_t>(1, ranksPerNode);
+    }
+    std::stable_sort(kinds.begin(), kinds.end(), [](auto &x, auto &y) {
+      return rt::memoryKindRank(x.first) < rt::memoryKindRank(y.first);
+    });
     return success();
   }
 
@@ -303,18 +302,25 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
                                "lookahead must not be negative");
       return signalPassFailure();
     }
-    int64_t fastBytes = 0;
-    std::string fastKind;
-    if (failed(fastTier(fastBytes, fastKind)))
+    std::vector<std::pair<std::string, int64_t>> kinds;
+    if (failed(memoryKinds(kinds)))
       return signalPassFailure();
+    // The fast tier: --fast-mem bytes of DRAM, else the node's HBM.
+    int64_t fastBytes = fastMem;
+    std::string fastKind = "DRAM (--fast-mem)";
+    if (fastBytes == 0 && !kinds.empty() && rt::memoryKindRank(kinds[0].first) == 0) {
+      fastBytes = kinds[0].second;
+      fastKind = kinds[0].first;
+    }
     if (memBudget == 0 && fastBytes == 0)
       return;  // one tier, no budget: nothing to plan
     for (auto f : getOperation().getOps<func::FuncOp>())
-      if (failed(plan(f, fastBytes, fastKind)))
+      if (failed(plan(f, fastBytes, fastKind, kinds)))
         return signalPassFailure();
   }
 
-  LogicalResult plan(func::FuncOp f, int64_t fastBytes, const std::string &fastKind) {
+  LogicalResult plan(func::FuncOp f, int64_t fastBytes, const std::string &fastKind,
+                     const std::vector<std::pair<std::string, int64_t>> &kinds) {
     // What the arenas do not hold: the host's inputs and the process.
     int64_t reserve = processReserve, persistent = 0;
     std::map<std::string, int64_t> persistentArena;
@@ -394,16 +400,27 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
            b.getNamedAttr("capacity", b.getI64IntegerAttr(capacity)),
            b.getNamedAttr("arenas", b.getArrayAttr(names))});
     };
+    // Tiers, fastest first: the fast one (the activations), DRAM (the
+    // rest; with a budget, its capacity is what the budget leaves), then
+    // the node's slower kinds, which this plan does not use (issue 36 may).
     SmallVector<Attribute> tiers;
-    int64_t slowCapacity = memBudget > 0 ? memBudget - reserve : 0;
+    int64_t dram = 0;
+    for (auto &[kind, bytes] : kinds)
+      if (kind == "DRAM")
+        dram = bytes;
+    int64_t slowCapacity = memBudget > 0 ? memBudget - reserve - (fastBytes > 0 ? actPeak : 0)
+                                         : dram;
     if (fastBytes > 0) {
       tiers.push_back(tier("fast", fastKind, fastBytes, {"act"}));
-      tiers.push_back(tier("slow", "DRAM", slowCapacity > 0 ? slowCapacity - actPeak : 0,
+      tiers.push_back(tier("slow", "DRAM", slowCapacity,
                            {"param", "grad", "m", "v", "state", "offload"}));
     } else {
       tiers.push_back(tier("slow", "DRAM", slowCapacity,
                            {"act", "param", "grad", "m", "v", "state", "offload"}));
     }
+    for (auto &[kind, bytes] : kinds)
+      if (rt::memoryKindRank(kind) > 1)
+        tiers.push_back(tier(kind, kind, bytes, {}));
     f->setAttr("hcs.memory",
                b.getDictionaryAttr(
                    {b.getNamedAttr("budget", b.getI64IntegerAttr(memBudget)),

@@ -75,16 +75,6 @@ std::size_t cacheAbove(hwloc_obj_t obj, hwloc_obj_type_t type) {
   return 0;
 }
 
-// Preference of a memory kind: high-bandwidth first, then DRAM, then the
-// rest (NVM, CXL).
-int kindRank(const std::string &kind) {
-  if (kind == "HBM" || kind == "MCDRAM")
-    return 0;
-  if (kind == "DRAM")
-    return 1;
-  return 2;
-}
-
 Cluster makeCluster(hwloc_topology_t topo, hwloc_const_cpuset_t set,
                     int numaNode) {
   Cluster cluster;
@@ -108,6 +98,14 @@ Cluster makeCluster(hwloc_topology_t topo, hwloc_const_cpuset_t set,
 }
 
 } // namespace
+
+int memoryKindRank(const std::string &kind) {
+  if (kind == "HBM" || kind == "MCDRAM")
+    return 0;
+  if (kind == "DRAM")
+    return 1;
+  return 2;
+}
 
 bool discoverTopology(const TopologySource &source, Topology &out,
                       std::string &error) {
@@ -170,8 +168,8 @@ bool discoverTopology(const TopologySource &source, Topology &out,
       }
       int w = hwloc_bitmap_weight(n->cpuset),
           wb = hwloc_bitmap_weight(nodes[best]->cpuset);
-      if (w < wb || (w == wb && kindRank(kindOf(nodes[best])) == 0 &&
-                     kindRank(kindOf(n)) != 0))
+      if (w < wb || (w == wb && memoryKindRank(kindOf(nodes[best])) == 0 &&
+                     memoryKindRank(kindOf(n)) != 0))
         best = i;
     }
     if (best < 0)
@@ -204,7 +202,7 @@ bool discoverTopology(const TopologySource &source, Topology &out,
       if (n->cpuset && hwloc_bitmap_isincluded(set, n->cpuset))
         near.push_back(n);
     std::stable_sort(near.begin(), near.end(), [&](hwloc_obj_t a, hwloc_obj_t b) {
-      int ka = kindRank(kindOf(a)), kb = kindRank(kindOf(b));
+      int ka = memoryKindRank(kindOf(a)), kb = memoryKindRank(kindOf(b));
       if (ka != kb)
         return ka < kb;
       return hwloc_bitmap_weight(a->cpuset) < hwloc_bitmap_weight(b->cpuset);

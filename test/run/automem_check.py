@@ -12,9 +12,12 @@ The tiny DiT is exported (models/export_dit.py) and compiled plain, then
   offload    with --fast-mem at 60% of the plain activations and recompute
              priced out (--mem-rates memory=0.001): activations go to DRAM
              and come back (offload and prefetch bytes in the description);
+  four-tier  with --topology test/topologies/four-tier.xml (768 KiB of HBM,
+             DRAM, CXL-attached DRAM, NVM): the HBM is the fast tier, the
+             description lists all four tiers with their peaks and copies;
   too-small  with --mem-budget below the parameters alone: exit 2, one line
              naming --mem-budget, and no library written.
-The first two train 3 steps in train mode (2 kernel threads) beside the
+The first three train 3 steps in train mode (2 kernel threads) beside the
 plain library; losses, parameters and optimizer state must be bit-identical
 (a recomputation runs the same deterministic kernel on the same bytes; a
 copy moves bytes).
@@ -105,6 +108,9 @@ def main():
     elif a.case == "offload":
         budget = None
         extra = ["--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"]
+    elif a.case == "four-tier":
+        budget = None
+        extra = ["--topology", os.path.join(ROOT, "test", "topologies", "four-tier.xml")]
     else:
         fail("unknown case " + a.case)
     r = compile_("planned", extra)
@@ -117,6 +123,18 @@ def main():
             fail("want recomputation within the budget %d: %s" % (budget, mem))
         if mem["tiers"][0]["arena_bytes"]["act"] > int(0.6 * act):
             fail("activations %d, over 60%% of %d" % (mem["tiers"][0]["arena_bytes"]["act"], act))
+    elif a.case == "four-tier":
+        names = [(t["name"], t["kind"]) for t in mem["tiers"]]
+        if names != [("fast", "HBM"), ("slow", "DRAM"), ("CXL-DRAM", "CXL-DRAM"), ("NVM", "NVM")]:
+            fail("tiers: %s" % names)
+        fast, slow = mem["tiers"][0], mem["tiers"][1]
+        if act <= 786432 or fast["peak_bytes"] > 786432 or fast["capacity"] != 786432 or \
+                slow["peak_bytes"] < persistent or mem["tiers"][2]["peak_bytes"] != 0:
+            fail("want the activations (%d) cut to the 768 KiB HBM: %s" % (act, mem))
+        print("tiers (name, kind, capacity, peak):",
+              [(t["name"], t["kind"], t["capacity"], t["peak_bytes"]) for t in mem["tiers"]],
+              "offload/prefetch bytes per step:", mem["offload_bytes_per_step"],
+              mem["prefetch_bytes_per_step"], "recomputed calls:", mem["recomputed_calls"])
     else:
         fast = [t for t in mem["tiers"] if t["name"] == "fast"]
         if not fast or fast[0]["peak_bytes"] > int(0.6 * act) or \

@@ -68,6 +68,11 @@ bool discoverTopology(const TopologySource &source, Topology &out,
 // error when K is out of [1, cores] or a cluster would span NUMA nodes.
 bool splitClusters(Topology &topo, int k, std::string &error);
 
+// Preference of a memory kind (a NUMA node's hwloc subtype): 0 high-bandwidth
+// (HBM, MCDRAM), 1 DRAM, 2 the rest (CXL-attached, NVM). Placement prefers
+// lower ranks; hc-automem makes rank 0 its fast tier.
+int memoryKindRank(const std::string &kind);
+
 // What this process may use: the OS indices of the cores in its affinity
 // mask (a launcher's --bind-to core|numa), and the cgroup v2 CPU limit
 // (cpu.max quota / period, rounded up; 0 when unlimited or unknown).

@@ -1,0 +1,46 @@
+// A node with four memory kinds (test/topologies/four-tier.xml): 768 KiB of
+// HBM, 32 GiB DRAM, 64 GiB CXL-attached DRAM, 256 GiB NVM, 8 cores.
+// hc-automem makes the HBM the fast tier holding the activations; DRAM
+// holds the rest; CXL and NVM are listed, unused. The step below needs
+// 1 MiB of activations at its peak, so 256 KiB must leave the fast tier:
+// recomputed at the default rates, moved to DRAM and back when
+// recomputing is priced out.
+// RUN: hc-opt %s --hc-automem="topology=%S/../topologies/four-tier.xml reserve=0" --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/four-tier.xml" --hc-verify-plan | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: hc-opt %s --hc-automem="topology=%S/../topologies/four-tier.xml reserve=0 lookahead=1 rates=memory=0.001" --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/four-tier.xml" --hc-verify-plan | FileCheck %s --check-prefix=MOVE
+
+// Per-tier peaks: fast = act, slow = the rest.
+// RECOMPUTE: hcs.arena_bytes = {act = 786432 : i64, param = 262144 : i64}
+// RECOMPUTE-SAME: offload_bytes = 0 : i64, prefetch_bytes = 0 : i64
+// RECOMPUTE-SAME: recomputed_calls = 1 : i64
+// RECOMPUTE-SAME: tiers = [{arenas = ["act"], capacity = 786432 : i64, kind = "HBM", name = "fast"}, {arenas = ["param", "grad", "m", "v", "state", "offload"], capacity = 34359738368 : i64, kind = "DRAM", name = "slow"}, {arenas = [], capacity = 68719476736 : i64, kind = "CXL-DRAM", name = "CXL-DRAM"}, {arenas = [], capacity = 274877906944 : i64, kind = "NVM", name = "NVM"}]
+// The activations are placed on the HBM node (0), one slice per cluster
+// (core), the parameters on DRAM (1).
+// RECOMPUTE-SAME: slices = [{arena = "act", bytes = 98304 : i64, numa = array<i32: 0>, offset = 0 : i64, owner = 0 : i64}
+// RECOMPUTE-SAME: {arena = "act", bytes = 98304 : i64, numa = array<i32: 0>, offset = 688128 : i64, owner = 7 : i64}, {arena = "param", bytes = 32768 : i64, numa = array<i32: 1>
+// RECOMPUTE: hcs.call "tanh"{{.*}} {} {hcs.recompute}
+
+// MOVE: hcs.arena_bytes = {act = 786432 : i64, offload = 262144 : i64, param = 262144 : i64}
+// Copy volumes per step: 256 KiB each way.
+// MOVE-SAME: offload_bytes = 262144 : i64, prefetch_bytes = 262144 : i64
+// MOVE-SAME: recomputed_calls = 0 : i64
+// MOVE-SAME: {arenas = ["param", "grad", "m", "v", "state", "offload"], capacity = 34359738368 : i64, kind = "DRAM", name = "slow"}
+// MOVE-SAME: {arena = "offload", bytes = 32768 : i64, numa = array<i32: 1>
+// MOVE: hcs.offload
+// MOVE: hcs.prefetch
+func.func @step() {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<65536xf32>
+  %a = hcs.buffer "act" : memref<65536xf32>
+  hcs.call "tanh"(%p) -> (%a) {} : (memref<65536xf32>) -> memref<65536xf32>
+  %b = hcs.buffer "act" : memref<65536xf32>
+  hcs.call "exp"(%a) -> (%b) {} : (memref<65536xf32>) -> memref<65536xf32>
+  %c = hcs.buffer "act" : memref<65536xf32>
+  hcs.call "neg"(%b) -> (%c) {} : (memref<65536xf32>) -> memref<65536xf32>
+  %d = hcs.buffer "act" : memref<65536xf32>
+  hcs.call "add"(%b, %c) -> (%d) {} : (memref<65536xf32>, memref<65536xf32>) -> memref<65536xf32>
+  %e = hcs.buffer "act" : memref<65536xf32>
+  hcs.call "sin"(%d) -> (%e) {} : (memref<65536xf32>) -> memref<65536xf32>
+  %f = hcs.buffer "act" : memref<65536xf32>
+  hcs.call "mul"(%e, %a) -> (%f) {} : (memref<65536xf32>, memref<65536xf32>) -> memref<65536xf32>
+  hcs.loss %f : memref<65536xf32>
+  return
+}
