@@ -33,6 +33,19 @@ std::size_t SafetensorsEntry::numElements() const {
   return n;
 }
 
+void SafetensorsFile::release(const SafetensorsEntry &e) const {
+  if (!map_ || e.bytes == 0)
+    return;
+  // Whole pages around the tensor: the mapping is read-only, so a page a
+  // neighbour shares just faults back in from the file when it is read.
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const char *base = static_cast<const char *>(map_);
+  const std::size_t at = static_cast<std::size_t>(data_ + e.offset - base);
+  std::size_t lo = at / page * page;
+  std::size_t hi = std::min(mapSize_, at + e.bytes);
+  madvise(const_cast<char *>(base) + lo, hi - lo, MADV_DONTNEED);
+}
+
 SafetensorsFile::~SafetensorsFile() {
   if (map_)
     munmap(map_, mapSize_);

@@ -348,8 +348,11 @@ int64_t Checkpointer::restore(StepContext &ctx, Ema &ema, uint64_t &seed) {
     std::vector<char> buf;
     for (const TensorSpec *s : specs) {
       buf.resize(s->bytes());
-      if (comm_.rank() == 0)
-        std::memcpy(buf.data(), file_.data(*file_.find(s->name)), buf.size());
+      if (comm_.rank() == 0) {
+        const hc::rt::SafetensorsEntry &e = *file_.find(s->name);
+        std::memcpy(buf.data(), file_.data(e), buf.size());
+        file_.release(e);  // one tensor of the checkpoint resident at a time
+      }
       if (comm_.size() > 1 && !comm_.broadcast(buf.data(), buf.size(), 0))
         comm_.fail(1, "collective failed while broadcasting the checkpoint");
       if (lib_.api->set_tensor(ctx.handle(), s->name.c_str(), buf.data(),
@@ -365,9 +368,11 @@ int64_t Checkpointer::restore(StepContext &ctx, Ema &ema, uint64_t &seed) {
     return 0;
   }
   ema.allocate(d);
-  for (std::size_t i = 0; i < d.parameters.size(); ++i)
-    std::memcpy(ema.of(i), file_.data(*file_.find("ema:" + d.parameters[i].name)),
-                d.parameters[i].bytes());
+  for (std::size_t i = 0; i < d.parameters.size(); ++i) {
+    const hc::rt::SafetensorsEntry &e = *file_.find("ema:" + d.parameters[i].name);
+    std::memcpy(ema.of(i), file_.data(e), d.parameters[i].bytes());
+    file_.release(e);
+  }
   return info.step;
 }
 

@@ -47,7 +47,10 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     remote-sensing bands) it teaches the wrong thing.
   --log-every N     log line every N steps (default 100)
   --metrics FILE    JSON lines {step, loss, steps_per_sec, img_per_sec,
-                    gflops, peak_rss_mb, wall_s} at each log line
+                    gflops, peak_rss_mb, setup_peak_rss_mb,
+                    step_peak_rss_mb, wall_s} at each log line (peak RSS:
+                    of the run, of the setup up to the first step, of the
+                    steps alone; max over ranks)
   --progress, --no-progress
                     progress bar (default: when stdout is a terminal and
                     not under mpirun)

@@ -298,6 +298,7 @@ bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &pa
                  shapeString(e->shape) + ", the model needs F32 " + shapeString(p.shape));
     if (lib.api->set_tensor(ctx.handle(), p.name.c_str(), f->data(*e), e->bytes) != 0)
       throw Error(1, lib.path + ": set_tensor('" + p.name + "') failed");
+    f->release(*e);
   }
   return ema;
 }

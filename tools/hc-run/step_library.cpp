@@ -348,6 +348,7 @@ void StepContext::loadTensors(const std::string &path) {
     }
     if (lib_.api->set_tensor(step_, setName.c_str(), f.data(e), e.bytes) != 0)
       usageError(path + ": " + lib_.path + " refused tensor '" + e.name + "'");
+    f.release(e);  // never the whole file resident beside the step's copy
   };
   for (const auto &p : d.parameters) {
     const auto *e = f.find(p.name);

@@ -26,6 +26,31 @@ double peakRssMb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0; // KiB on Linux
 }
 
+// The kernel's resident-set high-water mark (VmHWM), in MB; -1 if unknown.
+double vmHwmMb() {
+  std::FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  double kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1)
+      break;
+  std::fclose(f);
+  return kb < 0 ? -1 : kb / 1024.0;
+}
+
+// Restarts VmHWM from the current resident set (Linux 4.0+: "5" to
+// /proc/self/clear_refs), so the steps' own peak can be told from the
+// setup's (loading parameters or a checkpoint).
+bool resetVmHwm() {
+  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f)
+    return false;
+  bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
 int64_t jsonInt(const nlohmann::json &cfg, const char *key, int64_t dflt) {
   if (cfg.is_object() && cfg.contains(key) && cfg[key].is_number_integer())
     return cfg[key].get<int64_t>();
@@ -258,6 +283,12 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   } catch (const Error &e) {
     comm.fail(e.code, e.what());
   }
+  // Memory: the setup's peak (arenas, parameters or checkpoint loaded),
+  // then the steps' own from here on.
+  double setupPeak = vmHwmMb();
+  const bool hwmReset = resetVmHwm();
+  if (R > 1 && !comm.allreduceMaxF64(&setupPeak, 1))
+    comm.fail(1, "collective failed while gathering memory use");
 
   // Per-rank input buffers, in the description's order.
   const std::size_t D = plan.sampleElems;
@@ -395,8 +426,8 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     double el = std::chrono::duration<double>(now - windowStart).count();
     const hc::rt::Comm::Stats commStats = comm.takeStats();
     double sps = el > 0 ? window / el : 0;
-    double rss = peakRssMb();
-    if (R > 1 && !comm.allreduceMaxF64(&rss, 1))
+    double rss[2] = {peakRssMb(), hwmReset ? vmHwmMb() : -1.0};
+    if (R > 1 && !comm.allreduceMaxF64(rss, 2))
       comm.fail(1, "collective failed while gathering memory use");
     if (r == 0) {
       double avg = windowLoss / window;
@@ -406,14 +437,16 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         std::printf("\r\033[K");
       std::printf("(step=%07lld) Train Loss: %.4f, Train Steps/Sec: %.2f, "
                   "Img/Sec: %.1f, GFLOP/s: %.1f, Peak RSS: %.0f MB\n",
-                  static_cast<long long>(done), avg, sps, sps * G, gflops, rss);
+                  static_cast<long long>(done), avg, sps, sps * G, gflops, rss[0]);
       if (bar && done < opt.steps)
         progressBar(done, opt.steps, loss, sps);
       std::fflush(stdout);
       if (metrics) {
         nlohmann::ordered_json m = {{"step", done},        {"loss", avg},
                             {"steps_per_sec", sps}, {"img_per_sec", sps * G},
-                            {"gflops", gflops},     {"peak_rss_mb", rss},
+                            {"gflops", gflops},     {"peak_rss_mb", rss[0]},
+                            {"setup_peak_rss_mb", setupPeak},
+                            {"step_peak_rss_mb", rss[1]},
                             {"wall_s", wall}};
         if (R > 1) {
           // Per step, rank 0's view: the all-reduce in flight (comm_s), the

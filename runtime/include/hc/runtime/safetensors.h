@@ -56,6 +56,11 @@ public:
   const std::map<std::string, std::string> &metadata() const {
     return metadata_;
   }
+  // Drops the pages holding `e` from this process's memory (they stay in
+  // the page cache; reading data(e) again faults them back in). Loading
+  // tensor by tensor and releasing each one keeps at most one tensor of a
+  // file resident beside the copy it was loaded into.
+  void release(const SafetensorsEntry &e) const;
 
 private:
   std::string path_;
