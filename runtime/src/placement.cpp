@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
@@ -19,6 +22,48 @@ std::atomic<void *> gObserverCtx{nullptr};
 } // namespace
 
 extern "C" {
+
+char *hcrt_arena_alloc(size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  const char *setting = std::getenv("HC_HUGE_PAGES");
+  const bool off = setting && std::strcmp(setting, "0") == 0;
+  const bool huge = bytes >= kHuge && !off;
+  const size_t align = huge ? kHuge : HCRT_PLACEMENT_PAGE;
+  size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
+  char *p = static_cast<char *>(std::aligned_alloc(align, rounded));
+  // Advice only: without THP support the arena is plain pages. Turned off,
+  // opt out too, so THP mode "always" cannot bring them back.
+  if (p && (huge || off))
+    madvise(p, rounded, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  return p;
+}
+
+void hcrt_arena_free(char *arena) { std::free(arena); }
+
+int64_t hcrt_huge_page_bytes(const void *p, size_t bytes) {
+  std::FILE *f = std::fopen("/proc/self/smaps", "r");
+  if (!f)
+    return -1;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + bytes;
+  char line[512];
+  bool inRange = false, seen = false;
+  int64_t total = 0;
+  unsigned long start = 0, end = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
+        std::strchr(line, '-') < std::strchr(line, ' ')) {
+      inRange = start < hi && lo < end;
+      continue;
+    }
+    long kb = 0;
+    if (inRange && std::sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) {
+      total += int64_t{kb} * 1024;
+      seen = true;
+    }
+  }
+  std::fclose(f);
+  return seen ? total : -1;
+}
 
 void hcrt_set_touch_observer(hcrt_touch_observer fn, void *ctx) {
   gObserverCtx.store(ctx);

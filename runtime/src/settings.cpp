@@ -49,6 +49,11 @@ bool checkSettings(std::string &error) {
             "ceiling: the best the CPU has is used when it is lower)";
     return false;
   }
+  if (const char *e = std::getenv("HC_HUGE_PAGES"); e && !oneOf(e, {"0", "1"})) {
+    error = "HC_HUGE_PAGES=" + std::string(e) + ": needs 0 (plain pages for the "
+            "step's arenas) or 1 (transparent huge pages, the default)";
+    return false;
+  }
   if (const char *e = std::getenv("HC_SYNC_ALLREDUCE"); e && !oneOf(e, {"0", "1"})) {
     error = "HC_SYNC_ALLREDUCE=" + std::string(e) + ": needs 0 (overlapped "
             "all-reduce, the default) or 1 (blocking)";

@@ -593,11 +593,11 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
   for (int a = 0; a < kNumArenas; ++a) {
     const size_t page = HCRT_PLACEMENT_PAGE;
     size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
-    s->arena[a] = static_cast<char *>(std::aligned_alloc(page, bytes));
+    s->arena[a] = hcrt_arena_alloc(bytes);  // huge pages where it is large
     if (!s->arena[a]) {
       std::snprintf(error, size, "cannot allocate %zu bytes for arena %d", bytes, a);
       for (int b = 0; b < a; ++b)
-        std::free(s->arena[b]);
+        hcrt_arena_free(s->arena[b]);
       delete s;
       return nullptr;
     }
@@ -640,7 +640,7 @@ void destroy(hc_step *s) {
   if (!s)
     return;
   for (char *a : s->arena)
-    std::free(a);
+    hcrt_arena_free(a);
   delete s;
 }
 

@@ -31,6 +31,17 @@ typedef struct {
 void hcrt_first_touch(char *const *arenas, const hcrt_touch_slice *slices,
                       int32_t count);
 
+// A step arena of `bytes`: page-aligned, and 2 MiB-aligned with transparent
+// huge pages asked for (madvise MADV_HUGEPAGE) when it spans at least one
+// huge page; HC_HUGE_PAGES=0 opts out (MADV_NOHUGEPAGE). Huge pages cut the TLB misses of the
+// kernels' strided walks over large activations. NULL when out of memory.
+// Free with hcrt_arena_free.
+char *hcrt_arena_alloc(size_t bytes);
+void hcrt_arena_free(char *arena);
+// Bytes of [p, p + bytes) backed by transparent huge pages (from
+// /proc/self/smaps); -1 when the kernel does not say.
+int64_t hcrt_huge_page_bytes(const void *p, size_t bytes);
+
 // Test hook: called for every range a thread touches, from that thread.
 // `cluster` is the team cluster (index into the runtime's topology) the
 // thread belongs to. NULL removes it.
