@@ -8,7 +8,8 @@ Compiles the model once and trains it in train mode on random data,
 interleaving HC_HUGE_PAGES=1 (the default: arenas 2 MiB-aligned with
 madvise(MADV_HUGEPAGE)) and HC_HUGE_PAGES=0 (MADV_NOHUGEPAGE) round by
 round. A run's step time is the median of its steps after the first; the
-process's AnonHugePages is read from /proc/PID/smaps_rollup while it runs.
+process's AnonHugePages is read once from /proc/PID/smaps_rollup a few
+seconds in (--sample-after).
 Prints per round and the medians; the machine's THP mode is printed too.
 """
 import argparse
@@ -33,16 +34,19 @@ def train(args, lib, data, labels, huge):
                           labels, "--steps", str(args.steps), "--log-every", "1", "--metrics",
                           metrics, "--no-progress"], env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
+    # One look, a few seconds in (the arenas are touched by then): reading
+    # smaps_rollup walks the page tables, which, repeated, slows a process
+    # without huge pages measurably.
     most = 0
-    while p.poll() is None:
-        try:
-            with open("/proc/%d/smaps_rollup" % p.pid) as f:
-                for line in f:
-                    if line.startswith("AnonHugePages:"):
-                        most = max(most, int(line.split()[1]) * 1024)
-        except OSError:
-            pass
-        time.sleep(0.2)
+    time.sleep(args.sample_after)
+    try:
+        with open("/proc/%d/smaps_rollup" % p.pid) as f:
+            for line in f:
+                if line.startswith("AnonHugePages:"):
+                    most = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    p.wait()
     if p.returncode != 0:
         sys.exit("hc-run failed: " + p.stderr.read())
     rows = [json.loads(line) for line in open(metrics)]
@@ -58,6 +62,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--sample-after", type=float, default=5.0,
+                    help="seconds into a run to read its AnonHugePages")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     import numpy as np
