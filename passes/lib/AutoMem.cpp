@@ -24,7 +24,11 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <limits>
 #include <map>
 
@@ -99,7 +103,8 @@ struct Choice {
   Operation *last = nullptr, *next = nullptr;
   bool recompute = true;
   double seconds = 0, score = 0;
-  unsigned order = 0;  // the producer's position
+  unsigned order = 0;     // the producer's position
+  bool overMove = false;  // recomputed although it could have been moved
 };
 
 struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
@@ -129,6 +134,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
 
   // The cheapest way to free bytes at position `peak`, or none.
   std::optional<Choice> choose(const Uses &u, unsigned peak, bool allowOffload) {
+    const bool toDisk = !offloadDir.empty();
     std::optional<Choice> best;
     for (hs::BufferOp buf : u.buffers) {
       auto found = u.of.find(buf);
@@ -165,10 +171,12 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       for (unsigned p = peak + 1; p < nextAfter; ++p)
         callsAfterPeak += isa<hs::CallOp>(u.ops[p - 1]);
       if (allowOffload && callsAfterPeak >= lookahead) {
-        double move = 2 * copySeconds(bytes, machine);
+        double move = 2 * (toDisk ? diskSeconds(bytes, machine) : copySeconds(bytes, machine));
         if (move < c.seconds) {
           c.recompute = false;
           c.seconds = move;
+        } else {
+          c.overMove = true;  // the disk (or copy) would cost more
         }
       }
       if (!std::isfinite(c.seconds))
@@ -250,7 +258,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
   }
 
   void apply(Choice c, int64_t &recomputes, double &seconds,
-             int64_t &moved) {
+             int64_t &moved, int64_t &overMove) {
     OpBuilder b(c.next);
     if (c.recompute) {
       IRMapping map;
@@ -263,6 +271,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       Value fresh = map.lookup(c.buffer.getResult());
       redirect(c.buffer, fresh, c.next);
       ++recomputes;
+      overMove += c.overMove;
       seconds += c.seconds;
       return;
     }
@@ -305,6 +314,24 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     std::vector<std::pair<std::string, int64_t>> kinds;
     if (failed(memoryKinds(kinds)))
       return signalPassFailure();
+    // The disk tier: the folder must be there now (hc-run checks again).
+    int64_t diskBytes = 0;
+    if (!offloadDir.empty()) {
+      struct stat st;
+      struct statvfs fs;
+      const char *why = nullptr;
+      if (stat(offloadDir.c_str(), &st) != 0)
+        why = std::strerror(errno);
+      else if (!S_ISDIR(st.st_mode))
+        why = "not a folder";
+      else if (statvfs(offloadDir.c_str(), &fs) != 0)
+        why = std::strerror(errno);
+      if (why) {
+        getOperation().emitError("--offload-dir ") << offloadDir << ": " << why;
+        return signalPassFailure();
+      }
+      diskBytes = static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+    }
     // The fast tier: --fast-mem bytes of DRAM, else the node's HBM.
     int64_t fastBytes = fastMem;
     std::string fastKind = "DRAM (--fast-mem)";
@@ -315,12 +342,14 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     if (memBudget == 0 && fastBytes == 0)
       return;  // one tier, no budget: nothing to plan
     for (auto f : getOperation().getOps<func::FuncOp>())
-      if (failed(plan(f, fastBytes, fastKind, kinds)))
+      if (failed(plan(f, fastBytes, fastKind, kinds, diskBytes)))
         return signalPassFailure();
   }
 
   LogicalResult plan(func::FuncOp f, int64_t fastBytes, const std::string &fastKind,
-                     const std::vector<std::pair<std::string, int64_t>> &kinds) {
+                     const std::vector<std::pair<std::string, int64_t>> &kinds,
+                     int64_t diskBytes) {
+    const bool toDisk = !offloadDir.empty();
     // What the arenas do not hold: the host's inputs and the process.
     int64_t reserve = processReserve, persistent = 0;
     std::map<std::string, int64_t> persistentArena;
@@ -337,7 +366,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     }
     for (auto &[name, bytes] : persistentArena)
       persistent += bytes;
-    int64_t recomputes = 0, moved = 0, actPeak = 0, offloadPeak = 0;
+    int64_t recomputes = 0, moved = 0, actPeak = 0, offloadPeak = 0, overMove = 0;
     double seconds = 0;
     for (;;) {
       std::vector<LiveInterval> live = bufferLiveness(f);
@@ -350,10 +379,11 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       }
       std::vector<int64_t> offsets;
       actPeak = firstFit(act, offsets);
-      offloadPeak = firstFit(off, offsets);
+      offloadPeak = firstFit(off, offsets, arenaAlignment("offload"));
       bool fastOver = fastBytes > 0 && actPeak > fastBytes;
-      bool totalOver = memBudget > 0 &&
-                       persistent + actPeak + offloadPeak + reserve > memBudget;
+      // On disk, moved activations leave the resident set.
+      const int64_t resident = persistent + actPeak + (toDisk ? 0 : offloadPeak) + reserve;
+      bool totalOver = memBudget > 0 && resident > memBudget;
       if (!fastOver && !totalOver)
         break;
       // The position where the most activation bytes are live.
@@ -373,20 +403,20 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
         }
       }
       Uses u = usesOf(f);
-      std::optional<Choice> c = choose(u, peak, fastOver && !totalOver);
+      std::optional<Choice> c = choose(u, peak, (fastOver && !totalOver) || toDisk);
       if (!c) {
         InFlightDiagnostic d = f.emitError();
         if (totalOver)
           d << "--mem-budget " << static_cast<int64_t>(memBudget) << ": the smallest plan found needs "
-            << persistent + actPeak + offloadPeak + reserve << " bytes (parameters, "
+            << resident << " bytes (parameters, "
             << "gradients and optimizer state " << persistent << ", activations "
-            << actPeak + offloadPeak << ", reserve " << reserve << ")";
+            << resident - persistent - reserve << ", reserve " << reserve << ")";
         else
           d << "--fast-mem " << fastBytes << ": the activations need at least "
             << actPeak << " bytes of the fast tier";
         return failure();
       }
-      apply(*c, recomputes, seconds, moved);
+      apply(*c, recomputes, seconds, moved, overMove);
     }
     Builder b(f.getContext());
     auto tier = [&](StringRef name, StringRef kind, int64_t capacity,
@@ -410,17 +440,19 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
         dram = bytes;
     int64_t slowCapacity = memBudget > 0 ? memBudget - reserve - (fastBytes > 0 ? actPeak : 0)
                                          : dram;
-    if (fastBytes > 0) {
+    SmallVector<StringRef> slow = {"param", "grad", "m", "v", "state"};
+    if (fastBytes > 0)
       tiers.push_back(tier("fast", fastKind, fastBytes, {"act"}));
-      tiers.push_back(tier("slow", "DRAM", slowCapacity,
-                           {"param", "grad", "m", "v", "state", "offload"}));
-    } else {
-      tiers.push_back(tier("slow", "DRAM", slowCapacity,
-                           {"act", "param", "grad", "m", "v", "state", "offload"}));
-    }
+    else
+      slow.insert(slow.begin(), "act");
+    if (!toDisk)
+      slow.push_back("offload");
+    tiers.push_back(tier("slow", "DRAM", slowCapacity, slow));
     for (auto &[kind, bytes] : kinds)
       if (rt::memoryKindRank(kind) > 1)
         tiers.push_back(tier(kind, kind, bytes, {}));
+    if (toDisk)
+      tiers.push_back(tier("disk", "disk", diskBytes, {"offload"}));
     f->setAttr("hcs.memory",
                b.getDictionaryAttr(
                    {b.getNamedAttr("budget", b.getI64IntegerAttr(memBudget)),
@@ -429,7 +461,9 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
                     b.getNamedAttr("recomputed_calls", b.getI64IntegerAttr(recomputes)),
                     b.getNamedAttr("recompute_seconds", b.getF64FloatAttr(seconds)),
                     b.getNamedAttr("offload_bytes", b.getI64IntegerAttr(moved)),
-                    b.getNamedAttr("prefetch_bytes", b.getI64IntegerAttr(moved))}));
+                    b.getNamedAttr("prefetch_bytes", b.getI64IntegerAttr(moved)),
+                    b.getNamedAttr("recomputed_over_move", b.getI64IntegerAttr(overMove)),
+                    b.getNamedAttr("offload_dir", b.getStringAttr(offloadDir))}));
     return success();
   }
 };

@@ -58,8 +58,7 @@ std::vector<LiveInterval> bufferLiveness(func::FuncOp f) {
 }
 
 int64_t firstFit(const std::vector<const LiveInterval *> &intervals,
-                 std::vector<int64_t> &offsets) {
-  constexpr int64_t kAlign = 64;
+                 std::vector<int64_t> &offsets, int64_t kAlign) {
   std::vector<size_t> order(intervals.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;

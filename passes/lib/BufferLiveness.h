@@ -30,10 +30,16 @@ std::vector<LiveInterval> bufferLiveness(mlir::func::FuncOp f);
 // constants.
 schedule::BufferOp baseBuffer(mlir::Value v);
 
-// First fit at 64-byte alignment, in program order, of `intervals` (one
-// arena's touched buffers): offsets[i] for intervals[i]; returns the peak.
+// First fit at `align`-byte alignment (sizes rounded up to it), in program
+// order, of `intervals` (one arena's touched buffers): offsets[i] for
+// intervals[i]; returns the peak.
 int64_t firstFit(const std::vector<const LiveInterval *> &intervals,
-                 std::vector<int64_t> &offsets);
+                 std::vector<int64_t> &offsets, int64_t align = 64);
+// The alignment an arena is planned at: 4096 for "offload", which may be a
+// file read and written with direct I/O; 64 (a cache line) otherwise.
+inline int64_t arenaAlignment(llvm::StringRef arena) {
+  return arena == "offload" ? 4096 : 64;
+}
 
 } // namespace hc
 

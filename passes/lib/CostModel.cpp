@@ -25,9 +25,10 @@ bool parseRates(const std::string &text, MachineRates &rates, std::string &error
                    : key == "attention" ? &rates.attentionFlops
                    : key == "memory"    ? &rates.memoryBytes
                    : key == "copy"      ? &rates.copyBytes
+                   : key == "disk"      ? &rates.diskBytes
                                         : nullptr;
     if (!slot || !end || *end || !(v > 0) || !std::isfinite(v)) {
-      error = "rates: expected gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS "
+      error = "rates: expected gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS "
               "with positive numbers, got '" + item + "'";
       return false;
     }
@@ -57,6 +58,10 @@ double callSeconds(hs::CallOp call, const MachineRates &rates) {
 
 double copySeconds(int64_t bytes, const MachineRates &rates) {
   return static_cast<double>(bytes) / rates.copyBytes;
+}
+
+double diskSeconds(int64_t bytes, const MachineRates &rates) {
+  return static_cast<double>(bytes) / rates.diskBytes;
 }
 
 } // namespace hc

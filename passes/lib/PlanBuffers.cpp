@@ -38,7 +38,7 @@ struct PlanBuffersPass : impl::PlanBuffersBase<PlanBuffersPass> {
           if (iv.buffer.getArena() == arena && iv.touched())
             planned.push_back(&iv);
         std::vector<int64_t> offsets;
-        int64_t peak = firstFit(planned, offsets);
+        int64_t peak = firstFit(planned, offsets, arenaAlignment(arena));
         for (size_t i = 0; i < planned.size(); ++i) {
           hs::BufferOp buf = planned[i]->buffer;
           buf.setOffsetAttr(b.getI64IntegerAttr(offsets[i]));

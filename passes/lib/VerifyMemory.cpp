@@ -124,9 +124,18 @@ LogicalResult verifyMemoryBudget(func::FuncOp f) {
     auto v = sizes.getAs<IntegerAttr>(arena);
     return v ? v.getInt() : 0;
   };
+  // The budget is memory: arenas of a disk tier do not count.
+  llvm::SmallVector<StringRef> onDisk;
+  for (Attribute t : tiers)
+    if (auto tier = dyn_cast<DictionaryAttr>(t))
+      if (auto kind = tier.getAs<StringAttr>("kind"); kind && kind.getValue() == "disk")
+        if (auto arenas = tier.getAs<ArrayAttr>("arenas"))
+          for (Attribute a : arenas)
+            onDisk.push_back(cast<StringAttr>(a).getValue());
   int64_t total = 0;
   for (NamedAttribute a : sizes)
-    total += cast<IntegerAttr>(a.getValue()).getInt();
+    if (!llvm::is_contained(onDisk, a.getName().getValue()))
+      total += cast<IntegerAttr>(a.getValue()).getInt();
   for (Attribute t : tiers) {
     auto tier = dyn_cast<DictionaryAttr>(t);
     auto name = tier ? tier.getAs<StringAttr>("name") : StringAttr();

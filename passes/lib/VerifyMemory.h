@@ -14,7 +14,7 @@ mlir::LogicalResult verifyTierCopies(mlir::func::FuncOp f);
 // output, a recomputation, a prefetch or offload's target).
 mlir::LogicalResult verifyWrittenBeforeRead(mlir::func::FuncOp f);
 // With hcs.memory (hc-automem): every tier's arenas fit its capacity and
-// all arenas plus the reserve fit the budget.
+// all arenas in memory (not a disk tier's) plus the reserve fit the budget.
 mlir::LogicalResult verifyMemoryBudget(mlir::func::FuncOp f);
 
 } // namespace hc

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include <type_traits>
 
 namespace hc::rt {
@@ -55,6 +56,10 @@ bool oneNumaNode(Range r);
 
 // The topology cluster team thread `thread` runs in (-1 outside the team).
 int teamThreadCluster(int thread);
+
+// Cores hcrt_reserve_cores took away from the team (communication progress
+// and copies), in order; empty when none.
+std::vector<int> reservedCores();
 
 // Waits until `v` (acquire) reaches at least `target`: spins as long as a
 // team worker does before it sleeps, then yields (on a shared or

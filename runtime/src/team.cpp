@@ -380,6 +380,11 @@ void spinUntil(const std::atomic<int64_t> &v, int64_t target) {
   }
 }
 
+std::vector<int> reservedCores() {
+  std::lock_guard<std::mutex> lk(gTeamMu);
+  return reservedList;
+}
+
 int teamThreadCluster(int thread) {
   Team *t = team();
   return thread >= 0 && thread < t->size ? t->cluster[thread] : -1;

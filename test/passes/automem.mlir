@@ -1,6 +1,9 @@
 // RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=1100 reserve=0" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=BUDGET
 // RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 lookahead=1 rates=memory=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=MOVE
 // RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 lookahead=1" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=FASTCHEAP
+// RUN: rm -rf %t.dir && mkdir -p %t.dir
+// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=1100 reserve=0 offload-dir=%t.dir lookahead=1 rates=memory=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=DISK -DDIR=%t.dir
+// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=1100 reserve=0 offload-dir=%t.dir lookahead=1 rates=disk=0.000001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=DISKSLOW
 // RUN: hc-opt %s -split-input-file --hc-automem --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=NONE
 // RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=100000 reserve=0" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=ROOMY
 
@@ -12,7 +15,7 @@
 // parameter, the cheapest way to free its 256 bytes at the peak), so the
 // plan needs 768 + 256.
 // BUDGET-SAME: hcs.arena_bytes = {act = 768 : i64, param = 256 : i64}
-// BUDGET-SAME: hcs.memory = {budget = 1100 : i64, offload_bytes = 0 : i64, prefetch_bytes = 0 : i64, recompute_seconds = {{.*}} : f64, recomputed_calls = 1 : i64, reserve = 0 : i64
+// BUDGET-SAME: hcs.memory = {budget = 1100 : i64, offload_bytes = 0 : i64, offload_dir = "", prefetch_bytes = 0 : i64, recompute_seconds = {{.*}} : f64, recomputed_calls = 1 : i64, recomputed_over_move = 0 : i64, reserve = 0 : i64
 // BUDGET-SAME: tiers = [{arenas = ["act", "param", "grad", "m", "v", "state", "offload"], capacity = 1100 : i64, kind = "DRAM", name = "slow"}]
 // BUDGET: %[[P:.*]] = hcs.buffer "param"
 // BUDGET: %[[A:.*]] = hcs.buffer "act"
@@ -27,8 +30,8 @@
 // An 800-byte fast tier, and recomputing priced out (memory-bound kernels
 // at 1 MB/s): %a goes to the slow tier after its last early use and comes
 // back one call before the `mul`.
-// MOVE-SAME: hcs.arena_bytes = {act = 768 : i64, offload = 256 : i64, param = 256 : i64}
-// MOVE-SAME: offload_bytes = 256 : i64, prefetch_bytes = 256 : i64
+// MOVE-SAME: hcs.arena_bytes = {act = 768 : i64, offload = 4096 : i64, param = 256 : i64}
+// MOVE-SAME: offload_bytes = 256 : i64, offload_dir = "", prefetch_bytes = 256 : i64
 // MOVE-SAME: recomputed_calls = 0 : i64
 // MOVE-SAME: tiers = [{arenas = ["act"], capacity = 800 : i64, kind = "DRAM (--fast-mem)", name = "fast"}, {arenas = ["param", "grad", "m", "v", "state", "offload"]
 // MOVE: %[[A:.*]] = hcs.buffer "act"
@@ -48,9 +51,28 @@
 // The same fast tier at the default rates: recomputing the tanh costs less
 // than two copies, so nothing moves.
 // FASTCHEAP-SAME: hcs.arena_bytes = {act = 768 : i64, param = 256 : i64}
-// FASTCHEAP-SAME: offload_bytes = 0 : i64, prefetch_bytes = 0 : i64
+// FASTCHEAP-SAME: offload_bytes = 0 : i64, offload_dir = "", prefetch_bytes = 0 : i64
 // FASTCHEAP-SAME: recomputed_calls = 1 : i64
 // FASTCHEAP-NOT: hcs.offload
+
+// DISK-LABEL: func.func @step()
+// A disk tier (offload-dir) and the same budget with recomputing priced
+// out: %a goes to a file, so memory holds 768 + 256 bytes; the offload
+// arena, a file read and written with direct I/O, is planned in 4096-byte
+// slots. The disk's capacity is the folder's free space.
+// DISK-SAME: hcs.arena_bytes = {act = 768 : i64, offload = 4096 : i64, param = 256 : i64}
+// DISK-SAME: offload_bytes = 256 : i64, offload_dir = "[[DIR]]", prefetch_bytes = 256 : i64
+// DISK-SAME: recomputed_calls = 0 : i64
+// DISK-SAME: {arenas = ["act", "param", "grad", "m", "v", "state"], capacity = 1100 : i64, kind = "DRAM", name = "slow"}, {arenas = ["offload"], capacity = {{[0-9]+}} : i64, kind = "disk", name = "disk"}]
+// DISK: hcs.offload
+// DISK: hcs.prefetch
+
+// DISKSLOW-LABEL: func.func @step()
+// The same disk at 1 kB/s: moving would cost more than recomputing, so the
+// plan recomputes and says so (recomputed_over_move).
+// DISKSLOW-SAME: offload_bytes = 0 : i64
+// DISKSLOW-SAME: recomputed_calls = 1 : i64, recomputed_over_move = 1 : i64
+// DISKSLOW-NOT: hcs.offload
 
 // NONE-LABEL: func.func @step()
 // No budget and no fast tier (this machine's topology has no HBM): the

@@ -10,7 +10,7 @@
 
 // Per-tier peaks: fast = act, slow = the rest.
 // RECOMPUTE: hcs.arena_bytes = {act = 786432 : i64, param = 262144 : i64}
-// RECOMPUTE-SAME: offload_bytes = 0 : i64, prefetch_bytes = 0 : i64
+// RECOMPUTE-SAME: offload_bytes = 0 : i64, offload_dir = "", prefetch_bytes = 0 : i64
 // RECOMPUTE-SAME: recomputed_calls = 1 : i64
 // RECOMPUTE-SAME: tiers = [{arenas = ["act"], capacity = 786432 : i64, kind = "HBM", name = "fast"}, {arenas = ["param", "grad", "m", "v", "state", "offload"], capacity = 34359738368 : i64, kind = "DRAM", name = "slow"}, {arenas = [], capacity = 68719476736 : i64, kind = "CXL-DRAM", name = "CXL-DRAM"}, {arenas = [], capacity = 274877906944 : i64, kind = "NVM", name = "NVM"}]
 // The activations are placed on the HBM node (0), one slice per cluster
@@ -21,7 +21,7 @@
 
 // MOVE: hcs.arena_bytes = {act = 786432 : i64, offload = 262144 : i64, param = 262144 : i64}
 // Copy volumes per step: 256 KiB each way.
-// MOVE-SAME: offload_bytes = 262144 : i64, prefetch_bytes = 262144 : i64
+// MOVE-SAME: offload_bytes = 262144 : i64, offload_dir = "", prefetch_bytes = 262144 : i64
 // MOVE-SAME: recomputed_calls = 0 : i64
 // MOVE-SAME: {arenas = ["param", "grad", "m", "v", "state", "offload"], capacity = 34359738368 : i64, kind = "DRAM", name = "slow"}
 // MOVE-SAME: {arena = "offload", bytes = 32768 : i64, numa = array<i32: 1>

@@ -15,6 +15,13 @@ The tiny DiT is exported (models/export_dit.py) and compiled plain, then
   four-tier  with --topology test/topologies/four-tier.xml (768 KiB of HBM,
              DRAM, CXL-attached DRAM, NVM): the HBM is the fast tier, the
              description lists all four tiers with their peaks and copies;
+  disk       with --offload-dir and a budget that memory alone cannot meet
+             at the offered rates (--mem-rates memory=0.001 prices recompute
+             out): activations go to a file there and come back through the
+             copy engine; the metrics report the copies;
+  disk-bad   the disk library run with a missing folder, a file for a folder,
+             a read-only file system, and a file-size limit below the tier:
+             each one line before the first step, nothing trained;
   too-small  with --mem-budget below the parameters alone: exit 2, one line
              naming --mem-budget, and no library written.
 The first three train 3 steps in train mode (2 kernel threads) beside the
@@ -108,6 +115,13 @@ def main():
     elif a.case == "offload":
         budget = None
         extra = ["--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"]
+    elif a.case in ("disk", "disk-bad"):
+        plan_probe = compile_("probe", ["--mem-budget", str(1 << 50)])
+        reserve = description(os.path.join(a.work, "probe.so"), libdir)["memory_plan"]["reserve"]
+        budget = persistent + reserve + int(0.6 * act)
+        os.makedirs(os.path.join(a.work, "offload"))
+        extra = ["--mem-budget", str(budget), "--offload-dir", os.path.join(a.work, "offload"),
+                 "--mem-rates", "memory=0.001"]
     elif a.case == "four-tier":
         budget = None
         extra = ["--topology", os.path.join(ROOT, "test", "topologies", "four-tier.xml")]
@@ -118,11 +132,52 @@ def main():
         fail("planned compile: " + r.stdout + r.stderr)
     mem = description(os.path.join(a.work, "planned.so"), libdir)["memory_plan"]
     print("memory_plan:", json.dumps(mem))
+    if a.case in ("disk", "disk-bad"):
+        disk = [t for t in mem["tiers"] if t["kind"] == "disk"]
+        if not disk or disk[0]["arena_bytes"].get("offload", 0) <= 0 or \
+                mem["offload_bytes_per_step"] <= 0 or mem["planned_bytes"] > budget:
+            fail("want activations on a disk tier within the budget %d: %s" % (budget, mem))
+    if a.case == "disk-bad":
+        rng = np.random.default_rng(0)
+        np.save(os.path.join(a.work, "x.npy"), rng.uniform(-1, 1, (16, 4, 8, 8)).astype(np.float32))
+        np.save(os.path.join(a.work, "y.npy"), rng.integers(0, 10, 16).astype(np.int64))
+        with open(os.path.join(a.work, "a-file"), "w") as f:
+            f.write("x")
+        import resource
+
+        def small_files():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        for name, extra_args, pre, want in (
+                ("missing", ["--offload-dir", os.path.join(a.work, "nope")], None,
+                 "No such file or directory"),
+                ("file", ["--offload-dir", os.path.join(a.work, "a-file")], None, "not a folder"),
+                # As root, permission bits do not stop a write: a folder
+                # of /proc does (read-only or not writable, by file system).
+                ("read-only", ["--offload-dir", "/proc/self"], None, "/proc/self: "),
+                ("file-size-limit", [], small_files, "cannot reserve")):
+            r = subprocess.run([a.hc_run, "planned.so", "--data", "x.npy", "--labels", "y.npy",
+                                "--steps", "1", "--no-progress", "--metrics", "bad.jsonl"]
+                               + extra_args, cwd=a.work, capture_output=True, text=True,
+                               timeout=120, preexec_fn=pre)
+            lines = [l for l in (r.stdout + r.stderr).splitlines() if l.strip()]
+            errors = [l for l in lines if want in l]
+            if r.returncode == 0 or len(errors) != 1 or "offload" not in errors[0] or \
+                    os.path.exists(os.path.join(a.work, "bad.jsonl")) and \
+                    open(os.path.join(a.work, "bad.jsonl")).read().strip():
+                fail("%s: want a failure before the first step naming the folder (%r):\n%s"
+                     % (name, want, r.stdout + r.stderr))
+            print("ok:", name, "exit", r.returncode, errors[0])
+        left = os.listdir(os.path.join(a.work, "offload"))
+        if left:
+            fail("files left in the offload folder: %s" % left)
+        return
     if a.case == "recompute":
         if mem["recomputed_calls"] < 1 or mem["planned_bytes"] > budget:
             fail("want recomputation within the budget %d: %s" % (budget, mem))
         if mem["tiers"][0]["arena_bytes"]["act"] > int(0.6 * act):
             fail("activations %d, over 60%% of %d" % (mem["tiers"][0]["arena_bytes"]["act"], act))
+    elif a.case == "disk":
+        pass  # checked above
     elif a.case == "four-tier":
         names = [(t["name"], t["kind"]) for t in mem["tiers"]]
         if names != [("fast", "HBM"), ("slow", "DRAM"), ("CXL-DRAM", "CXL-DRAM"), ("NVM", "NVM")]:
@@ -153,7 +208,15 @@ def main():
                  "--save-state", name + ".state.safetensors"], env=env)
         if r.returncode != 0:
             fail(name + ": " + r.stdout + r.stderr)
-        losses = [json.loads(l)["loss"] for l in open(os.path.join(a.work, name + ".jsonl"))]
+        rows = [json.loads(l) for l in open(os.path.join(a.work, name + ".jsonl"))]
+        losses = [row["loss"] for row in rows]
+        if name == "planned" and a.case == "disk":
+            if any(row.get("copy_mb_disk", 0) <= 0 for row in rows) or \
+                    any(not 0 <= row.get("copy_hidden", -1) <= 1 for row in rows):
+                fail("want disk copies in every metrics line: %s" % rows)
+            print("copies per step: %.3f MB to and from disk, busy %.4f s, stalled %.4f s, "
+                  "hidden %.2f" % (rows[-1]["copy_mb_disk"], rows[-1]["copy_busy_s"],
+                                   rows[-1]["copy_stall_s"], rows[-1]["copy_hidden"]))
         results[name] = (losses, st.load(os.path.join(a.work, name + ".params.safetensors")),
                          st.load(os.path.join(a.work, name + ".state.safetensors")))
     (l0, p0, s0), (l1, p1, s1) = results["plain"], results["planned"]

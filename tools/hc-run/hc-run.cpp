@@ -13,10 +13,14 @@
 
 #include "hc/runtime/settings.h"
 
+#include "hc/runtime/copy_engine.h"
 #include "hc/runtime/hcrt.h"
 #include "hc/runtime/kernels.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <sys/statvfs.h>
+#include <sys/stat.h>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -74,6 +78,10 @@ void installFailureHandlers(hc::rt::Comm &comm) {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
     sigaction(sig, &sa, nullptr);
+  // A file-size limit (ulimit -f) then fails the write that meets it with
+  // EFBIG, which the writer reports (checkpoints, the disk tier), instead
+  // of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::set_terminate([] {
     std::string what = "an unknown exception";
     if (auto e = std::current_exception()) {
@@ -92,16 +100,18 @@ void installFailureHandlers(hc::rt::Comm &comm) {
 // reserved with --comm-cores, else the step itself between kernels; the
 // old unpinned, sleeping comm thread only when HC_COMM_PROGRESS=thread.
 void setUpProgress(const hcrun::Options &opt, hc::rt::Comm &comm) {
-  if (comm.size() < 2)
-    return;
   const char *mode = std::getenv("HC_COMM_PROGRESS"); // checkSettings: inline|thread
   if (opt.commCores > 0) {
+    // Reserved cores also carry the copy engine's thread (tier copies).
     const int32_t want = static_cast<int32_t>(std::min<int64_t>(opt.commCores, 1 << 20));
     std::vector<int32_t> cores(static_cast<std::size_t>(want));
     if (hcrt_reserve_cores(want, cores.data()) == want) {
-      comm.setProgress(hc::rt::Comm::Progress::Thread, cores[0]);
+      if (comm.size() > 1)
+        comm.setProgress(hc::rt::Comm::Progress::Thread, cores[0]);
       return;
     }
+    if (comm.size() < 2)
+      return;
     if (comm.rank() == 0)
       std::printf("hc-run: note: --comm-cores %d: this rank's share of cores "
                   "cannot spare %d; the step drives communication itself\n",
@@ -111,6 +121,44 @@ void setUpProgress(const hcrun::Options &opt, hc::rt::Comm &comm) {
                        ? hc::rt::Comm::Progress::Thread
                        : hc::rt::Comm::Progress::Inline,
                    -1);
+}
+// A library planned with a disk tier (hc-compile --offload-dir): its folder
+// (--offload-dir, else the compiled one) must exist, be a folder on a
+// writable file system and have room for the tier, or the run stops here
+// (exit 2) rather than at the first step. The runtime makes the file and
+// reserves it in full when the step context is created.
+void checkOffloadDir(const nlohmann::json &desc, const std::string &given,
+                     const std::string &step) {
+  const nlohmann::json *plan = desc.contains("memory_plan") ? &desc["memory_plan"] : nullptr;
+  if (!plan || !plan->contains("tiers"))
+    return;
+  int64_t bytes = 0;
+  for (const auto &t : (*plan)["tiers"])
+    if (t.value("kind", "") == "disk" && t.contains("arena_bytes"))
+      bytes += t["arena_bytes"].value("offload", int64_t{0});
+  if (bytes <= 0)
+    return;
+  const std::string dir = !given.empty() ? given : plan->value("offload_dir", "");
+  const std::string what = given.empty() ? step + " offloads to disk in " + dir
+                                          : "--offload-dir " + dir;
+  if (dir.empty())
+    hcrun::usageError(step + " offloads to disk and names no folder: give --offload-dir DIR");
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0)
+    hcrun::usageError(what + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    hcrun::usageError(what + ": not a folder");
+  struct statvfs fs;
+  if (statvfs(dir.c_str(), &fs) != 0)
+    hcrun::usageError(what + ": " + std::strerror(errno));
+  if (fs.f_flag & ST_RDONLY)
+    hcrun::usageError(what + ": a read-only file system");
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    hcrun::usageError(what + ": not writable (" + std::strerror(errno) + ")");
+  const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  if (free < static_cast<double>(bytes))
+    hcrun::usageError(what + ": the disk tier needs " + std::to_string(bytes) + " bytes, " +
+               std::to_string(static_cast<int64_t>(free)) + " are free");
 }
 } // namespace
 
@@ -157,6 +205,8 @@ int main(int argc, char **argv) {
       if (machine.action == MachineCheck::Action::Refuse)
         usageError(opt.step + ": " + machine.line);
     }
+    if (!opt.help)
+      checkOffloadDir(lib.desc.raw, opt.offloadDir, opt.step);
   } catch (const Error &e) {
     failure = e;
     failed = true;
@@ -180,6 +230,8 @@ int main(int argc, char **argv) {
   if (machine.threadLimit > 0 && hc::rt::threadsSetting() == 0)
     setenv("HC_NUM_THREADS", std::to_string(machine.threadLimit).c_str(), 1);
   setUpProgress(opt, *comm);
+  if (!opt.offloadDir.empty())
+    hcrt_set_offload_dir(opt.offloadDir.c_str());
   int rc = opt.trainMode() ? runTrainMode(opt, lib, *comm)
                            : runTestMode(opt, lib, *comm);
   std::fflush(stdout);

@@ -81,6 +81,11 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     between kernels; HC_COMM_PROGRESS=thread restores the
                     old unpinned comm thread, a baseline). Default: the
                     plan's comm cores (hc-compile --comm-cores)
+  --offload-dir DIR (both modes) where a library planned with a disk tier
+                    (hc-compile --offload-dir) keeps its file, instead of
+                    the folder it was compiled with. The file is unnamed and
+                    reserved in full before the first step: a missing,
+                    read-only or full folder stops the run there (exit 2)
   --strict-topology (both modes) refuse (exit 2) a machine unlike the one the
                     library was planned for (hc-compile --topology) instead
                     of re-mapping with a note
@@ -208,6 +213,10 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--comm-cores") {
       o.commCores = parseInt(a, next(), 0, "a number of cores");
       o.commCoresGiven = true;
+    } else if (a == "--offload-dir") {
+      o.offloadDir = next();
+      if (o.offloadDir.empty())
+        usageError("--offload-dir needs a folder");
     } else if (a == "--strict-topology") {
       noValue();
       o.strictTopology = true;

@@ -4,6 +4,8 @@
 #include "data.h"
 #include "profile.h"
 
+#include "hc/runtime/copy_engine.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -448,6 +450,20 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                             {"setup_peak_rss_mb", setupPeak},
                             {"step_peak_rss_mb", rss[1]},
                             {"wall_s", wall}};
+        // Tier copies (hc-automem), per step, rank 0's view: megabytes moved
+        // (to and from DRAM, to and from disk), the copy thread's busy time,
+        // the time the step waited for copies (stall) and the share of the
+        // copying hidden under compute.
+        hcrt_copy_stats cs;
+        hcrt_copy_stats_take(&cs);
+        if (cs.copies > 0) {
+          const double per = 1.0 / window;
+          m["copy_mb"] = (cs.bytes[HCRT_COPY_TO_SLOW] + cs.bytes[HCRT_COPY_FROM_SLOW]) * per / 1e6;
+          m["copy_mb_disk"] = (cs.bytes[HCRT_COPY_TO_DISK] + cs.bytes[HCRT_COPY_FROM_DISK]) * per / 1e6;
+          m["copy_busy_s"] = cs.busy_s * per;
+          m["copy_stall_s"] = cs.stall_s * per;
+          m["copy_hidden"] = cs.busy_s > 0 ? std::max(0.0, 1.0 - cs.stall_s / cs.busy_s) : 1.0;
+        }
         if (R > 1) {
           // Per step, rank 0's view: the all-reduce in flight (comm_s), the
           // part the step waited for (exposed) and the part under compute.

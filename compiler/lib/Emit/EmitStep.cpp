@@ -84,8 +84,9 @@ struct Desc {
 
 struct Call {
   // 0 kernel; 1 start a bucket's all-reduce, 2 wait for it (`kernel` is then
-  // the bucket's ordinal, `first` its operand); 3 a tier copy (`kernel` 0
-  // offload, 1 prefetch; operands source, target).
+  // the bucket's ordinal, `first` its operand); 3 start a tier copy
+  // (`kernel` its HCRT_COPY_* kind, operands source and target, `attrs` its
+  // ticket slot), 4 wait for one (`attrs` the slot).
   int kind;
   int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1;
 };
@@ -118,9 +119,7 @@ llvm::json::Object memoryPlan(func::FuncOp f, llvm::json::Object arenas,
                                             {"kind", "DRAM"},
                                             {"arena_bytes", std::move(arenas)}}}}};
   llvm::json::Array tiers;
-  int64_t total = 0;
-  for (auto &[name, v] : arenas)
-    total += *v.getAsInteger();
+  int64_t total = 0;  // resident: the arenas of memory tiers
   for (Attribute t : memory.getAs<ArrayAttr>("tiers")) {
     auto tier = cast<DictionaryAttr>(t);
     llvm::json::Object bytes;
@@ -132,6 +131,8 @@ llvm::json::Object memoryPlan(func::FuncOp f, llvm::json::Object arenas,
         peak += *v->getAsInteger();
       }
     }
+    if (tier.getAs<StringAttr>("kind").getValue() != "disk")
+      total += peak;
     tiers.push_back(llvm::json::Object{
         {"name", tier.getAs<StringAttr>("name").getValue()},
         {"kind", tier.getAs<StringAttr>("kind").getValue()},
@@ -140,7 +141,11 @@ llvm::json::Object memoryPlan(func::FuncOp f, llvm::json::Object arenas,
         {"arena_bytes", std::move(bytes)}});
   }
   int64_t reserve = memory.getAs<IntegerAttr>("reserve").getInt();
+  auto dir = memory.getAs<StringAttr>("offload_dir");
+  auto overMove = memory.getAs<IntegerAttr>("recomputed_over_move");
   return llvm::json::Object{
+      {"offload_dir", dir ? dir.str() : ""},
+      {"recomputed_over_move", overMove ? overMove.getInt() : 0},
       {"tiers", std::move(tiers)},
       {"budget", memory.getAs<IntegerAttr>("budget").getInt()},
       {"reserve", reserve},
@@ -269,8 +274,22 @@ bool Emitter::run(std::string &cpp, std::string &description,
   std::set<std::string> trainable;
   llvm::DenseMap<Value, Call> bucketOf;  // token -> its start call
   int numBuckets = 0;
-  llvm::DenseSet<Value> copyTokens;      // tokens of tier copies
+  llvm::DenseMap<Value, int> copyTokens;  // tier copies' tokens -> ticket slot
+  int numCopies = 0;
   double offloadBytes = 0, prefetchBytes = 0;
+  // hc-automem's plan: is the "offload" arena a file (a disk tier)?
+  std::string offloadDir;
+  bool offloadOnDisk = false;
+  if (auto memory = f->getAttrOfType<DictionaryAttr>("hcs.memory")) {
+    if (auto dir = memory.getAs<StringAttr>("offload_dir"))
+      offloadDir = dir.str();
+    for (Attribute t : memory.getAs<ArrayAttr>("tiers")) {
+      auto tier = cast<DictionaryAttr>(t);
+      if (tier.getAs<StringAttr>("kind").getValue() == "disk")
+        for (Attribute a : tier.getAs<ArrayAttr>("arenas"))
+          offloadOnDisk |= cast<StringAttr>(a).getValue() == "offload";
+    }
+  }
   // Per call, for --check-finite's messages and the profile: kernel and
   // ONNX node(s), flops and bytes moved.
   std::vector<std::pair<std::string, std::string>> callWhere;
@@ -363,14 +382,15 @@ bool Emitter::run(std::string &cpp, std::string &description,
           {"offset", descs[operands.back()].byteOffset},
           {"bytes", hs::byteSize(t)}});
     } else if (isa<hs::OffloadOp, hs::PrefetchOp>(op)) {
-      // Synchronous here: the copy is done when the call returns, so its
-      // hcs.wait emits nothing (a copy engine is issue 36's).
+      // Started on the copy engine (hc/runtime/copy_engine.h); `kernel` is
+      // the copy's kind, `attrs` its ticket slot, which its wait names.
       bool offload = isa<hs::OffloadOp>(op);
-      Call c{3, offload ? 0 : 1, static_cast<int>(operands.size()), 1, 1, -1};
+      int kind = offloadOnDisk ? (offload ? 2 : 3) : (offload ? 0 : 1);
+      Call c{3, kind, static_cast<int>(operands.size()), 1, 1, numCopies};
       operands.push_back(descOf(op.getOperand(0)));
       operands.push_back(descOf(op.getOperand(1)));
       calls.push_back(c);
-      copyTokens.insert(op.getResult(0));
+      copyTokens[op.getResult(0)] = numCopies++;
       callWhere.push_back({offload ? "offload" : "prefetch", ""});
       callFlops.push_back(0);
       double bytes = static_cast<double>(
@@ -378,8 +398,13 @@ bool Emitter::run(std::string &cpp, std::string &description,
       callBytes.push_back(2 * bytes);
       (offload ? offloadBytes : prefetchBytes) += bytes;
     } else if (auto wait = dyn_cast<hs::WaitOp>(op)) {
-      if (copyTokens.count(wait.getToken()))
+      if (auto copy = copyTokens.find(wait.getToken()); copy != copyTokens.end()) {
+        calls.push_back(Call{4, -1, 0, 0, 0, copy->second});
+        callWhere.push_back({"copy_wait", ""});
+        callFlops.push_back(0);
+        callBytes.push_back(0);
         continue;
+      }
       auto start = bucketOf.find(wait.getToken());
       if (start == bucketOf.end()) {
         error = "hcs.wait on a token no hcs.allreduce_start made";
@@ -479,7 +504,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
   os << "// Generated by hc-compile from " << info.model
      << ". Do not edit: regenerate.\n"
      << "#include \"hc/runtime/graph_ops.h\"\n#include \"hc/runtime/placement.h\"\n"
-     << "#include \"hc/runtime/step_abi.h\"\n"
+     << "#include \"hc/runtime/step_abi.h\"\n#include \"hc/runtime/copy_engine.h\"\n"
      << "#include <chrono>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <new>\n"
      << "#include <vector>\n\nnamespace {\n\n"
      << "const char kDescription[] = R\"hcjson(" << description << ")hcjson\";\n\n"
@@ -492,9 +517,13 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "constexpr int kNumArenas = " << hs::kNumArenas
      << ", kInputArena = " << kInput << ", kConstArena = " << kConst << ";\n"
      << "const int64_t kArenaBytes[kNumArenas] = {";
+  int64_t diskBytes = 0;
   for (const char *a : hs::kArenaNames) {
     auto v = arenaBytes.getAs<IntegerAttr>(a);
-    os << (v ? v.getInt() : 0) << ", ";
+    bool onDisk = offloadOnDisk && StringRef(a) == "offload";
+    if (onDisk && v)
+      diskBytes = v.getInt();
+    os << (v && !onDisk ? v.getInt() : 0) << ", ";
   }
   os << "};\n\n" << touchTables << "\n" << constants
      << "const void *const kConstants[] = {";
@@ -535,9 +564,10 @@ bool Emitter::run(std::string &cpp, std::string &description,
                               ? "optimizer"
                               : i <= lossCall ? "forward" : "backward";
       std::string label =
-          calls[i].kind == 3
-              ? std::string(calls[i].kernel == 0 ? "offload" : "prefetch") +
-                    " of an activation"
+          calls[i].kind >= 3
+              ? std::string(calls[i].kind == 4 ? "wait for a tier copy"
+                            : calls[i].kernel % 2 == 0 ? "offload of an activation"
+                                                       : "prefetch of an activation")
           : calls[i].kind != 0
               ? std::string("gradient all-reduce ") +
                     (calls[i].kind == 1 ? "start" : "wait") + ", bucket " +
@@ -561,7 +591,10 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "constexpr int32_t kLossDesc = " << lossDesc << ";\n"
      << "constexpr int32_t kNumBuckets = " << numBuckets << ";\n"
      << "constexpr size_t kLossCall = " << lossCall << ";\n"
-     << "constexpr size_t kNumCalls = " << calls.size() << ";\n\n";
+     << "constexpr size_t kNumCalls = " << calls.size() << ";\n"
+     << "constexpr int32_t kNumCopies = " << numCopies << ";\n"
+     << "constexpr int64_t kDiskBytes = " << diskBytes << ";  // the disk tier\n"
+     << "const char kOffloadDir[] = " << cString(offloadDir) << ";\n\n";
   os << R"cpp(} // namespace
 
 struct hc_step {
@@ -575,6 +608,8 @@ struct hc_step {
   char error[1024] = {};                   // last_error()
   std::vector<double> seconds;             // per call, with env.profile
   std::vector<int64_t> runs;
+  int64_t tickets[kNumCopies + 1] = {};    // this step's tier copies
+  int32_t disk = -1;                       // the disk tier's file
 };
 
 namespace {
@@ -602,14 +637,29 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
       return nullptr;
     }
   }
+  if (kDiskBytes > 0) {
+    // The disk tier: made and fully reserved now, so a missing, read-only
+    // or full folder fails before the first step.
+    s->disk = hcrt_disk_open(kOffloadDir, kDiskBytes, error, size);
+    if (s->disk < 0) {
+      for (char *a : s->arena)
+        hcrt_arena_free(a);
+      delete s;
+      return nullptr;
+    }
+  }
   {
     const size_t n = sizeof(kTouch) / sizeof(kTouch[0]);
     const int32_t local = env->rank % kRanksPerNode;
-    std::vector<hcrt_touch_slice> touch(kTouch, kTouch + n);
-    for (size_t i = 0; i < n; ++i)
-      touch[i].numa = sizeof(kTouchNuma) / sizeof(kTouchNuma[0]) >= n * kRanksPerNode
-                          ? kTouchNuma[i * kRanksPerNode + local] : -1;
-    hcrt_first_touch(s->arena, touch.data(), static_cast<int32_t>(n));
+    std::vector<hcrt_touch_slice> touch;
+    for (size_t i = 0; i < n; ++i) {
+      if (kArenaBytes[kTouch[i].arena] == 0)
+        continue;  // not in memory (the disk tier's arena)
+      touch.push_back(kTouch[i]);
+      touch.back().numa = sizeof(kTouchNuma) / sizeof(kTouchNuma[0]) >= n * kRanksPerNode
+                              ? kTouchNuma[i * kRanksPerNode + local] : -1;
+    }
+    hcrt_first_touch(s->arena, touch.data(), static_cast<int32_t>(touch.size()));
     for (int a = 0; a < kNumArenas; ++a) {  // the padding past the plan
       const size_t page = HCRT_PLACEMENT_PAGE;
       size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
@@ -641,6 +691,8 @@ void destroy(hc_step *s) {
     return;
   for (char *a : s->arena)
     hcrt_arena_free(a);
+  if (s->disk >= 0)
+    hcrt_disk_close(s->disk);
   delete s;
 }
 
@@ -760,9 +812,19 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
         ++s->pending;
       }
     } else if (c.kind == 3) {
-      const hcrt_tensor &from = s->tensors[kOperands[c.first]];
-      const hcrt_tensor &to = s->tensors[kOperands[c.first + 1]];
-      std::memcpy(to.data, from.data, static_cast<size_t>(kCallBytes[ci] / 2));
+      // A tier copy starts; the disk side is the offload buffer's offset.
+      const int32_t from = kOperands[c.first], to = kOperands[c.first + 1];
+      const int64_t bytes = static_cast<int64_t>(kCallBytes[ci] / 2);
+      int64_t offset = c.kernel == HCRT_COPY_TO_DISK     ? kDescs[to].byte_offset
+                       : c.kernel == HCRT_COPY_FROM_DISK ? kDescs[from].byte_offset
+                                                         : 0;
+      s->tickets[c.attrs] = hcrt_copy_start(
+          c.kernel, c.kernel == HCRT_COPY_TO_DISK ? nullptr : s->tensors[to].data,
+          c.kernel == HCRT_COPY_FROM_DISK ? nullptr : s->tensors[from].data, bytes,
+          s->disk, offset);
+    } else if (c.kind == 4) {
+      if (hcrt_copy_wait(s->tickets[c.attrs], s->error, sizeof s->error) != 0)
+        return -3;
     } else if (s->env.world_size > 1) {
       // A bucket: start its sum (or, without the asynchronous callbacks, sum
       // it now); at the wait, the mean is what the optimizer reads.

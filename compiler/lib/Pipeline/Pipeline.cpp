@@ -72,8 +72,13 @@ const char *pipelineFlagsHelp() {
                    offloaded to DRAM and prefetched back, or recomputed,
                    whichever the cost model finds cheaper
   --mem-rates R    the cost model's rates, gemm=GFLOPS,attention=GFLOPS,
-                   memory=GBPS,copy=GBPS (defaults: measured on a 2-core
-                   Zen 5, passes/lib/CostModel.h)
+                   memory=GBPS,copy=GBPS,disk=GBPS (defaults: measured on a
+                   2-core Zen 5, passes/lib/CostModel.h)
+  --offload-dir D  a disk tier in folder D (an NVMe file system on a
+                   cluster): activations hc-automem moves go to a file
+                   there, which frees memory for --mem-budget; the cost
+                   model still recomputes where the disk is slower.
+                   hc-run --offload-dir overrides D where the step runs
 )";
 }
 
@@ -158,13 +163,13 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
                                  "--weight-decay-post", "--bucket-mb", "--link",
                                  "--precision", "--topology", "--clusters",
                                  "--ranks-per-node", "--comm-cores",
-                                 "--mem-budget", "--fast-mem", "--mem-rates"};
+                                 "--mem-budget", "--fast-mem", "--mem-rates", "--offload-dir"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
   // Flags that do not change the optimizer's arithmetic.
   static const char *machine[] = {"--bucket-mb", "--link", "--precision", "--topology",
                                   "--clusters", "--ranks-per-node", "--comm-cores",
-                                  "--mem-budget", "--fast-mem", "--mem-rates"};
+                                  "--mem-budget", "--fast-mem", "--mem-rates", "--offload-dir"};
   if (std::find(std::begin(machine), std::end(machine), arg) == std::end(machine))
     o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
@@ -188,6 +193,14 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   }
   if (arg == "--mem-rates") {
     o.memRates = value;
+    return 1;
+  }
+  if (arg == "--offload-dir") {
+    if (value.empty()) {
+      error = "--offload-dir needs a folder";
+      return -1;
+    }
+    o.offloadDir = value;
     return 1;
   }
   if (arg == "--clusters" || arg == "--ranks-per-node" || arg == "--comm-cores") {
@@ -404,6 +417,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     mem.topology = options.topology;
     mem.ranksPerNode = options.ranksPerNode;
     mem.rates = options.memRates;
+    mem.offloadDir = options.offloadDir;
     pm.addPass(createAutoMem(mem));
     pm.addPass(createPlanBuffers());
     PlanPlacementOptions place;
@@ -440,7 +454,8 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
                 diagnostics.find("--comm-cores ") != std::string::npos ||
                 diagnostics.find("--mem-budget ") != std::string::npos ||
                 diagnostics.find("--fast-mem ") != std::string::npos ||
-                diagnostics.find("--mem-rates: ") != std::string::npos;
+                diagnostics.find("--mem-rates: ") != std::string::npos ||
+                diagnostics.find("--offload-dir ") != std::string::npos;
     if (badInput)
       *badInput = user;
     error = (user ? "" : "internal error in the graph pipeline: ") + diagnostics;

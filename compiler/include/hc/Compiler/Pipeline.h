@@ -57,6 +57,8 @@ struct PipelineOptions {
   // --mem-rates for its cost model.
   int64_t memBudget = 0, fastMem = 0;
   std::string memRates;
+  std::string offloadDir;  // --offload-dir: the disk tier's folder
+
 };
 
 // The module attribute on which the importer records a model's own

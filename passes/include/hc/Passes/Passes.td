@@ -212,7 +212,9 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
     toward the fast tier only, offloaded and prefetched `lookahead` ops
     before its next use (`hcs.offload` / `hcs.prefetch` + `hcs.wait`).
     Records the tiers, budget and decisions in `hcs.memory` on @step, which
-    hc-verify-plan checks. Neither limit set and no HBM: does nothing.
+    hc-verify-plan checks. With `offload-dir`, the "offload" arena is a
+    disk tier (a file in that folder) and moves also serve the budget.
+    Neither limit set and no HBM: does nothing.
   }];
   let options = [
     Option<"memBudget", "mem-budget", "int64_t", "0",
@@ -231,7 +233,9 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
     Option<"processReserve", "reserve", "int64_t", "67108864",
            "bytes the process needs outside the arenas and inputs">,
     Option<"rates", "rates", "std::string", "\"\"",
-           "gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS (CostModel.h)">
+           "gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS (CostModel.h)">,
+    Option<"offloadDir", "offload-dir", "std::string", "\"\"",
+           "a folder for the disk tier: moved activations go to a file there">
   ];
 }
 

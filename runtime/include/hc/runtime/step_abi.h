@@ -90,7 +90,9 @@ typedef struct hc_step_api {
   // One training step. inputs[i] is the i-th input of the description
   // (this rank's rows, contiguous, its dtype). *loss = the loss averaged over
   // ranks. Returns 0, -1 when the collective failed, -2 when check_finite
-  // found a non-finite value (last_error says where).
+  // found a non-finite value (last_error says where), -3 when a tier copy
+  // (the disk tier's I/O) failed; the step's results are then not to be
+  // used.
   int (*step)(hc_step *step, const void *const *inputs, double *loss);
   // Version 3: one line about the last failure of step(), "" if none.
   const char *(*last_error)(const hc_step *step);

@@ -1,0 +1,124 @@
+// The copy engine (hc/runtime/copy_engine.h): memory and disk copies in
+// order on the copy thread, bytes intact (odd sizes, a disk tail shorter
+// than a block, neighbours in the file left alone), the statistics, the
+// disk tier's refusals, and a failed copy failing its wait.
+#include "hc/runtime/copy_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string tempDir() {
+  char templ[] = "/tmp/hc-copy-XXXXXX";
+  const char *d = mkdtemp(templ);
+  return d ? d : "/tmp";
+}
+
+std::vector<char> randomBytes(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<char> v(n);
+  for (char &c : v)
+    c = static_cast<char>(rng());
+  return v;
+}
+
+} // namespace
+
+TEST(CopyEngine, MemoryCopiesArriveInOrderAndCount) {
+  hcrt_copy_stats before;
+  hcrt_copy_stats_take(&before);
+  const size_t n = (9u << 20) + 37;  // past two 4 MiB chunks, odd tail
+  std::vector<char> a = randomBytes(n, 1), b(n), c(n);
+  int64_t t1 = hcrt_copy_start(HCRT_COPY_TO_SLOW, b.data(), a.data(), n, -1, 0);
+  int64_t t2 = hcrt_copy_start(HCRT_COPY_FROM_SLOW, c.data(), b.data(), n, -1, 0);
+  EXPECT_LT(t1, t2);
+  char err[256] = {};
+  ASSERT_EQ(hcrt_copy_wait(t2, err, sizeof err), 0) << err;
+  EXPECT_EQ(hcrt_copy_wait(t1, err, sizeof err), 0) << err;  // already done
+  EXPECT_EQ(std::memcmp(a.data(), c.data(), n), 0);
+  hcrt_copy_stats s;
+  hcrt_copy_stats_take(&s);
+  EXPECT_EQ(s.copies, 2);
+  EXPECT_EQ(s.bytes[HCRT_COPY_TO_SLOW], static_cast<int64_t>(n));
+  EXPECT_EQ(s.bytes[HCRT_COPY_FROM_SLOW], static_cast<int64_t>(n));
+  EXPECT_GT(s.busy_s, 0.0);
+  hcrt_copy_stats_take(&s);
+  EXPECT_EQ(s.copies, 0) << "taking the statistics zeroes them";
+}
+
+TEST(CopyEngine, DiskRoundTripKeepsEveryByteAndItsNeighbours) {
+  std::string dir = tempDir();
+  char err[512] = {};
+  const size_t n1 = (5u << 20) + 123, n2 = 4096 * 3 + 1;
+  // Offsets as the plan makes them: multiples of 4096, each slot rounded up.
+  const int64_t off1 = 0, off2 = ((n1 + 4095) / 4096) * 4096;
+  int32_t disk = hcrt_disk_open(dir.c_str(), off2 + static_cast<int64_t>(n2), err, sizeof err);
+  ASSERT_GE(disk, 0) << err;
+  EXPECT_GE(hcrt_disk_direct(disk), 0);
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the tier's file has no name";
+  std::vector<char> a = randomBytes(n1, 2), b = randomBytes(n2, 3), a2(n1), b2(n2);
+  int64_t w1 = hcrt_copy_start(HCRT_COPY_TO_DISK, nullptr, a.data(), n1, disk, off1);
+  int64_t w2 = hcrt_copy_start(HCRT_COPY_TO_DISK, nullptr, b.data(), n2, disk, off2);
+  int64_t r1 = hcrt_copy_start(HCRT_COPY_FROM_DISK, a2.data(), nullptr, n1, disk, off1);
+  int64_t r2 = hcrt_copy_start(HCRT_COPY_FROM_DISK, b2.data(), nullptr, n2, disk, off2);
+  ASSERT_EQ(hcrt_copy_wait(r2, err, sizeof err), 0) << err;
+  (void)w1, (void)w2, (void)r1;
+  EXPECT_EQ(std::memcmp(a.data(), a2.data(), n1), 0);
+  EXPECT_EQ(std::memcmp(b.data(), b2.data(), n2), 0);
+  hcrt_copy_stats s;
+  hcrt_copy_stats_take(&s);
+  EXPECT_EQ(s.bytes[HCRT_COPY_TO_DISK], static_cast<int64_t>(n1 + n2));
+  EXPECT_EQ(s.bytes[HCRT_COPY_FROM_DISK], static_cast<int64_t>(n1 + n2));
+  hcrt_disk_close(disk);
+  EXPECT_EQ(hcrt_disk_direct(disk), -1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CopyEngine, DiskTierRefusesWhatItCannotUse) {
+  char err[512] = {};
+  std::string dir = tempDir();
+  EXPECT_EQ(hcrt_disk_open((dir + "/missing").c_str(), 4096, err, sizeof err), -1);
+  EXPECT_NE(std::string(err).find(dir + "/missing"), std::string::npos) << err;
+  EXPECT_NE(std::string(err).find("No such file"), std::string::npos) << err;
+  std::ofstream(dir + "/file") << "x";
+  EXPECT_EQ(hcrt_disk_open((dir + "/file").c_str(), 4096, err, sizeof err), -1);
+  EXPECT_NE(std::string(err).find("not a folder"), std::string::npos) << err;
+  EXPECT_EQ(hcrt_disk_open("/proc/self", 4096, err, sizeof err), -1);
+  EXPECT_NE(std::string(err).find("/proc/self"), std::string::npos) << err;
+  EXPECT_EQ(hcrt_disk_open(nullptr, 4096, err, sizeof err), -1);
+  EXPECT_NE(std::string(err).find("--offload-dir"), std::string::npos) << err;
+  // hc-run --offload-dir overrides the compiled folder.
+  hcrt_set_offload_dir(dir.c_str());
+  int32_t disk = hcrt_disk_open("/nonexistent", 4096, err, sizeof err);
+  EXPECT_GE(disk, 0) << err;
+  hcrt_disk_close(disk);
+  hcrt_set_offload_dir(nullptr);
+  std::filesystem::remove_all(dir);
+}
+
+// Last: a failure is sticky for the process (no later copy may pretend the
+// data it depends on arrived).
+TEST(CopyEngine, ZFailedCopyFailsItsWaitAndEveryLaterOne) {
+  std::string dir = tempDir();
+  char err[512] = {};
+  int32_t disk = hcrt_disk_open(dir.c_str(), 8192, err, sizeof err);
+  ASSERT_GE(disk, 0) << err;
+  std::vector<char> buf(4096, 1);
+  // Past the reserved size is fine for a file; a closed file is not.
+  hcrt_disk_close(disk);
+  int64_t t = hcrt_copy_start(HCRT_COPY_TO_DISK, nullptr, buf.data(), 4096, disk, 0);
+  EXPECT_EQ(hcrt_copy_wait(t, err, sizeof err), -1);
+  EXPECT_NE(std::string(err).find("write of 4096 bytes at 0 failed"), std::string::npos) << err;
+  std::vector<char> other(64);
+  int64_t t2 = hcrt_copy_start(HCRT_COPY_TO_SLOW, other.data(), buf.data(), 64, -1, 0);
+  EXPECT_EQ(hcrt_copy_wait(t2, err, sizeof err), -1);
+  std::filesystem::remove_all(dir);
+}
