@@ -82,9 +82,10 @@ struct Desc {
 
 struct Call {
   // 0 kernel; 1 start a bucket's all-reduce, 2 wait for it (`kernel` is then
-  // the bucket's ordinal, `first` its operand).
+  // the bucket's ordinal, `first` its operand); 3 (CFTP) wait until cluster
+  // `kernel` has completed `first` entries. `cluster`: the stream running it.
   int kind;
-  int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1;
+  int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1, cluster = 0;
 };
 
 std::pair<int, const char *> dtypeOf(Type t) {
@@ -271,6 +272,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
         kernels.push_back(k);
       }
       Call c{0, kernelIndex[k], static_cast<int>(operands.size())};
+      c.cluster = static_cast<int>(hs::clusterOf(call));
       // Optional operands keep their slot (NULL data) where segments say so.
       auto segments = call.getAttrs().getAs<DenseI32ArrayAttr>("operandSegmentSizes");
       unsigned next = 0;
@@ -300,7 +302,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
       callBytes.push_back(bytes);
       flops += callFlops.back();
     } else if (auto ar = dyn_cast<hs::AllReduceStartOp>(op)) {
-      Call c{1, numBuckets++, static_cast<int>(operands.size()), 1, 0, -1};
+      Call c{1, numBuckets++, static_cast<int>(operands.size()), 1, 0, -1,
+             static_cast<int>(hs::clusterOf(ar))};
       operands.push_back(descOf(ar.getBucket()));
       calls.push_back(c);
       callWhere.push_back({"allreduce_start", ""});
@@ -319,8 +322,16 @@ bool Emitter::run(std::string &cpp, std::string &description,
       }
       Call c = start->second;
       c.kind = 2;
+      c.cluster = static_cast<int>(hs::clusterOf(wait));
       calls.push_back(c);
       callWhere.push_back({"allreduce_wait", ""});
+      callFlops.push_back(0);
+      callBytes.push_back(0);
+    } else if (auto cw = dyn_cast<hs::ClusterWaitOp>(op)) {
+      Call c{3, static_cast<int>(cw.getSource()), static_cast<int>(cw.getCount()),
+             0, 0, -1, static_cast<int>(cw.getCluster())};
+      calls.push_back(c);
+      callWhere.push_back({"cluster_wait", ""});
       callFlops.push_back(0);
       callBytes.push_back(0);
     } else if (auto loss = dyn_cast<hs::LossOp>(op)) {
@@ -331,6 +342,9 @@ bool Emitter::run(std::string &cpp, std::string &description,
     error = "the schedule marks no loss";
     return false;
   }
+  int numClusters = 1;
+  for (const Call &c : calls)
+    numClusters = std::max({numClusters, c.cluster + 1, c.kind == 3 ? c.kernel + 1 : 1});
   // Calls up to the one writing the loss are the forward pass.
   std::size_t lossCall = calls.size();
   for (std::size_t i = 0; i < calls.size() && lossCall == calls.size(); ++i)
@@ -416,11 +430,11 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "#include \"hc/runtime/graph_ops.h\"\n#include \"hc/runtime/placement.h\"\n"
      << "#include \"hc/runtime/step_abi.h\"\n"
      << "#include <chrono>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <new>\n"
-     << "#include <vector>\n\nnamespace {\n\n"
+     << "#include <atomic>\n#include <mutex>\n#include <thread>\n#include <vector>\n\nnamespace {\n\n"
      << "const char kDescription[] = R\"hcjson(" << description << ")hcjson\";\n\n"
      << "struct Desc { int32_t arena, base, dtype, rank; int64_t byte_offset; "
         "int64_t shape[HCRT_MAX_RANK], strides[HCRT_MAX_RANK]; };\n"
-     << "struct Call { int32_t kind, kernel, first, nin, nout, attrs; };\n"
+     << "struct Call { int32_t kind, kernel, first, nin, nout, attrs, cluster; };\n"
      << "struct Named { const char *name; int32_t arena; int64_t byte_offset, bytes; };\n"
      << "typedef void (*Kernel)(const hcrt_tensor *, int32_t, hcrt_tensor *, int32_t, "
         "const hcrt_attrs *, hc_threads);\n\n"
@@ -459,7 +473,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
   os << (attrRows.empty() ? "  {}\n" : "") << "};\n\nconst Call kCalls[] = {\n";
   for (const Call &c : calls)
     os << "  {" << c.kind << ", " << c.kernel << ", " << c.first << ", " << c.nin
-       << ", " << c.nout << ", " << c.attrs << "},\n";
+       << ", " << c.nout << ", " << c.attrs << ", " << c.cluster << "},\n";
   os << "};\n\n// Where each call is, for --check-finite.\nconst char *const kCallWhere[] = {\n";
   {
     for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -468,7 +482,11 @@ bool Emitter::run(std::string &cpp, std::string &description,
                               ? "optimizer"
                               : i <= lossCall ? "forward" : "backward";
       std::string label =
-          calls[i].kind != 0
+          calls[i].kind == 3
+              ? "cluster " + std::to_string(calls[i].cluster) + " waits for " +
+                    std::to_string(calls[i].first) + " entries of cluster " +
+                    std::to_string(calls[i].kernel)
+          : calls[i].kind != 0
               ? std::string("gradient all-reduce ") +
                     (calls[i].kind == 1 ? "start" : "wait") + ", bucket " +
                     std::to_string(calls[i].kernel)
@@ -491,7 +509,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "constexpr int32_t kLossDesc = " << lossDesc << ";\n"
      << "constexpr int32_t kNumBuckets = " << numBuckets << ";\n"
      << "constexpr size_t kLossCall = " << lossCall << ";\n"
-     << "constexpr size_t kNumCalls = " << calls.size() << ";\n\n";
+     << "constexpr size_t kNumCalls = " << calls.size() << ";\n"
+     << "constexpr int32_t kNumClusters = " << numClusters << ";\n\n";
   os << R"cpp(} // namespace
 
 struct hc_step {
@@ -505,6 +524,11 @@ struct hc_step {
   char error[1024] = {};                   // last_error()
   std::vector<double> seconds;             // per call, with env.profile
   std::vector<int64_t> runs;
+  // CFTP: entries each cluster has completed (monotonic over steps: a
+  // step's base is its ordinal times kNumCalls + 1), and s->error's guard.
+  std::atomic<int64_t> progress[kNumClusters] = {};
+  int64_t steps = 0;
+  std::mutex errorMu;
 };
 
 namespace {
@@ -640,6 +664,9 @@ bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
       // arenas (one optimizer call spans many): name the one holding it.
       const Desc &d = kDescs[kOperands[kCalls[ci].first + kCalls[ci].nin + k]];
       int64_t byte = d.byte_offset + at * (d.dtype == HCRT_F64 ? 8 : 4);
+      std::lock_guard<std::mutex> lk(s->errorMu);  // one cluster's report
+      if (s->error[0])
+        return false;
       const char *tensor = "an activation";
       for (const Named &nm : kNamed)
         if (nm.arena == d.arena && byte >= nm.byte_offset &&
@@ -655,17 +682,13 @@ bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
   return true;
 }
 
-int step(hc_step *s, const void *const *inputs, double *loss) {
-  for (size_t i = 0; i < s->tensors.size(); ++i)
-    if (kDescs[i].arena == 6)
-      s->tensors[i].data =
-          const_cast<char *>(static_cast<const char *>(inputs[kDescs[i].base])) +
-          kDescs[i].byte_offset;
+// Entry `ci` of the plan on `threads`; `host`: the stream that owns the
+// collectives (cluster 0). 0, or step()'s -1 / -2.
+int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
   hcrt_tensor args[64];
   const hcrt_tensor absent = {};
-  float scale = 1.0f / static_cast<float>(s->env.world_size);
-  s->error[0] = 0;
-  for (size_t ci = 0; ci < kNumCalls; ++ci) {
+  const float scale = 1.0f / static_cast<float>(s->env.world_size);
+  {
     const Call &c = kCalls[ci];
     CallTimer timer(s, ci);
     if (c.kind == 0) {
@@ -675,10 +698,10 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
         args[k] = d < 0 ? absent : s->tensors[d];
       }
       kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &kAttrs[c.attrs],
-                         hc_threads{0, 0});
+                         threads);
       if (s->env.check_finite && !outputsFinite(s, ci, args + c.nin, c.nout))
         return -2;
-      if (s->pending && s->env.allreduce_progress)
+      if (host && s->pending && s->env.allreduce_progress)
         s->env.allreduce_progress(s->env.comm);
       if (ci == kLossCall && s->env.world_size > 1 && s->env.allreduce_start_f32 &&
           s->env.allreduce_wait) {
@@ -701,7 +724,7 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
         if (s->requests[c.kernel] < 0)
           return -1;
         ++s->pending;
-        continue;
+        return 0;
       }
       if (c.kind == 1 && (!s->env.allreduce_sum_f32 ||
                           s->env.allreduce_sum_f32(s->env.comm, data, n) != 0))
@@ -715,6 +738,66 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
         for (size_t i = 0; i < n; ++i)
           data[i] *= scale;
     }
+  }
+  return 0;
+}
+
+// CFTP: cluster k's stream, on its threads. An entry another cluster's
+// result must precede waits for that cluster's progress counter. After a
+// failure every stream still walks (and counts) its entries without running
+// them, so no wait is left hanging; the first failure's code is returned.
+struct ClusterRun {
+  hc_step *s;
+  int64_t base;
+  std::atomic<int> rc{0};
+};
+
+void runCluster(void *ctx, int32_t k, hc_threads threads) {
+  ClusterRun &r = *static_cast<ClusterRun *>(ctx);
+  hc_step *s = r.s;
+  int64_t done = 0;
+  for (size_t ci = 0; ci < kNumCalls; ++ci) {
+    const Call &c = kCalls[ci];
+    if (c.cluster != k)
+      continue;
+    if (c.kind == 3) {
+      const int64_t target = r.base + c.first;
+      for (int spin = 0; s->progress[c.kernel].load(std::memory_order_acquire) < target;
+           ++spin)
+        if (spin > 20000)
+          std::this_thread::yield();
+      continue;
+    }
+    if (r.rc.load(std::memory_order_relaxed) == 0) {
+      int rc = runEntry(s, ci, threads, k == 0), none = 0;
+      if (rc != 0)
+        r.rc.compare_exchange_strong(none, rc);
+    }
+    s->progress[k].store(r.base + ++done, std::memory_order_release);
+  }
+}
+
+int step(hc_step *s, const void *const *inputs, double *loss) {
+  for (size_t i = 0; i < s->tensors.size(); ++i)
+    if (kDescs[i].arena == 6)
+      s->tensors[i].data =
+          const_cast<char *>(static_cast<const char *>(inputs[kDescs[i].base])) +
+          kDescs[i].byte_offset;
+  const float scale = 1.0f / static_cast<float>(s->env.world_size);
+  s->error[0] = 0;
+  ClusterRun run;
+  run.s = s;
+  run.base = ++s->steps * static_cast<int64_t>(kNumCalls + 1);
+  if (kNumClusters > 1 && hcrt_run_clusters(kNumClusters, runCluster, &run) == 0) {
+    if (int rc = run.rc.load())
+      return rc;
+  } else {
+    // One stream (or a team smaller than the plan's clusters): program
+    // order is a valid order of every stream's entries.
+    for (size_t ci = 0; ci < kNumCalls; ++ci)
+      if (kCalls[ci].kind != 3)
+        if (int rc = runEntry(s, ci, hc_threads{0, 0}, true))
+          return rc;
   }
   float l = *static_cast<const float *>(s->tensors[kLossDesc].data);
   if (s->lossRequest >= 0) {

@@ -61,6 +61,13 @@ const char *pipelineFlagsHelp() {
                    of its cores in cluster order (default 1)
   --comm-cores C   cores per rank reserved for communication progress and
                    copies, the last of its share (default 0)
+  --cftp on|off    communication-free tensor parallelism (default on): with
+                   more than one cluster per rank, each cluster runs its own
+                   stream of calls, calls cut across clusters where the cost
+                   model says so, waits only where data crosses (hc-cftp);
+                   off: every call on the whole team
+  --cftp-rates FILE  measured kernel rates for CFTP's cost model (key value
+                   lines, bench/cftp_rates.py; default built in)
 )";
 }
 
@@ -119,12 +126,14 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
                                  "--beta2", "--eps", "--weight-decay",
                                  "--weight-decay-post", "--bucket-mb", "--link",
                                  "--precision", "--topology", "--clusters",
-                                 "--ranks-per-node", "--comm-cores"};
+                                 "--ranks-per-node", "--comm-cores", "--cftp",
+                                 "--cftp-rates"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
   // Flags that do not change the optimizer's arithmetic.
   static const char *machine[] = {"--bucket-mb", "--link", "--precision", "--topology",
-                                  "--clusters", "--ranks-per-node", "--comm-cores"};
+                                  "--clusters", "--ranks-per-node", "--comm-cores",
+                                  "--cftp", "--cftp-rates"};
   if (std::find(std::begin(machine), std::end(machine), arg) == std::end(machine))
     o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
@@ -136,6 +145,22 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   }
   if (arg == "--topology")
     return parseTopologyFlag(value, o, error);
+  if (arg == "--cftp") {
+    if (value != "on" && value != "off") {
+      error = "--cftp must be on or off, got '" + value + "'";
+      return -1;
+    }
+    o.cftp = value == "on";
+    return 1;
+  }
+  if (arg == "--cftp-rates") {
+    if (value.empty() || access(value.c_str(), R_OK) != 0) {
+      error = "--cftp-rates " + value + ": cannot read the file";
+      return -1;
+    }
+    o.cftpRates = value;
+    return 1;
+  }
   if (arg == "--clusters" || arg == "--ranks-per-node" || arg == "--comm-cores") {
     char *end = nullptr;
     long long v = std::strtoll(value.c_str(), &end, 10);
@@ -351,6 +376,11 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     place.ranksPerNode = options.ranksPerNode;
     place.commCores = options.commCores;
     pm.addPass(createPlanPlacement(place));
+    if (options.cftp) {
+      CftpOptions cftp;
+      cftp.rates = options.cftpRates;
+      pm.addPass(createCftp(cftp));
+    }
     pm.addPass(createVerifyPlan());
   }
   std::string diagnostics;
@@ -375,6 +405,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
                 diagnostics.find("--sampler: ") != std::string::npos ||
                 diagnostics.find("no trainable parameter") != std::string::npos ||
                 diagnostics.find("--clusters ") != std::string::npos ||
+                diagnostics.find("--cftp-rates ") != std::string::npos ||
                 diagnostics.find("--ranks-per-node ") != std::string::npos ||
                 diagnostics.find("--comm-cores ") != std::string::npos;
     if (badInput)

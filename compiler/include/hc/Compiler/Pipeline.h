@@ -53,6 +53,10 @@ struct PipelineOptions {
   // --ranks-per-node, --comm-cores.
   std::string topology = "native";
   int64_t clusters = 0, ranksPerNode = 1, commCores = 0;
+  // CFTP (hc-cftp, --cftp on|off): one stream of calls per cluster; off
+  // leaves every call on the whole team, split inside the kernels.
+  bool cftp = true;
+  std::string cftpRates;  // --cftp-rates FILE; empty: the built-in rates
 };
 
 // The module attribute on which the importer records a model's own

@@ -22,6 +22,9 @@ bool stridesOf(mlir::MemRefType type, llvm::SmallVectorImpl<int64_t> &strides,
 bool isContiguous(mlir::MemRefType type);
 // Bytes a buffer of `type` occupies.
 int64_t byteSize(mlir::MemRefType type);
+// CFTP: the cluster whose stream runs `op` (its `cluster` attribute; 0
+// when absent). See hcs.cluster_wait.
+int64_t clusterOf(mlir::Operation *op);
 } // namespace hc::schedule
 
 #endif // HC_SCHEDULE_SCHEDULEOPS_H
