@@ -761,6 +761,7 @@ void runCluster(void *ctx, int32_t k, hc_threads threads) {
     if (c.cluster != k)
       continue;
     if (c.kind == 3) {
+      CallTimer timer(s, ci);  // the profile shows time spent waiting
       const int64_t target = r.base + c.first;
       for (int spin = 0; s->progress[c.kernel].load(std::memory_order_acquire) < target;
            ++spin)
