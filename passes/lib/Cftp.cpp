@@ -32,12 +32,12 @@ namespace {
 // The built-in values are that script's measurement on the developers' Zen 5
 // machine (bench/cftp-rates-zen5.txt).
 struct Rates {
-  double gemmFlops = 95e9;   // GEMM-class kernels, FLOP/s per thread
-  double attnFlops = 45e9;   // flash attention forward/backward
-  double memBytes = 12e9;    // memory-bound kernels, bytes moved/s per thread
-  double call = 2e-6;        // per kernel call
-  double fork = 6e-6;        // extra per call that runs on several threads
-  double sync = 1e-6;        // a cross-cluster wait that blocks
+  double gemmFlops = 230.1e9;  // GEMM-class kernels, FLOP/s per thread
+  double attnFlops = 180.6e9;  // flash attention forward/backward
+  double memBytes = 28.49e9;   // memory-bound kernels, bytes moved/s per thread
+  double call = 2.47e-6;       // per kernel call
+  double fork = 0.01e-6;       // extra per call that runs on several threads
+  double sync = 1e-6;          // a cross-cluster wait that blocks (not measured)
   std::string source = "built-in";
 };
 
