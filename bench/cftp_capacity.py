@@ -70,7 +70,8 @@ def trains(a, onnx, config, batch, log):
     if os.path.exists(metrics):
         losses = [json.loads(l)["loss"] for l in open(metrics)]
     ok = p.returncode == 0 and len(losses) == 3 and all(math.isfinite(x) for x in losses)
-    why = "" if ok else (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:160]
+    said = [l for l in (p.stdout + p.stderr).splitlines() if l.startswith("hc-run")]
+    why = "" if ok else (said or p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:160]
     log("%-5s global batch %3d: %s (%.0f s)%s" % (config, batch, "trains, losses %s" % [round(x, 4) for x in losses]
                                                  if ok else "fails", time.time() - t0,
                                                  "" if ok else ": " + why))
