@@ -7,6 +7,7 @@
 
 #include "BufferLiveness.h"
 #include "VerifyMemory.h"
+#include "CftpAccess.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -118,11 +119,84 @@ LogicalResult checkBucketsInFlight(func::FuncOp f) {
   return success();
 }
 
+// A CFTP plan (hc-cftp): every byte a stream reads or writes after another
+// stream wrote it, or writes after another read it, is ordered by an
+// hcs.cluster_wait in its stream naming that op or a later one of the other
+// stream; and no wait names an op after it in program order (the streams
+// could deadlock). Fails naming both ops.
+LogicalResult checkClusterStreams(func::FuncOp f) {
+  int K = 0;
+  for (Operation &op : f.getBody().front()) {
+    if (auto w = dyn_cast<hs::ClusterWaitOp>(op))
+      K = std::max<int>(K, std::max(w.getCluster(), w.getSource()) + 1);
+    else if (op.hasAttr("cluster"))
+      K = std::max<int>(K, hs::clusterOf(&op) + 1);
+  }
+  if (K == 0)
+    return success();
+  static const char *roots[] = {"act", "param", "grad", "m", "v", "state"};
+  struct Done {
+    int64_t idx;
+    Operation *op;
+    SmallVector<cftp::Access> acc;
+  };
+  cftp::Places places;
+  std::vector<int64_t> count(K, 0);
+  std::vector<std::vector<int64_t>> seen(K, std::vector<int64_t>(K, 0));
+  std::vector<std::vector<Done>> log(K);
+  for (Operation &op : f.getBody().front()) {
+    if (auto w = dyn_cast<hs::ClusterWaitOp>(op)) {
+      int k = static_cast<int>(w.getCluster()), j = static_cast<int>(w.getSource());
+      if (w.getCount() > count[j])
+        return w.emitError("waits for op ")
+               << w.getCount() << " of cluster " << j << ", which has only "
+               << count[j] << " before this point: the streams could deadlock";
+      seen[k][j] = std::max<int64_t>(seen[k][j], w.getCount());
+      continue;
+    }
+    if (!isa<hs::CallOp, hs::AllReduceStartOp, hs::WaitOp>(op))
+      continue;
+    int k = static_cast<int>(hs::clusterOf(&op));
+    if (k < 0 || k >= K)
+      return op.emitError("cluster ") << k << " outside the plan's " << K;
+    SmallVector<cftp::Access> acc;
+    places.accessesOf(&op, acc);
+    for (int j = 0; j < K; ++j) {
+      if (j == k)
+        continue;
+      for (auto it = log[j].rbegin(); it != log[j].rend(); ++it) {
+        if (it->idx + 1 <= seen[k][j])
+          break;
+        for (const cftp::Access &a : acc)
+          for (const cftp::Access &b : it->acc) {
+            if (!cftp::conflicts(a, b))
+              continue;
+            std::string where =
+                a.root < 6 ? std::string("arena '") + roots[a.root] + "'"
+                           : "input " + std::to_string(a.root - 16);
+            InFlightDiagnostic d =
+                op.emitError("cluster ")
+                << k << " " << (a.write ? "writes" : "reads") << " bytes ["
+                << std::max(a.lo, b.lo) << ", " << std::min(a.hi, b.hi) << ") of "
+                << where << " that cluster " << j << " "
+                << (b.write ? "wrote" : "read") << " in its op " << it->idx
+                << ", with no hcs.cluster_wait ordering them";
+            d.attachNote(it->op->getLoc()) << "the other cluster's op";
+            return failure();
+          }
+      }
+    }
+    log[k].push_back({count[k]++, &op, std::move(acc)});
+  }
+  return success();
+}
+
 struct VerifyPlanPass : impl::VerifyPlanBase<VerifyPlanPass> {
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>()) {
-      if (failed(checkBucketsInFlight(f)) || failed(verifyTierCopies(f)) ||
-          failed(verifyWrittenBeforeRead(f)) || failed(verifyMemoryBudget(f)))
+      if (failed(checkBucketsInFlight(f)) || failed(checkClusterStreams(f)) ||
+          failed(verifyTierCopies(f)) || failed(verifyWrittenBeforeRead(f)) ||
+          failed(verifyMemoryBudget(f)))
         return signalPassFailure();
       auto sizes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes");
       std::vector<LiveInterval> all = bufferLiveness(f);

@@ -439,6 +439,50 @@ int32_t hcrt_reserve_cores(int32_t n, int32_t *out) {
   return static_cast<int32_t>(reservedList.size());
 }
 
+int32_t hcrt_run_clusters(int32_t nclusters, hcrt_cluster_fn fn, void *ctx) {
+  Team *t = team();
+  if (nclusters < 1 || t->size < nclusters || !fn)
+    return -1;
+  struct Clusters {
+    hcrt_cluster_fn fn;
+    void *ctx;
+    int n, size;
+    // Range k = team threads [size k / n, size (k + 1) / n).
+    int first(int k) const { return static_cast<int>(int64_t{size} * k / n); }
+  } c{fn, ctx, nclusters, t->size};
+  Job job;
+  job.fn = [](void *p, int thread, int) {
+    const Clusters &cl = *static_cast<const Clusters *>(p);
+    int k = 0;  // the cluster whose leader `thread` is
+    while (k + 1 < cl.n && cl.first(k + 1) <= thread)
+      ++k;
+    cl.fn(cl.ctx, k, hc_threads{cl.first(k), cl.first(k + 1) - cl.first(k)});
+  };
+  job.ctx = &c;
+  job.count = nclusters;
+  job.remaining.store(nclusters - 1, std::memory_order_relaxed);
+  // The caller leads cluster 0 on team thread 0's core; keep it off the
+  // cores of the other threads (as runTeam does for its workers).
+  CallerOffWorkerCores stepAside(*t, Range{0, t->size});
+  for (int k = 1; k < nclusters; ++k) {
+    Worker *w = t->workers[c.first(k)].get();
+    {
+      std::lock_guard<std::mutex> lk(w->mu);
+      w->job = &job;
+      w->seq.fetch_add(1, std::memory_order_release);
+    }
+    w->cv.notify_one();
+  }
+  job.fn(&c, 0, nclusters);
+  for (int spin = 0; job.remaining.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpin)
+      cpuRelax();
+    else
+      std::this_thread::yield();
+  }
+  return 0;
+}
+
 int32_t hcrt_thread_cluster(int32_t t) {
   Team *tm = team();
   if (t < 0 || t >= tm->size)

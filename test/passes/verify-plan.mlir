@@ -160,3 +160,58 @@ func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : 
 func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = {budget = 1792 : i64, reserve = 1024 : i64, tiers = [{arenas = ["act"], capacity = 512 : i64, kind = "HBM", name = "fast"}, {arenas = ["param"], capacity = 0 : i64, kind = "DRAM", name = "slow"}]}} {
   return
 }
+
+// -----
+
+// CFTP streams (hc-cftp): cluster 0 reads the rows cluster 1 wrote with no
+// hcs.cluster_wait between them: rejected, naming both ops.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  %a0 = hcs.view %a : memref<64xf32> to memref<32xf32, strided<[1]>>
+  %a1 = hcs.view %a : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  %p0 = hcs.view %p : memref<64xf32> to memref<32xf32, strided<[1]>>
+  %p1 = hcs.view %p : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  hcs.call "tanh"(%p0) -> (%a0) {} {cluster = 0 : i64} : (memref<32xf32, strided<[1]>>) -> memref<32xf32, strided<[1]>>
+  // expected-note @+1 {{the other cluster's op}}
+  hcs.call "tanh"(%p1) -> (%a1) {} {cluster = 1 : i64} : (memref<32xf32, strided<[1], offset: 32>>) -> memref<32xf32, strided<[1], offset: 32>>
+  %b = hcs.buffer "act" {offset = 256 : i64} : memref<64xf32>
+  // expected-error @+1 {{cluster 0 reads bytes [128, 256) of arena 'act' that cluster 1 wrote in its op 0, with no hcs.cluster_wait ordering them}}
+  hcs.call "exp"(%a) -> (%b) {} {cluster = 0 : i64} : (memref<64xf32>) -> memref<64xf32>
+  return
+}
+
+// -----
+
+// The same with the wait: accepted. Cluster 1 then overwrites bytes cluster
+// 0 read (a buffer the plan reuses): it must wait for that read too.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  %a0 = hcs.view %a : memref<64xf32> to memref<32xf32, strided<[1]>>
+  %a1 = hcs.view %a : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  %p0 = hcs.view %p : memref<64xf32> to memref<32xf32, strided<[1]>>
+  %p1 = hcs.view %p : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  hcs.call "tanh"(%p0) -> (%a0) {} {cluster = 0 : i64} : (memref<32xf32, strided<[1]>>) -> memref<32xf32, strided<[1]>>
+  hcs.call "tanh"(%p1) -> (%a1) {} {cluster = 1 : i64} : (memref<32xf32, strided<[1], offset: 32>>) -> memref<32xf32, strided<[1], offset: 32>>
+  %b = hcs.buffer "act" {offset = 256 : i64} : memref<64xf32>
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64}
+  // expected-note @+1 {{the other cluster's op}}
+  hcs.call "exp"(%a) -> (%b) {} {cluster = 0 : i64} : (memref<64xf32>) -> memref<64xf32>
+  %c = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  // expected-error @+1 {{cluster 1 writes bytes [0, 256) of arena 'act' that cluster 0 read in its op 1, with no hcs.cluster_wait ordering them}}
+  hcs.call "neg"(%p) -> (%c) {} {cluster = 1 : i64} : (memref<64xf32>) -> memref<64xf32>
+  return
+}
+
+// -----
+
+// A wait for an op that comes later in program order could deadlock.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  // expected-error @+1 {{waits for op 1 of cluster 1, which has only 0 before this point: the streams could deadlock}}
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64}
+  hcs.call "tanh"(%p) -> (%a) {} {cluster = 0 : i64} : (memref<64xf32>) -> memref<64xf32>
+  return
+}

@@ -22,6 +22,11 @@ The tiny DiT is exported (models/export_dit.py) and compiled plain, then
   disk-bad   the disk library run with a missing folder, a file for a folder,
              a read-only file system, and a file-size limit below the tier:
              each one line before the first step, nothing trained;
+  cftp       both compiled with --clusters 2 (CFTP: one stream per cluster),
+             the planned one also with the recompute budget: recomputed
+             calls are cut across the clusters like any other, and the two
+             still train bit-identically; with --fast-mem copies as well,
+             the plan stays one stream (hcs.cftp says why) and trains;
   too-small  with --mem-budget below the parameters alone: exit 2, one line
              naming --mem-budget, and no library written.
 The first three train 3 steps in train mode (2 kernel threads) beside the
@@ -86,7 +91,8 @@ def main():
     def compile_(name, extra):
         return run([hc_compile, "tiny.onnx", "--batch", "8", "-o", name + ".so"] + extra)
 
-    r = compile_("plain", [])
+    base_flags = ["--clusters", "2"] if a.case == "cftp" else []
+    r = compile_("plain", base_flags)
     if r.returncode != 0:
         fail("plain compile: " + r.stdout + r.stderr)
     plain = description(os.path.join(a.work, "plain.so"), libdir)["memory_plan"]["tiers"][0]
@@ -105,13 +111,13 @@ def main():
         print("ok:", a.case, lines[0])
         return
 
-    if a.case == "recompute":
+    if a.case in ("recompute", "cftp"):
         plan_probe = compile_("probe", ["--mem-budget", str(1 << 50)])
         if plan_probe.returncode != 0:
             fail(plan_probe.stdout + plan_probe.stderr)
         reserve = description(os.path.join(a.work, "probe.so"), libdir)["memory_plan"]["reserve"]
         budget = persistent + reserve + int(0.6 * act)
-        extra = ["--mem-budget", str(budget)]
+        extra = base_flags + ["--mem-budget", str(budget)]
     elif a.case == "offload":
         budget = None
         extra = ["--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"]
@@ -171,7 +177,17 @@ def main():
         if left:
             fail("files left in the offload folder: %s" % left)
         return
-    if a.case == "recompute":
+    if a.case == "cftp":
+        sched = run([hc_compile, "tiny.onnx", "--batch", "8", "--emit=schedule"] + extra).stdout
+        if "hcs.recompute" not in sched or "cluster = 1" not in sched:
+            fail("want recomputed calls in a two-stream plan")
+        r = run([hc_compile, "tiny.onnx", "--batch", "8", "--emit=schedule", "--clusters", "2",
+                 "--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"])
+        if r.returncode != 0 or "hcs.offload" not in r.stdout or \
+                "hc-automem's tier copies run on one stream" not in r.stdout or \
+                "cluster = 1" in r.stdout:
+            fail("want a one-stream plan with copies, saying why:\n" + r.stderr)
+    if a.case in ("recompute", "cftp"):
         if mem["recomputed_calls"] < 1 or mem["planned_bytes"] > budget:
             fail("want recomputation within the budget %d: %s" % (budget, mem))
         if mem["tiers"][0]["arena_bytes"]["act"] > int(0.6 * act):

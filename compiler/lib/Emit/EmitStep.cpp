@@ -5,6 +5,7 @@
 #include "hc/Compiler/EmitStep.h"
 
 #include "EmitPlacement.h"
+#include "StepRuntime.h"
 
 #include "hc/Schedule/KernelRegistry.h"
 #include "hc/Schedule/ScheduleOps.h"
@@ -84,11 +85,12 @@ struct Desc {
 
 struct Call {
   // 0 kernel; 1 start a bucket's all-reduce, 2 wait for it (`kernel` is then
-  // the bucket's ordinal, `first` its operand); 3 start a tier copy
-  // (`kernel` its HCRT_COPY_* kind, operands source and target, `attrs` its
-  // ticket slot), 4 wait for one (`attrs` the slot).
+  // the bucket's ordinal, `first` its operand); 3 (CFTP) wait until cluster
+  // `kernel` has completed `first` entries; 4 start a tier copy (`kernel`
+  // its HCRT_COPY_* kind, operands source and target, `attrs` its ticket
+  // slot), 5 wait for one (`attrs` the slot). `cluster`: the stream running it.
   int kind;
-  int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1;
+  int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1, cluster = 0;
 };
 
 std::pair<int, const char *> dtypeOf(Type t) {
@@ -341,6 +343,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
         kernels.push_back(k);
       }
       Call c{0, kernelIndex[k], static_cast<int>(operands.size())};
+      c.cluster = static_cast<int>(hs::clusterOf(call));
       // Optional operands keep their slot (NULL data) where segments say so.
       auto segments = call.getAttrs().getAs<DenseI32ArrayAttr>("operandSegmentSizes");
       unsigned next = 0;
@@ -370,7 +373,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
       callBytes.push_back(bytes);
       flops += callFlops.back();
     } else if (auto ar = dyn_cast<hs::AllReduceStartOp>(op)) {
-      Call c{1, numBuckets++, static_cast<int>(operands.size()), 1, 0, -1};
+      Call c{1, numBuckets++, static_cast<int>(operands.size()), 1, 0, -1,
+             static_cast<int>(hs::clusterOf(ar))};
       operands.push_back(descOf(ar.getBucket()));
       calls.push_back(c);
       callWhere.push_back({"allreduce_start", ""});
@@ -386,7 +390,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       // the copy's kind, `attrs` its ticket slot, which its wait names.
       bool offload = isa<hs::OffloadOp>(op);
       int kind = offloadOnDisk ? (offload ? 2 : 3) : (offload ? 0 : 1);
-      Call c{3, kind, static_cast<int>(operands.size()), 1, 1, numCopies};
+      Call c{4, kind, static_cast<int>(operands.size()), 1, 1, numCopies};
       operands.push_back(descOf(op.getOperand(0)));
       operands.push_back(descOf(op.getOperand(1)));
       calls.push_back(c);
@@ -399,7 +403,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       (offload ? offloadBytes : prefetchBytes) += bytes;
     } else if (auto wait = dyn_cast<hs::WaitOp>(op)) {
       if (auto copy = copyTokens.find(wait.getToken()); copy != copyTokens.end()) {
-        calls.push_back(Call{4, -1, 0, 0, 0, copy->second});
+        calls.push_back(Call{5, -1, 0, 0, 0, copy->second});
         callWhere.push_back({"copy_wait", ""});
         callFlops.push_back(0);
         callBytes.push_back(0);
@@ -412,8 +416,16 @@ bool Emitter::run(std::string &cpp, std::string &description,
       }
       Call c = start->second;
       c.kind = 2;
+      c.cluster = static_cast<int>(hs::clusterOf(wait));
       calls.push_back(c);
       callWhere.push_back({"allreduce_wait", ""});
+      callFlops.push_back(0);
+      callBytes.push_back(0);
+    } else if (auto cw = dyn_cast<hs::ClusterWaitOp>(op)) {
+      Call c{3, static_cast<int>(cw.getSource()), static_cast<int>(cw.getCount()),
+             0, 0, -1, static_cast<int>(cw.getCluster())};
+      calls.push_back(c);
+      callWhere.push_back({"cluster_wait", ""});
       callFlops.push_back(0);
       callBytes.push_back(0);
     } else if (auto loss = dyn_cast<hs::LossOp>(op)) {
@@ -424,6 +436,9 @@ bool Emitter::run(std::string &cpp, std::string &description,
     error = "the schedule marks no loss";
     return false;
   }
+  int numClusters = 1;
+  for (const Call &c : calls)
+    numClusters = std::max({numClusters, c.cluster + 1, c.kind == 3 ? c.kernel + 1 : 1});
   // Calls up to the one writing the loss are the forward pass.
   std::size_t lossCall = calls.size();
   for (std::size_t i = 0; i < calls.size() && lossCall == calls.size(); ++i)
@@ -506,11 +521,11 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "#include \"hc/runtime/graph_ops.h\"\n#include \"hc/runtime/placement.h\"\n"
      << "#include \"hc/runtime/step_abi.h\"\n#include \"hc/runtime/copy_engine.h\"\n"
      << "#include <chrono>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <new>\n"
-     << "#include <vector>\n\nnamespace {\n\n"
+     << "#include <atomic>\n#include <mutex>\n#include <thread>\n#include <vector>\n\nnamespace {\n\n"
      << "const char kDescription[] = R\"hcjson(" << description << ")hcjson\";\n\n"
      << "struct Desc { int32_t arena, base, dtype, rank; int64_t byte_offset; "
         "int64_t shape[HCRT_MAX_RANK], strides[HCRT_MAX_RANK]; };\n"
-     << "struct Call { int32_t kind, kernel, first, nin, nout, attrs; };\n"
+     << "struct Call { int32_t kind, kernel, first, nin, nout, attrs, cluster; };\n"
      << "struct Named { const char *name; int32_t arena; int64_t byte_offset, bytes; };\n"
      << "typedef void (*Kernel)(const hcrt_tensor *, int32_t, hcrt_tensor *, int32_t, "
         "const hcrt_attrs *, hc_threads);\n\n"
@@ -555,7 +570,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
   os << (attrRows.empty() ? "  {}\n" : "") << "};\n\nconst Call kCalls[] = {\n";
   for (const Call &c : calls)
     os << "  {" << c.kind << ", " << c.kernel << ", " << c.first << ", " << c.nin
-       << ", " << c.nout << ", " << c.attrs << "},\n";
+       << ", " << c.nout << ", " << c.attrs << ", " << c.cluster << "},\n";
   os << "};\n\n// Where each call is, for --check-finite.\nconst char *const kCallWhere[] = {\n";
   {
     for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -564,8 +579,12 @@ bool Emitter::run(std::string &cpp, std::string &description,
                               ? "optimizer"
                               : i <= lossCall ? "forward" : "backward";
       std::string label =
-          calls[i].kind >= 3
-              ? std::string(calls[i].kind == 4 ? "wait for a tier copy"
+          calls[i].kind == 3
+              ? "cluster " + std::to_string(calls[i].cluster) + " waits for " +
+                    std::to_string(calls[i].first) + " entries of cluster " +
+                    std::to_string(calls[i].kernel)
+          : calls[i].kind >= 4
+              ? std::string(calls[i].kind == 5 ? "wait for a tier copy"
                             : calls[i].kernel % 2 == 0 ? "offload of an activation"
                                                        : "prefetch of an activation")
           : calls[i].kind != 0
@@ -594,292 +613,9 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "constexpr size_t kNumCalls = " << calls.size() << ";\n"
      << "constexpr int32_t kNumCopies = " << numCopies << ";\n"
      << "constexpr int64_t kDiskBytes = " << diskBytes << ";  // the disk tier\n"
-     << "const char kOffloadDir[] = " << cString(offloadDir) << ";\n\n";
-  os << R"cpp(} // namespace
-
-struct hc_step {
-  hc_step_env env;
-  char *arena[kNumArenas] = {};
-  std::vector<hcrt_tensor> tensors;  // kDescs resolved to addresses
-  int64_t requests[kNumBuckets + 1] = {};  // this step's bucket all-reduces
-  int32_t pending = 0;                     // started, not yet waited for
-  float lossSum = 0;                       // the loss's own request
-  int64_t lossRequest = -1;
-  char error[1024] = {};                   // last_error()
-  std::vector<double> seconds;             // per call, with env.profile
-  std::vector<int64_t> runs;
-  int64_t tickets[kNumCopies + 1] = {};    // this step's tier copies
-  int32_t disk = -1;                       // the disk tier's file
-};
-
-namespace {
-
-hc_step *create(const hc_step_env *env, char *error, size_t size) {
-  hc_step *s = new (std::nothrow) hc_step();
-  if (!s) {
-    std::snprintf(error, size, "out of memory creating the step context");
-    return nullptr;
-  }
-  s->env = *env;
-  s->seconds.assign(kNumCalls, 0.0);
-  s->runs.assign(kNumCalls, 0);
-  // Page-aligned arenas (the plan's slices are whole pages), zeroed by the
-  // clusters that own them: first touch puts each slice on its home node.
-  for (int a = 0; a < kNumArenas; ++a) {
-    const size_t page = HCRT_PLACEMENT_PAGE;
-    size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
-    s->arena[a] = hcrt_arena_alloc(bytes);  // huge pages where it is large
-    if (!s->arena[a]) {
-      std::snprintf(error, size, "cannot allocate %zu bytes for arena %d", bytes, a);
-      for (int b = 0; b < a; ++b)
-        hcrt_arena_free(s->arena[b]);
-      delete s;
-      return nullptr;
-    }
-  }
-  if (kDiskBytes > 0) {
-    // The disk tier: made and fully reserved now, so a missing, read-only
-    // or full folder fails before the first step.
-    s->disk = hcrt_disk_open(kOffloadDir, kDiskBytes, error, size);
-    if (s->disk < 0) {
-      for (char *a : s->arena)
-        hcrt_arena_free(a);
-      delete s;
-      return nullptr;
-    }
-  }
-  {
-    const size_t n = sizeof(kTouch) / sizeof(kTouch[0]);
-    const int32_t local = env->rank % kRanksPerNode;
-    std::vector<hcrt_touch_slice> touch;
-    for (size_t i = 0; i < n; ++i) {
-      if (kArenaBytes[kTouch[i].arena] == 0)
-        continue;  // not in memory (the disk tier's arena)
-      touch.push_back(kTouch[i]);
-      touch.back().numa = sizeof(kTouchNuma) / sizeof(kTouchNuma[0]) >= n * kRanksPerNode
-                              ? kTouchNuma[i * kRanksPerNode + local] : -1;
-    }
-    hcrt_first_touch(s->arena, touch.data(), static_cast<int32_t>(touch.size()));
-    for (int a = 0; a < kNumArenas; ++a) {  // the padding past the plan
-      const size_t page = HCRT_PLACEMENT_PAGE;
-      size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
-      std::memset(s->arena[a] + kArenaBytes[a], 0, bytes - kArenaBytes[a]);
-    }
-  }
-  s->tensors.resize(sizeof(kDescs) / sizeof(kDescs[0]));
-  for (size_t i = 0; i < s->tensors.size(); ++i) {
-    const Desc &d = kDescs[i];
-    hcrt_tensor &t = s->tensors[i];
-    t.dtype = d.dtype;
-    t.rank = d.rank;
-    for (int k = 0; k < d.rank; ++k) {
-      t.shape[k] = d.shape[k];
-      t.strides[k] = d.strides[k];
-    }
-    if (d.arena < kNumArenas)
-      t.data = s->arena[d.arena] + d.byte_offset;
-    else if (d.arena == kConstArena)
-      t.data = const_cast<char *>(static_cast<const char *>(kConstants[d.base])) + d.byte_offset;
-    else
-      t.data = nullptr;  // an input: bound at each step
-  }
-  return s;
-}
-
-void destroy(hc_step *s) {
-  if (!s)
-    return;
-  for (char *a : s->arena)
-    hcrt_arena_free(a);
-  if (s->disk >= 0)
-    hcrt_disk_close(s->disk);
-  delete s;
-}
-
-const Named *lookup(const char *name) {
-  for (const Named &n : kNamed)
-    if (std::strcmp(n.name, name) == 0)
-      return &n;
-  return nullptr;
-}
-
-int setTensor(hc_step *s, const char *name, const void *data, size_t bytes) {
-  const Named *n = lookup(name);
-  if (!n || static_cast<size_t>(n->bytes) != bytes)
-    return -1;
-  std::memcpy(s->arena[n->arena] + n->byte_offset, data, bytes);
-  return 0;
-}
-
-int getTensor(const hc_step *s, const char *name, void *data, size_t bytes) {
-  const Named *n = lookup(name);
-  if (!n || static_cast<size_t>(n->bytes) != bytes)
-    return -1;
-  std::memcpy(data, s->arena[n->arena] + n->byte_offset, bytes);
-  return 0;
-}
-
-int64_t numElements(const hcrt_tensor &t) {
-  int64_t n = 1;
-  for (int k = 0; k < t.rank; ++k)
-    n *= t.shape[k];
-  return n;
-}
-
-// env.profile: the wall time of call `ci`, however the loop leaves it.
-struct CallTimer {
-  hc_step *s;
-  size_t ci;
-  std::chrono::steady_clock::time_point t0;
-  CallTimer(hc_step *s, size_t ci) : s(s), ci(ci) {
-    if (s->env.profile)
-      t0 = std::chrono::steady_clock::now();
-  }
-  ~CallTimer() {
-    if (!s->env.profile)
-      return;
-    s->seconds[ci] +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ++s->runs[ci];
-  }
-};
-
-size_t getProfile(const hc_step *s, hc_call_profile *out, size_t capacity) {
-  for (size_t ci = 0; ci < kNumCalls && ci < capacity; ++ci)
-    out[ci] = {kCallKernel[ci], kCallWhere[ci], s->runs[ci], s->seconds[ci],
-               kCallFlops[ci], kCallBytes[ci]};
-  return kNumCalls;
-}
-
-// --check-finite: every float output of call `ci`; the first NaN or
-// infinity stops the step with its place in s->error.
-bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
-  for (int32_t k = 0; k < n; ++k) {
-    double v = 0;
-    int64_t at = hcrt_first_nonfinite(&outs[k], kKernelNames[kCalls[ci].kernel], &v);
-    if (at >= 0) {
-      // Parameters, gradients and optimizer state are named slices of their
-      // arenas (one optimizer call spans many): name the one holding it.
-      const Desc &d = kDescs[kOperands[kCalls[ci].first + kCalls[ci].nin + k]];
-      int64_t byte = d.byte_offset + at * (d.dtype == HCRT_F64 ? 8 : 4);
-      const char *tensor = "an activation";
-      for (const Named &nm : kNamed)
-        if (nm.arena == d.arena && byte >= nm.byte_offset &&
-            byte < nm.byte_offset + nm.bytes)
-          tensor = nm.name;
-      std::snprintf(s->error, sizeof s->error,
-                    "%s wrote %g into %s (output %d of call %zu, element %lld)",
-                    kCallWhere[ci], v, tensor, static_cast<int>(k), ci,
-                    static_cast<long long>(at));
-      return false;
-    }
-  }
-  return true;
-}
-
-int step(hc_step *s, const void *const *inputs, double *loss) {
-  for (size_t i = 0; i < s->tensors.size(); ++i)
-    if (kDescs[i].arena == kInputArena)
-      s->tensors[i].data =
-          const_cast<char *>(static_cast<const char *>(inputs[kDescs[i].base])) +
-          kDescs[i].byte_offset;
-  hcrt_tensor args[64];
-  const hcrt_tensor absent = {};
-  float scale = 1.0f / static_cast<float>(s->env.world_size);
-  s->error[0] = 0;
-  for (size_t ci = 0; ci < kNumCalls; ++ci) {
-    const Call &c = kCalls[ci];
-    CallTimer timer(s, ci);
-    if (c.kind == 0) {
-      int32_t n = c.nin + c.nout;
-      for (int32_t k = 0; k < n; ++k) {
-        int32_t d = kOperands[c.first + k];
-        args[k] = d < 0 ? absent : s->tensors[d];
-      }
-      kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &kAttrs[c.attrs],
-                         hc_threads{0, 0});
-      if (s->env.check_finite && !outputsFinite(s, ci, args + c.nin, c.nout))
-        return -2;
-      if (s->pending && s->env.allreduce_progress)
-        s->env.allreduce_progress(s->env.comm);
-      if (ci == kLossCall && s->env.world_size > 1 && s->env.allreduce_start_f32 &&
-          s->env.allreduce_wait) {
-        // The loss's sum overlaps backward too, instead of ending the step.
-        s->lossSum = *static_cast<const float *>(s->tensors[kLossDesc].data);
-        s->lossRequest = s->env.allreduce_start_f32(s->env.comm, &s->lossSum, 1);
-        if (s->lossRequest < 0)
-          return -1;
-        ++s->pending;
-      }
-    } else if (c.kind == 3) {
-      // A tier copy starts; the disk side is the offload buffer's offset.
-      const int32_t from = kOperands[c.first], to = kOperands[c.first + 1];
-      const int64_t bytes = static_cast<int64_t>(kCallBytes[ci] / 2);
-      int64_t offset = c.kernel == HCRT_COPY_TO_DISK     ? kDescs[to].byte_offset
-                       : c.kernel == HCRT_COPY_FROM_DISK ? kDescs[from].byte_offset
-                                                         : 0;
-      s->tickets[c.attrs] = hcrt_copy_start(
-          c.kernel, c.kernel == HCRT_COPY_TO_DISK ? nullptr : s->tensors[to].data,
-          c.kernel == HCRT_COPY_FROM_DISK ? nullptr : s->tensors[from].data, bytes,
-          s->disk, offset);
-    } else if (c.kind == 4) {
-      if (hcrt_copy_wait(s->tickets[c.attrs], s->error, sizeof s->error) != 0)
-        return -3;
-    } else if (s->env.world_size > 1) {
-      // A bucket: start its sum (or, without the asynchronous callbacks, sum
-      // it now); at the wait, the mean is what the optimizer reads.
-      const hcrt_tensor &b = s->tensors[kOperands[c.first]];
-      float *data = static_cast<float *>(b.data);
-      size_t n = static_cast<size_t>(numElements(b));
-      bool async = s->env.allreduce_start_f32 && s->env.allreduce_wait;
-      if (c.kind == 1 && async) {
-        s->requests[c.kernel] = s->env.allreduce_start_f32(s->env.comm, data, n);
-        if (s->requests[c.kernel] < 0)
-          return -1;
-        ++s->pending;
-        continue;
-      }
-      if (c.kind == 1 && (!s->env.allreduce_sum_f32 ||
-                          s->env.allreduce_sum_f32(s->env.comm, data, n) != 0))
-        return -1;
-      if (c.kind == 2 && async) {
-        if (s->env.allreduce_wait(s->env.comm, s->requests[c.kernel]) != 0)
-          return -1;
-        --s->pending;
-      }
-      if ((c.kind == 1) != async)
-        for (size_t i = 0; i < n; ++i)
-          data[i] *= scale;
-    }
-  }
-  float l = *static_cast<const float *>(s->tensors[kLossDesc].data);
-  if (s->lossRequest >= 0) {
-    if (s->env.allreduce_wait(s->env.comm, s->lossRequest) != 0)
-      return -1;
-    s->lossRequest = -1;
-    --s->pending;
-    l = s->lossSum * scale;
-  } else if (s->env.world_size > 1) {
-    if (!s->env.allreduce_sum_f32 || s->env.allreduce_sum_f32(s->env.comm, &l, 1) != 0)
-      return -1;
-    l *= scale;
-  }
-  *loss = l;
-  return 0;
-}
-
-const char *lastError(const hc_step *s) { return s->error; }
-
-const hc_step_api kApi = {HC_STEP_ABI_VERSION, kDescription, create, destroy,
-                          setTensor, getTensor, step, lastError, getProfile};
-
-} // namespace
-
-extern "C" __attribute__((visibility("default"))) const hc_step_api *
-hc_step_get_api(void) {
-  return &kApi;
-}
-)cpp";
+     << "const char kOffloadDir[] = " << cString(offloadDir) << ";\n"
+     << "constexpr int32_t kNumClusters = " << numClusters << ";\n\n";
+  os << stepRuntimeSource();
   os.flush();
   cpp = std::move(s);
   return true;

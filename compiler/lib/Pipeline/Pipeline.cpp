@@ -79,6 +79,13 @@ const char *pipelineFlagsHelp() {
                    there, which frees memory for --mem-budget; the cost
                    model still recomputes where the disk is slower.
                    hc-run --offload-dir overrides D where the step runs
+  --cftp on|off    communication-free tensor parallelism (default on): with
+                   more than one cluster per rank, each cluster runs its own
+                   stream of calls, calls cut across clusters where the cost
+                   model says so, waits only where data crosses (hc-cftp);
+                   off: every call on the whole team
+  --cftp-rates FILE  measured kernel rates for CFTP's cost model (key value
+                   lines, bench/cftp_rates.py; default built in)
 )";
 }
 
@@ -162,14 +169,16 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
                                  "--beta2", "--eps", "--weight-decay",
                                  "--weight-decay-post", "--bucket-mb", "--link",
                                  "--precision", "--topology", "--clusters",
-                                 "--ranks-per-node", "--comm-cores",
-                                 "--mem-budget", "--fast-mem", "--mem-rates", "--offload-dir"};
+                                 "--ranks-per-node", "--comm-cores", "--cftp",
+                                 "--cftp-rates", "--mem-budget", "--fast-mem", "--mem-rates",
+                                 "--offload-dir"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
   // Flags that do not change the optimizer's arithmetic.
   static const char *machine[] = {"--bucket-mb", "--link", "--precision", "--topology",
                                   "--clusters", "--ranks-per-node", "--comm-cores",
-                                  "--mem-budget", "--fast-mem", "--mem-rates", "--offload-dir"};
+                                  "--cftp", "--cftp-rates", "--mem-budget", "--fast-mem",
+                                  "--mem-rates", "--offload-dir"};
   if (std::find(std::begin(machine), std::end(machine), arg) == std::end(machine))
     o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
@@ -201,6 +210,22 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
       return -1;
     }
     o.offloadDir = value;
+    return 1;
+  }
+  if (arg == "--cftp") {
+    if (value != "on" && value != "off") {
+      error = "--cftp must be on or off, got '" + value + "'";
+      return -1;
+    }
+    o.cftp = value == "on";
+    return 1;
+  }
+  if (arg == "--cftp-rates") {
+    if (value.empty() || access(value.c_str(), R_OK) != 0) {
+      error = "--cftp-rates " + value + ": cannot read the file";
+      return -1;
+    }
+    o.cftpRates = value;
     return 1;
   }
   if (arg == "--clusters" || arg == "--ranks-per-node" || arg == "--comm-cores") {
@@ -426,6 +451,11 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     place.ranksPerNode = options.ranksPerNode;
     place.commCores = options.commCores;
     pm.addPass(createPlanPlacement(place));
+    if (options.cftp) {
+      CftpOptions cftp;
+      cftp.rates = options.cftpRates;
+      pm.addPass(createCftp(cftp));
+    }
     pm.addPass(createVerifyPlan());
   }
   std::string diagnostics;
@@ -450,6 +480,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
                 diagnostics.find("--sampler: ") != std::string::npos ||
                 diagnostics.find("no trainable parameter") != std::string::npos ||
                 diagnostics.find("--clusters ") != std::string::npos ||
+                diagnostics.find("--cftp-rates ") != std::string::npos ||
                 diagnostics.find("--ranks-per-node ") != std::string::npos ||
                 diagnostics.find("--comm-cores ") != std::string::npos ||
                 diagnostics.find("--mem-budget ") != std::string::npos ||

@@ -120,5 +120,20 @@ LogicalResult PrefetchOp::verify() {
   return verifyTierCopy(*this, getSource(), getTarget(), "offload", "act");
 }
 
+LogicalResult ClusterWaitOp::verify() {
+  if (getCluster() < 0 || getSource() < 0)
+    return emitOpError("clusters are numbered from 0");
+  if (getCluster() == getSource())
+    return emitOpError("a cluster cannot wait for itself");
+  if (getCount() < 1)
+    return emitOpError("count must be at least 1");
+  return success();
+}
+
+int64_t hc::schedule::clusterOf(Operation *op) {
+  auto a = op->getAttrOfType<IntegerAttr>("cluster");
+  return a ? a.getInt() : 0;
+}
+
 #define GET_OP_CLASSES
 #include "hc/Schedule/ScheduleOps.cpp.inc"

@@ -59,6 +59,10 @@ struct PipelineOptions {
   std::string memRates;
   std::string offloadDir;  // --offload-dir: the disk tier's folder
 
+  // CFTP (hc-cftp, --cftp on|off): one stream of calls per cluster; off
+  // leaves every call on the whole team, split inside the kernels.
+  bool cftp = true;
+  std::string cftpRates;  // --cftp-rates FILE; empty: the built-in rates
 };
 
 // The module attribute on which the importer records a model's own

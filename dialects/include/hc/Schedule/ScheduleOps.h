@@ -31,6 +31,9 @@ inline constexpr int kNumArenas = 7;
 inline bool isLivenessArena(llvm::StringRef arena) {
   return arena == "act" || arena == "offload";
 }
+// CFTP: the cluster whose stream runs `op` (its `cluster` attribute; 0
+// when absent). See hcs.cluster_wait.
+int64_t clusterOf(mlir::Operation *op);
 } // namespace hc::schedule
 
 #endif // HC_SCHEDULE_SCHEDULEOPS_H

@@ -129,6 +129,21 @@ def HCS_OffloadOp : HCS_TierCopyOp<"offload",
 def HCS_PrefetchOp : HCS_TierCopyOp<"prefetch",
     "start copying an `offload` buffer back to an `act` buffer (slow to fast tier)">;
 
+def HCS_ClusterWaitOp : HCS_Op<"cluster_wait"> {
+  let summary = "CFTP: a cluster's stream waits for another cluster's progress";
+  let description = [{
+    Written by hc-cftp. Ops of @step that run work (hcs.call,
+    hcs.allreduce_start, hcs.wait) carry `cluster = k`: the cluster whose
+    stream runs them, in program order (absent: 0). This op, in the stream
+    of `cluster`, blocks it until cluster `source` has completed its first
+    `count` ops. hc-verify-plan proves that every byte one cluster reads or
+    writes after another cluster wrote or read it is ordered by such a wait.
+  }];
+  let arguments = (ins I64Attr:$cluster, I64Attr:$source, I64Attr:$count);
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 def HCS_LossOp : HCS_Op<"loss"> {
   let summary = "marks the buffer holding this step's loss (0-d)";
   let arguments = (ins AnyStaticShapeMemRef:$value);

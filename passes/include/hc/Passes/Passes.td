@@ -281,6 +281,36 @@ def PlanPlacement : Pass<"hc-plan-placement", "mlir::ModuleOp"> {
   ];
 }
 
+def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
+  let summary = "CFTP: one stream of calls per cluster, synchronized only where data crosses";
+  let description = [{
+    Communication-free tensor parallelism inside a rank (the paper's first
+    technique). Reads the rank's clusters from hcs.core_budget (after
+    hc-plan-placement; K = the fewest clusters of any rank, at most its
+    compute cores) and, when K > 1, gives every hcs.call, allreduce_start
+    and wait of @step a `cluster` attribute: the stream that runs it. A
+    call whose kernel has a split rule (passes/lib/CftpRules.cpp: rows for
+    row-wise kernels, GEMMs by rows of A, attention by sample, weight and
+    bias gradients by output feature, optimizers by element) may instead
+    become K sub-calls on hcs.view slices (`split = "rows"|"features"`).
+    A cost model chooses per call: list scheduling of the K streams with
+    durations from measured per-thread rates (option `rates`, a file of
+    `key value` lines; built-in: bench/cftp-rates-zen5.txt) and a cost per
+    blocking wait. hcs.cluster_wait is inserted wherever a byte read or
+    written by one stream was written or read by another earlier in program
+    order (CftpAccess.h; strided views count as their whole byte span).
+    All-reduces and the call writing the loss stay on cluster 0. Records
+    `hcs.cftp` on @step: clusters, threads per cluster, calls cut and whole,
+    waits, and the model's predicted step time with and without the cut.
+    A per-rank batch K does not divide is refused (names --clusters).
+  }];
+  let options = [
+    Option<"rates", "rates", "std::string", "\"\"",
+           "kernel rates file (key value lines); empty: built-in">
+  ];
+  let dependentDialects = ["hc::schedule::HCSDialect"];
+}
+
 def VerifyPlan : Pass<"hc-verify-plan", "mlir::ModuleOp"> {
   let summary = "proves no two simultaneously live buffers overlap";
   let description = [{
@@ -288,7 +318,11 @@ def VerifyPlan : Pass<"hc-verify-plan", "mlir::ModuleOp"> {
     arena that are live at the same op share a byte, or if a buffer lies
     outside its arena or has no offset. Also fails if an op touches the
     bytes of a gradient bucket between its hcs.allreduce_start and hcs.wait
-    (the asynchronous all-reduce owns them then).
+    (the asynchronous all-reduce owns them then). On a CFTP plan (ops with
+    a `cluster` attribute) also fails where a stream reads or writes bytes
+    another stream wrote or read earlier in program order with no
+    hcs.cluster_wait ordering the two, or where a wait names an op that
+    comes later in program order (a possible deadlock).
   }];
 }
 

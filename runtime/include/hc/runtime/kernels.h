@@ -52,6 +52,19 @@ int32_t hcrt_reserve_cores(int32_t n, int32_t *cores);
 // Index of the cluster team thread `t` belongs to.
 int32_t hcrt_thread_cluster(int32_t t);
 
+// CFTP (communication-free tensor parallelism): one stream of calls per
+// cluster of a compiled plan. Cuts the team's threads, in team order (which
+// is cluster order), into `nclusters` contiguous ranges, thread counts
+// differing by at most one, and calls fn(ctx, k, range k) once per k, all
+// concurrently: cluster 0 on the calling thread, cluster k > 0 on the
+// worker that is the first thread of range k. Kernels called inside with
+// that range run on its threads only (ranges are disjoint, so the clusters'
+// kernels run at the same time). fn must not call hcrt_run_clusters again.
+// Returns 0 once every fn has returned; -1, calling nothing, when nclusters
+// < 1 or the team has fewer threads than nclusters.
+typedef void (*hcrt_cluster_fn)(void *ctx, int32_t cluster, hc_threads threads);
+int32_t hcrt_run_clusters(int32_t nclusters, hcrt_cluster_fn fn, void *ctx);
+
 // Instruction set the kernels dispatch to. Chosen once from CPUID (and the
 // OS's saved vector state); HC_ISA=generic|avx2|avx512 in the environment or
 // hcrt_set_isa() can force a lower one (tests and benchmarks use this to check

@@ -1,0 +1,365 @@
+// C++ text of the generated step's fixed part (StepRuntime.h). It refers
+// to the tables EmitStep.cpp emits before it: kDescs, kOperands, kAttrs,
+// kCalls, kCallWhere, kCallKernel, kCallFlops, kCallBytes, kNamed, kTouch,
+// kTouchNuma, kRanksPerNode, kArenaBytes, kConstants, kKernels,
+// kKernelNames and the constants kLossDesc, kNumBuckets, kLossCall,
+// kNumCalls, kNumClusters, kNumArenas, kInputArena, kConstArena,
+// kNumCopies, kDiskBytes, kOffloadDir.
+#include "StepRuntime.h"
+
+namespace hc {
+
+const char *stepRuntimeSource() {
+  return R"cpp(} // namespace
+
+struct hc_step {
+  hc_step_env env;
+  char *arena[kNumArenas] = {};
+  std::vector<hcrt_tensor> tensors;  // kDescs resolved to addresses
+  int64_t requests[kNumBuckets + 1] = {};  // this step's bucket all-reduces
+  int32_t pending = 0;                     // started, not yet waited for
+  float lossSum = 0;                       // the loss's own request
+  int64_t lossRequest = -1;
+  char error[1024] = {};                   // last_error()
+  std::vector<double> seconds;             // per call, with env.profile
+  std::vector<int64_t> runs;
+  // CFTP: entries each cluster has completed (monotonic over steps: a
+  // step's base is its ordinal times kNumCalls + 1), and s->error's guard.
+  std::atomic<int64_t> progress[kNumClusters] = {};
+  int64_t tickets[kNumCopies + 1] = {};    // this step's tier copies
+  int32_t disk = -1;                       // the disk tier's file
+  int64_t steps = 0;
+  std::mutex errorMu;
+};
+
+namespace {
+
+hc_step *create(const hc_step_env *env, char *error, size_t size) {
+  hc_step *s = new (std::nothrow) hc_step();
+  if (!s) {
+    std::snprintf(error, size, "out of memory creating the step context");
+    return nullptr;
+  }
+  s->env = *env;
+  s->seconds.assign(kNumCalls, 0.0);
+  s->runs.assign(kNumCalls, 0);
+  // Page-aligned arenas (the plan's slices are whole pages), zeroed by the
+  // clusters that own them: first touch puts each slice on its home node.
+  for (int a = 0; a < kNumArenas; ++a) {
+    const size_t page = HCRT_PLACEMENT_PAGE;
+    size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
+    s->arena[a] = hcrt_arena_alloc(bytes);  // huge pages where it is large
+    if (!s->arena[a]) {
+      std::snprintf(error, size, "cannot allocate %zu bytes for arena %d", bytes, a);
+      for (int b = 0; b < a; ++b)
+        hcrt_arena_free(s->arena[b]);
+      delete s;
+      return nullptr;
+    }
+  }
+  if (kDiskBytes > 0) {
+    // The disk tier: made and fully reserved now, so a missing, read-only
+    // or full folder fails before the first step.
+    s->disk = hcrt_disk_open(kOffloadDir, kDiskBytes, error, size);
+    if (s->disk < 0) {
+      for (char *a : s->arena)
+        hcrt_arena_free(a);
+      delete s;
+      return nullptr;
+    }
+  }
+  {
+    const size_t n = sizeof(kTouch) / sizeof(kTouch[0]);
+    const int32_t local = env->rank % kRanksPerNode;
+    std::vector<hcrt_touch_slice> touch;
+    for (size_t i = 0; i < n; ++i) {
+      if (kArenaBytes[kTouch[i].arena] == 0)
+        continue;  // not in memory (the disk tier's arena)
+      touch.push_back(kTouch[i]);
+      touch.back().numa = sizeof(kTouchNuma) / sizeof(kTouchNuma[0]) >= n * kRanksPerNode
+                              ? kTouchNuma[i * kRanksPerNode + local] : -1;
+    }
+    hcrt_first_touch(s->arena, touch.data(), static_cast<int32_t>(touch.size()));
+    for (int a = 0; a < kNumArenas; ++a) {  // the padding past the plan
+      const size_t page = HCRT_PLACEMENT_PAGE;
+      size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
+      std::memset(s->arena[a] + kArenaBytes[a], 0, bytes - kArenaBytes[a]);
+    }
+  }
+  s->tensors.resize(sizeof(kDescs) / sizeof(kDescs[0]));
+  for (size_t i = 0; i < s->tensors.size(); ++i) {
+    const Desc &d = kDescs[i];
+    hcrt_tensor &t = s->tensors[i];
+    t.dtype = d.dtype;
+    t.rank = d.rank;
+    for (int k = 0; k < d.rank; ++k) {
+      t.shape[k] = d.shape[k];
+      t.strides[k] = d.strides[k];
+    }
+    if (d.arena < kNumArenas)
+      t.data = s->arena[d.arena] + d.byte_offset;
+    else if (d.arena == kConstArena)
+      t.data = const_cast<char *>(static_cast<const char *>(kConstants[d.base])) + d.byte_offset;
+    else
+      t.data = nullptr;  // an input: bound at each step
+  }
+  return s;
+}
+
+void destroy(hc_step *s) {
+  if (!s)
+    return;
+  for (char *a : s->arena)
+    hcrt_arena_free(a);
+  if (s->disk >= 0)
+    hcrt_disk_close(s->disk);
+  delete s;
+}
+
+const Named *lookup(const char *name) {
+  for (const Named &n : kNamed)
+    if (std::strcmp(n.name, name) == 0)
+      return &n;
+  return nullptr;
+}
+
+int setTensor(hc_step *s, const char *name, const void *data, size_t bytes) {
+  const Named *n = lookup(name);
+  if (!n || static_cast<size_t>(n->bytes) != bytes)
+    return -1;
+  std::memcpy(s->arena[n->arena] + n->byte_offset, data, bytes);
+  return 0;
+}
+
+int getTensor(const hc_step *s, const char *name, void *data, size_t bytes) {
+  const Named *n = lookup(name);
+  if (!n || static_cast<size_t>(n->bytes) != bytes)
+    return -1;
+  std::memcpy(data, s->arena[n->arena] + n->byte_offset, bytes);
+  return 0;
+}
+
+int64_t numElements(const hcrt_tensor &t) {
+  int64_t n = 1;
+  for (int k = 0; k < t.rank; ++k)
+    n *= t.shape[k];
+  return n;
+}
+
+// env.profile: the wall time of call `ci`, however the loop leaves it.
+struct CallTimer {
+  hc_step *s;
+  size_t ci;
+  std::chrono::steady_clock::time_point t0;
+  CallTimer(hc_step *s, size_t ci) : s(s), ci(ci) {
+    if (s->env.profile)
+      t0 = std::chrono::steady_clock::now();
+  }
+  ~CallTimer() {
+    if (!s->env.profile)
+      return;
+    s->seconds[ci] +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++s->runs[ci];
+  }
+};
+
+size_t getProfile(const hc_step *s, hc_call_profile *out, size_t capacity) {
+  for (size_t ci = 0; ci < kNumCalls && ci < capacity; ++ci)
+    out[ci] = {kCallKernel[ci], kCallWhere[ci], s->runs[ci], s->seconds[ci],
+               kCallFlops[ci], kCallBytes[ci]};
+  return kNumCalls;
+}
+
+// --check-finite: every float output of call `ci`; the first NaN or
+// infinity stops the step with its place in s->error.
+bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
+  for (int32_t k = 0; k < n; ++k) {
+    double v = 0;
+    int64_t at = hcrt_first_nonfinite(&outs[k], kKernelNames[kCalls[ci].kernel], &v);
+    if (at >= 0) {
+      // Parameters, gradients and optimizer state are named slices of their
+      // arenas (one optimizer call spans many): name the one holding it.
+      const Desc &d = kDescs[kOperands[kCalls[ci].first + kCalls[ci].nin + k]];
+      int64_t byte = d.byte_offset + at * (d.dtype == HCRT_F64 ? 8 : 4);
+      std::lock_guard<std::mutex> lk(s->errorMu);  // one cluster's report
+      if (s->error[0])
+        return false;
+      const char *tensor = "an activation";
+      for (const Named &nm : kNamed)
+        if (nm.arena == d.arena && byte >= nm.byte_offset &&
+            byte < nm.byte_offset + nm.bytes)
+          tensor = nm.name;
+      std::snprintf(s->error, sizeof s->error,
+                    "%s wrote %g into %s (output %d of call %zu, element %lld)",
+                    kCallWhere[ci], v, tensor, static_cast<int>(k), ci,
+                    static_cast<long long>(at));
+      return false;
+    }
+  }
+  return true;
+}
+
+// Entry `ci` of the plan on `threads`; `host`: the stream that owns the
+// collectives and tier copies (cluster 0). 0, or step()'s -1 / -2 / -3.
+int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
+  hcrt_tensor args[64];
+  const hcrt_tensor absent = {};
+  const float scale = 1.0f / static_cast<float>(s->env.world_size);
+  {
+    const Call &c = kCalls[ci];
+    CallTimer timer(s, ci);
+    if (c.kind == 0) {
+      int32_t n = c.nin + c.nout;
+      for (int32_t k = 0; k < n; ++k) {
+        int32_t d = kOperands[c.first + k];
+        args[k] = d < 0 ? absent : s->tensors[d];
+      }
+      kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &kAttrs[c.attrs],
+                         threads);
+      if (s->env.check_finite && !outputsFinite(s, ci, args + c.nin, c.nout))
+        return -2;
+      if (host && s->pending && s->env.allreduce_progress)
+        s->env.allreduce_progress(s->env.comm);
+      if (ci == kLossCall && s->env.world_size > 1 && s->env.allreduce_start_f32 &&
+          s->env.allreduce_wait) {
+        // The loss's sum overlaps backward too, instead of ending the step.
+        s->lossSum = *static_cast<const float *>(s->tensors[kLossDesc].data);
+        s->lossRequest = s->env.allreduce_start_f32(s->env.comm, &s->lossSum, 1);
+        if (s->lossRequest < 0)
+          return -1;
+        ++s->pending;
+      }
+    } else if (c.kind == 4) {
+      // A tier copy starts; the disk side is the offload buffer's offset.
+      const int32_t from = kOperands[c.first], to = kOperands[c.first + 1];
+      const int64_t bytes = static_cast<int64_t>(kCallBytes[ci] / 2);
+      int64_t offset = c.kernel == HCRT_COPY_TO_DISK     ? kDescs[to].byte_offset
+                       : c.kernel == HCRT_COPY_FROM_DISK ? kDescs[from].byte_offset
+                                                         : 0;
+      s->tickets[c.attrs] = hcrt_copy_start(
+          c.kernel, c.kernel == HCRT_COPY_TO_DISK ? nullptr : s->tensors[to].data,
+          c.kernel == HCRT_COPY_FROM_DISK ? nullptr : s->tensors[from].data, bytes,
+          s->disk, offset);
+    } else if (c.kind == 5) {
+      if (hcrt_copy_wait(s->tickets[c.attrs], s->error, sizeof s->error) != 0)
+        return -3;
+    } else if (s->env.world_size > 1) {
+      // A bucket: start its sum (or, without the asynchronous callbacks, sum
+      // it now); at the wait, the mean is what the optimizer reads.
+      const hcrt_tensor &b = s->tensors[kOperands[c.first]];
+      float *data = static_cast<float *>(b.data);
+      size_t n = static_cast<size_t>(numElements(b));
+      bool async = s->env.allreduce_start_f32 && s->env.allreduce_wait;
+      if (c.kind == 1 && async) {
+        s->requests[c.kernel] = s->env.allreduce_start_f32(s->env.comm, data, n);
+        if (s->requests[c.kernel] < 0)
+          return -1;
+        ++s->pending;
+        return 0;
+      }
+      if (c.kind == 1 && (!s->env.allreduce_sum_f32 ||
+                          s->env.allreduce_sum_f32(s->env.comm, data, n) != 0))
+        return -1;
+      if (c.kind == 2 && async) {
+        if (s->env.allreduce_wait(s->env.comm, s->requests[c.kernel]) != 0)
+          return -1;
+        --s->pending;
+      }
+      if ((c.kind == 1) != async)
+        for (size_t i = 0; i < n; ++i)
+          data[i] *= scale;
+    }
+  }
+  return 0;
+}
+
+// CFTP: cluster k's stream, on its threads. An entry another cluster's
+// result must precede waits for that cluster's progress counter. After a
+// failure every stream still walks (and counts) its entries without running
+// them, so no wait is left hanging; the first failure's code is returned.
+struct ClusterRun {
+  hc_step *s;
+  int64_t base;
+  std::atomic<int> rc{0};
+};
+
+void runCluster(void *ctx, int32_t k, hc_threads threads) {
+  ClusterRun &r = *static_cast<ClusterRun *>(ctx);
+  hc_step *s = r.s;
+  int64_t done = 0;
+  for (size_t ci = 0; ci < kNumCalls; ++ci) {
+    const Call &c = kCalls[ci];
+    if (c.cluster != k)
+      continue;
+    if (c.kind == 3) {
+      CallTimer timer(s, ci);  // the profile shows time spent waiting
+      const int64_t target = r.base + c.first;
+      for (int spin = 0; s->progress[c.kernel].load(std::memory_order_acquire) < target;
+           ++spin)
+        if (spin > 20000)
+          std::this_thread::yield();
+      continue;
+    }
+    if (r.rc.load(std::memory_order_relaxed) == 0) {
+      int rc = runEntry(s, ci, threads, k == 0), none = 0;
+      if (rc != 0)
+        r.rc.compare_exchange_strong(none, rc);
+    }
+    s->progress[k].store(r.base + ++done, std::memory_order_release);
+  }
+}
+
+int step(hc_step *s, const void *const *inputs, double *loss) {
+  for (size_t i = 0; i < s->tensors.size(); ++i)
+    if (kDescs[i].arena == kInputArena)
+      s->tensors[i].data =
+          const_cast<char *>(static_cast<const char *>(inputs[kDescs[i].base])) +
+          kDescs[i].byte_offset;
+  const float scale = 1.0f / static_cast<float>(s->env.world_size);
+  s->error[0] = 0;
+  ClusterRun run;
+  run.s = s;
+  run.base = ++s->steps * static_cast<int64_t>(kNumCalls + 1);
+  if (kNumClusters > 1 && hcrt_run_clusters(kNumClusters, runCluster, &run) == 0) {
+    if (int rc = run.rc.load())
+      return rc;
+  } else {
+    // One stream (or a team smaller than the plan's clusters): program
+    // order is a valid order of every stream's entries.
+    for (size_t ci = 0; ci < kNumCalls; ++ci)
+      if (kCalls[ci].kind != 3)
+        if (int rc = runEntry(s, ci, hc_threads{0, 0}, true))
+          return rc;
+  }
+  float l = *static_cast<const float *>(s->tensors[kLossDesc].data);
+  if (s->lossRequest >= 0) {
+    if (s->env.allreduce_wait(s->env.comm, s->lossRequest) != 0)
+      return -1;
+    s->lossRequest = -1;
+    --s->pending;
+    l = s->lossSum * scale;
+  } else if (s->env.world_size > 1) {
+    if (!s->env.allreduce_sum_f32 || s->env.allreduce_sum_f32(s->env.comm, &l, 1) != 0)
+      return -1;
+    l *= scale;
+  }
+  *loss = l;
+  return 0;
+}
+
+const char *lastError(const hc_step *s) { return s->error; }
+
+const hc_step_api kApi = {HC_STEP_ABI_VERSION, kDescription, create, destroy,
+                          setTensor, getTensor, step, lastError, getProfile};
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) const hc_step_api *
+hc_step_get_api(void) {
+  return &kApi;
+}
+)cpp";
+}
+
+} // namespace hc

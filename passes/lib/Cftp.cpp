@@ -1,0 +1,417 @@
+// hc-cftp: communication-free tensor parallelism inside a rank. The planned
+// @step is cut into one stream of calls per cluster of the rank's core
+// budget: each hcs.call either runs whole on one cluster or is replaced by
+// one sub-call per cluster on hcs.view slices of its operands (the rule per
+// kernel is CftpRules.cpp's table), and hcs.cluster_wait orders a stream
+// after another only where bytes cross clusters (CftpAccess.h). Which of
+// the two each call gets is decided by a list-scheduling cost model fed by
+// measured kernel rates (Rates below; bench/cftp-rates-*.txt).
+#include "hc/Passes/Passes.h"
+#include "hc/Schedule/KernelRegistry.h"
+#include "hc/Schedule/Placement.h"
+
+#include "CftpAccess.h"
+#include "CftpRules.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <fstream>
+#include <sstream>
+
+using namespace mlir;
+namespace hs = hc::schedule;
+
+namespace hc {
+#define GEN_PASS_DEF_CFTP
+#include "hc/Passes/Passes.h.inc"
+
+namespace {
+
+// Kernel rates per thread, measured (bench/cftp_rates.py writes the file).
+// The built-in values are that script's measurement on the developers' Zen 5
+// machine (bench/cftp-rates-zen5.txt).
+struct Rates {
+  double gemmFlops = 230.1e9;  // GEMM-class kernels, FLOP/s per thread
+  double attnFlops = 180.6e9;  // flash attention forward/backward
+  double memBytes = 28.49e9;   // memory-bound kernels, bytes moved/s per thread
+  double call = 2.47e-6;       // per kernel call
+  double fork = 0.01e-6;       // extra per call that runs on several threads
+  double sync = 1e-6;          // a cross-cluster wait that blocks (not measured)
+  std::string source = "built-in";
+};
+
+bool readRates(const std::string &path, Rates &r, std::string &error) {
+  if (path.empty())
+    return true;
+  std::ifstream in(path);
+  if (!in) {
+    error = "--cftp-rates " + path + ": cannot read the file";
+    return false;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    if (auto hash = line.find('#'); hash != std::string::npos)
+      line.resize(hash);
+    std::istringstream words(line);
+    std::string key;
+    double v = 0;
+    if (!(words >> key))
+      continue;
+    if (!(words >> v) || !(v > 0)) {
+      error = "--cftp-rates " + path + ": '" + key + "' needs a positive number";
+      return false;
+    }
+    if (key == "gemm_gflops_per_thread")
+      r.gemmFlops = v * 1e9;
+    else if (key == "attention_gflops_per_thread")
+      r.attnFlops = v * 1e9;
+    else if (key == "stream_gbps_per_thread")
+      r.memBytes = v * 1e9;
+    else if (key == "call_us")
+      r.call = v * 1e-6;
+    else if (key == "fork_us")
+      r.fork = v * 1e-6;
+    else if (key == "sync_us")
+      r.sync = v * 1e-6;
+    else {
+      error = "--cftp-rates " + path + ": unknown key '" + key + "'";
+      return false;
+    }
+  }
+  r.source = path;
+  return true;
+}
+
+using Shapes = SmallVector<ArrayRef<int64_t>>;
+
+// One piece of work for one cluster's stream.
+struct Sub {
+  int k = 0;
+  SmallVector<cftp::Place> ins, outs;
+  SmallVector<cftp::Access> acc;
+  double dur = 0;
+  SmallVector<std::pair<int, int64_t>> waits;  // (cluster, count)
+  double finish = 0;
+};
+
+struct Done {
+  int64_t idx;  // position in its cluster's stream
+  double finish;
+  SmallVector<cftp::Access> acc;
+};
+
+class Planner {
+public:
+  Planner(func::FuncOp f, int clusters, std::vector<int> threads, Rates rates)
+      : f(f), K(clusters), threads(std::move(threads)), rates(std::move(rates)),
+        clock(K, 0.0), count(K, 0), seen(K, std::vector<int64_t>(K, 0)),
+        log(K) {}
+  LogicalResult run();
+
+private:
+  double duration(StringRef kernel, const Sub &s, int nthreads) const;
+  void evaluate(Sub &s) const;
+  void commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
+              const cftp::Part *part);
+  Value sliceOf(OpBuilder &b, Value v, const cftp::Place &p, Location loc);
+
+  func::FuncOp f;
+  int K;
+  std::vector<int> threads;  // per cluster
+  Rates rates;
+  cftp::Places places;
+  std::vector<double> clock;
+  std::vector<int64_t> count;
+  std::vector<std::vector<int64_t>> seen;  // seen[k][j]: k waited for j's count
+  std::vector<std::vector<Done>> log;
+  int64_t nSplit = 0, nWhole = 0, nWaits = 0;
+  double unsplit = 0;  // the same calls whole on every thread (--cftp off)
+};
+
+double Planner::duration(StringRef kernel, const Sub &s, int n) const {
+  Shapes ins, outs;
+  double bytes = 0;
+  for (const cftp::Place &p : s.ins) {
+    ins.push_back(p.shape);
+    double e = static_cast<double>(p.elemBytes);
+    for (int64_t d : p.shape)
+      e *= static_cast<double>(d);
+    bytes += e;
+  }
+  for (const cftp::Place &p : s.outs) {
+    outs.push_back(p.shape);
+    double e = static_cast<double>(p.elemBytes);
+    for (int64_t d : p.shape)
+      e *= static_cast<double>(d);
+    bytes += e;
+  }
+  double flops = 0, rate = rates.gemmFlops;
+  if (const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(kernel)) {
+    flops = hs::KernelRegistry::flops(*k, ins, outs);
+    if (k->flops == hs::FlopRule::ATTENTION ||
+        k->flops == hs::FlopRule::ATTENTION_GRAD)
+      rate = rates.attnFlops;
+  }
+  n = std::max(n, 1);
+  return std::max(flops / (rate * n), bytes / (rates.memBytes * n)) +
+         rates.call + (n > 1 ? rates.fork : 0.0);
+}
+
+// The waits `s` needs before it runs on cluster s.k, and when it finishes.
+void Planner::evaluate(Sub &s) const {
+  s.waits.clear();
+  double start = clock[s.k];
+  for (int j = 0; j < K; ++j) {
+    if (j == s.k)
+      continue;
+    for (auto it = log[j].rbegin(); it != log[j].rend(); ++it) {
+      if (it->idx + 1 <= seen[s.k][j])
+        break;
+      bool hit = false;
+      for (const cftp::Access &a : s.acc)
+        for (const cftp::Access &b : it->acc)
+          hit = hit || cftp::conflicts(a, b);
+      if (hit) {
+        s.waits.push_back({j, it->idx + 1});
+        start = std::max(start, it->finish + rates.sync);
+        break;
+      }
+    }
+  }
+  s.finish = start + s.dur;
+}
+
+Value Planner::sliceOf(OpBuilder &b, Value v, const cftp::Place &p,
+                       Location loc) {
+  Value root = v;
+  if (auto view = v.getDefiningOp<hs::ViewOp>())
+    root = view.getSource();
+  auto type = cast<MemRefType>(v.getType());
+  auto sliced = MemRefType::get(
+      p.shape, type.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), p.offset, p.strides));
+  return b.create<hs::ViewOp>(loc, sliced, root);
+}
+
+void Planner::commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
+                     const cftp::Part *part) {
+  OpBuilder b(op);
+  for (Sub &s : subs) {
+    evaluate(s);  // again: earlier pieces of this op are in the log now
+    for (auto [j, need] : s.waits) {
+      b.create<hs::ClusterWaitOp>(op->getLoc(), b.getI64IntegerAttr(s.k),
+                                  b.getI64IntegerAttr(j),
+                                  b.getI64IntegerAttr(need));
+      seen[s.k][j] = need;
+      ++nWaits;
+    }
+    if (!part) {
+      op->setAttr("cluster", b.getI64IntegerAttr(s.k));
+    } else {
+      SmallVector<Value> ins, outs;
+      for (auto [i, v] : llvm::enumerate(call.getIns()))
+        ins.push_back(part->inAxis[i] < 0 ? v : sliceOf(b, v, s.ins[i], op->getLoc()));
+      for (auto [i, v] : llvm::enumerate(call.getOuts()))
+        outs.push_back(sliceOf(b, v, s.outs[i], op->getLoc()));
+      auto sub = b.create<hs::CallOp>(op->getLoc(), call.getKernelAttr(), ins,
+                                      outs, call.getAttrs());
+      sub->setAttr("cluster", b.getI64IntegerAttr(s.k));
+      sub->setAttr("split", b.getStringAttr(part->how));
+    }
+    log[s.k].push_back({count[s.k]++, s.finish, s.acc});
+    clock[s.k] = s.finish;
+  }
+  if (part) {
+    ++nSplit;
+    op->erase();
+  } else {
+    ++nWhole;
+  }
+}
+
+LogicalResult Planner::run() {
+  Value loss;
+  std::vector<Operation *> work;
+  for (Operation &op : f.getBody().front()) {
+    if (auto l = dyn_cast<hs::LossOp>(op))
+      loss = l.getValue();
+    if (isa<hs::CallOp, hs::AllReduceStartOp, hs::WaitOp>(op))
+      work.push_back(&op);
+    if (isa<hs::ClusterWaitOp>(op))
+      return op.emitError("hc-cftp: the schedule is already split");
+  }
+  auto rootOf = [](Value v) -> Value {
+    if (auto view = v.getDefiningOp<hs::ViewOp>())
+      return view.getSource();
+    return v;
+  };
+  const int all = [&] {
+    int n = 0;
+    for (int t : threads)
+      n += t;
+    return n;
+  }();
+  for (Operation *op : work) {
+    auto call = dyn_cast<hs::CallOp>(op);
+    // Communication and the loss stay with cluster 0 (the host's thread).
+    bool pinned = !call;
+    Sub whole;
+    if (call) {
+      for (Value v : call.getOuts())
+        pinned = pinned || (loss && rootOf(v) == rootOf(loss));
+      for (Value v : call.getIns()) {
+        whole.ins.emplace_back();
+        if (!places.placeOf(v, whole.ins.back()))
+          return op->emitError("hc-cftp: an operand that is no planned buffer, input, constant or view of one");
+      }
+      for (Value v : call.getOuts()) {
+        whole.outs.emplace_back();
+        if (!places.placeOf(v, whole.outs.back()))
+          return op->emitError("hc-cftp: an output that is no planned buffer or view of one");
+      }
+    }
+    places.accessesOf(op, whole.acc);
+    StringRef kernel = call ? call.getKernel() : StringRef();
+    if (call)
+      unsplit += duration(kernel, whole, all);
+
+    // Candidates: whole on cluster c, and (when its rule allows) cut.
+    std::vector<Sub> best;
+    double bestFinish = 0;
+    const cftp::Part *bestPart = nullptr;
+    for (int c = 0; c < (pinned ? 1 : K); ++c) {
+      Sub s = whole;
+      s.k = c;
+      s.dur = call ? duration(kernel, s, threads[c]) : rates.call;
+      evaluate(s);
+      if (best.empty() || s.finish < bestFinish) {
+        best.assign(1, s);
+        bestFinish = s.finish;
+      }
+    }
+    cftp::Part part;
+    if (call && !pinned) {
+      Shapes ins, outs;
+      for (const cftp::Place &p : whole.ins)
+        ins.push_back(p.shape);
+      for (const cftp::Place &p : whole.outs)
+        outs.push_back(p.shape);
+      const cftp::SplitRule &rule = cftp::splitRuleOf(kernel);
+      if (cftp::planSplit(rule, ins, outs, call.getAttrs(), K, part)) {
+        std::vector<Sub> subs(K);
+        double finish = 0;
+        for (int k = 0; k < K; ++k) {
+          Sub &s = subs[k];
+          s.k = k;
+          int64_t lo = part.extent * k / K, hi = part.extent * (k + 1) / K;
+          auto cut = [&](cftp::Place p, int axis) {
+            if (axis >= 0) {
+              p.offset += lo * p.strides[axis];
+              p.shape[axis] = hi - lo;
+            }
+            return p;
+          };
+          for (size_t i = 0; i < whole.ins.size(); ++i) {
+            s.ins.push_back(cut(whole.ins[i], part.inAxis[i]));
+            places.add(s.ins.back(), false, s.acc);
+          }
+          for (size_t i = 0; i < whole.outs.size(); ++i) {
+            s.outs.push_back(cut(whole.outs[i], part.outAxis[i]));
+            places.add(s.outs.back(), true, s.acc);
+          }
+          s.dur = duration(kernel, s, threads[k]);
+          evaluate(s);
+          finish = std::max(finish, s.finish);
+        }
+        // Ties go to the cut: the clusters stay balanced for what follows.
+        if (finish <= bestFinish) {
+          best = std::move(subs);
+          bestPart = &part;
+        }
+      }
+    }
+    commit(op, call, best, bestPart);
+  }
+  double predicted = 0;
+  for (double c : clock)
+    predicted = std::max(predicted, c);
+  Builder b(f.getContext());
+  SmallVector<NamedAttribute> attrs{
+      b.getNamedAttr("clusters", b.getI64IntegerAttr(K)),
+      b.getNamedAttr("threads", b.getDenseI32ArrayAttr(SmallVector<int32_t>(
+                                    threads.begin(), threads.end()))),
+      b.getNamedAttr("split", b.getI64IntegerAttr(nSplit)),
+      b.getNamedAttr("whole", b.getI64IntegerAttr(nWhole)),
+      b.getNamedAttr("waits", b.getI64IntegerAttr(nWaits)),
+      b.getNamedAttr("predicted_seconds", b.getF64FloatAttr(predicted)),
+      b.getNamedAttr("unsplit_seconds", b.getF64FloatAttr(unsplit)),
+      b.getNamedAttr("rates", b.getStringAttr(rates.source))};
+  f->setAttr("hcs.cftp", b.getDictionaryAttr(attrs));
+  return success();
+}
+
+struct CftpPass : impl::CftpBase<CftpPass> {
+  using CftpBase::CftpBase;
+  void runOnOperation() override {
+    Rates r;
+    std::string error;
+    if (!readRates(rates, r, error)) {
+      getOperation().emitError(error);
+      return signalPassFailure();
+    }
+    for (auto f : getOperation().getOps<func::FuncOp>()) {
+      if (f.getName() != "step" || !f->getAttr(hs::kCoreBudgetAttr))
+        continue;
+      hs::PlanBudget budget;
+      if (!hs::readBudget(f->getAttr(hs::kCoreBudgetAttr), budget, error) ||
+          budget.ranks.empty()) {
+        f.emitError("hc-cftp: ") << (error.empty() ? "no ranks in the core budget" : error);
+        return signalPassFailure();
+      }
+      // Every rank of the node runs the same library: the fewest clusters
+      // and compute cores any of them has.
+      int K = 1 << 30, cores = 1 << 30;
+      for (const hs::PlanRank &rank : budget.ranks) {
+        K = std::min<int>(K, static_cast<int>(rank.clusters.size()));
+        cores = std::min<int>(cores, static_cast<int>(rank.compute.size()));
+      }
+      K = std::min(K, cores);
+      if (K <= 1)
+        continue;
+      // hc-automem's tier copies run on the host stream, and the split's
+      // cross-cluster analysis does not yet order their bytes (a copy is
+      // done at its hcs.wait, not where it starts): such a step stays one
+      // stream, as under --cftp off, and says so in the plan.
+      if (!f.getBody().front().getOps<hs::OffloadOp>().empty() ||
+          !f.getBody().front().getOps<hs::PrefetchOp>().empty()) {
+        Builder b(f.getContext());
+        f->setAttr("hcs.cftp",
+                   b.getDictionaryAttr({b.getNamedAttr(
+                       "off", b.getStringAttr("hc-automem's tier copies run on one stream"))}));
+        continue;
+      }
+      for (auto in : f.getBody().front().getOps<hs::InputOp>()) {
+        auto shape = in.getType().getShape();
+        if (shape.empty())
+          continue;  // a scalar input (seeds)
+        if (shape[0] % K != 0) {
+          f.emitError("--clusters ")
+              << K << " does not divide the per-rank batch " << shape[0]
+              << " (CFTP cuts the batch across the clusters; use a multiple "
+                 "of it, or --cftp off)";
+          return signalPassFailure();
+        }
+        break;
+      }
+      std::vector<int> threads;
+      for (int k = 0; k < K; ++k)
+        threads.push_back(cores * (k + 1) / K - cores * k / K);
+      if (failed(Planner(f, K, threads, r).run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+} // namespace hc

@@ -1,0 +1,126 @@
+// hc-cftp: the planned step cut into one stream per cluster. Topology: the
+// committed flat 2-core machine re-cut into 2 clusters of 1 core.
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp --hc-verify-plan | FileCheck %s
+//
+// One cluster (the same machine as discovered): the pass leaves the step alone.
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=ONE
+// ONE-NOT: {{cluster_wait|cluster = |hcs.cftp|split = "}}
+//
+// The committed many-core topologies: K clusters of the budget, threads each.
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/lx2.xml" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=LX2
+// LX2: hcs.cftp = {clusters = 4 : i64, {{.*}}threads = array<i32: 8, 8, 8, 8>
+// LX2-COUNT-4: hcs.call "linear"({{.*}}split = "rows"
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/xeon-max.xml" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=XMAX
+// XMAX: hcs.cftp = {clusters = 4 : i64, {{.*}}threads = array<i32: 4, 4, 4, 4>
+// Two ranks per node on the 2-socket machine: 2 clusters of 8 cores each.
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/two-socket.xml ranks-per-node=2" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=TWO
+// TWO: hcs.cftp = {clusters = 2 : i64, {{.*}}threads = array<i32: 8, 8>
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat16.xml clusters=4" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=F16
+// F16: hcs.cftp = {clusters = 4 : i64, {{.*}}threads = array<i32: 4, 4, 4, 4>
+//
+// The cost model decides: by default the bias gradient's sum runs on the
+// idle cluster 0 after a wait (below); when a blocking wait costs 10 ms it
+// stays on cluster 1, which wrote dz, and the step has one wait fewer.
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="rates=%S/Inputs/cftp-slow-sync.txt" --hc-verify-plan | FileCheck %s --check-prefix=SLOW
+// SLOW-LABEL: func.func @step()
+// SLOW-SAME: rates = "{{.*}}cftp-slow-sync.txt", split = 3 : i64, threads = array<i32: 1, 1>, unsplit_seconds = {{.*}}, waits = 3 : i64
+// SLOW: hcs.call "linear_grad_weight"({{.*}}) {} {cluster = 1 : i64} :
+// SLOW-NEXT: hcs.call "reduce_sum"({{.*}}) {axes = array<i64: 0>, keepdims = false} {cluster = 1 : i64} :
+// SLOW: hcs.cluster_wait {cluster = 0 : i64, count = 6 : i64, source = 1 : i64}
+// SLOW-NEXT: hcs.allreduce_start
+
+// A tiny step: the forward is cut by rows (a view of each cluster's rows of
+// x and y, in place through y's leading dimension); gelu and copy follow on
+// the rows each cluster wrote, so no wait; the loss (one scalar) stays on
+// cluster 0 and waits for cluster 1's rows; the backward's tiny calls run
+// whole where the model finds a cut costs more than it saves; the
+// all-reduce stays on cluster 0 after waiting for cluster 1's gradients.
+// CHECK-LABEL: func.func @step()
+// CHECK-SAME: hcs.cftp = {clusters = 2 : i64, predicted_seconds = {{.*}}, rates = "built-in", split = 3 : i64, threads = array<i32: 1, 1>, unsplit_seconds = {{.*}}, waits = 4 : i64, whole = 6 : i64}
+// CHECK: %[[X0:.*]] = hcs.view %[[X:[0-9]+]] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+// CHECK-NEXT: %[[Y0:.*]] = hcs.view %[[Y:[0-9]+]] : memref<4x16xf32> to memref<2x16xf32, strided<[16, 1]>>
+// CHECK-NEXT: hcs.call "linear"(%[[X0]], %{{.*}}, %{{.*}}) -> (%[[Y0]]) {} {cluster = 0 : i64, split = "rows"}
+// CHECK-NEXT: %[[X1:.*]] = hcs.view %[[X]] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+// CHECK-NEXT: %[[Y1:.*]] = hcs.view %[[Y]] : memref<4x16xf32> to memref<2x16xf32, strided<[16, 1], offset: 32>>
+// CHECK-NEXT: hcs.call "linear"(%[[X1]], %{{.*}}, %{{.*}}) -> (%[[Y1]]) {} {cluster = 1 : i64, split = "rows"}
+// CHECK-NOT: cluster_wait
+// CHECK: hcs.call "gelu"({{.*}}cluster = 0 : i64, split = "rows"
+// CHECK-NOT: cluster_wait
+// CHECK: hcs.call "gelu"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK-NOT: cluster_wait
+// CHECK: hcs.call "copy"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK: hcs.cluster_wait {cluster = 0 : i64, count = 3 : i64, source = 1 : i64}
+// CHECK-NEXT: hcs.call "mse_loss"({{.*}}) {} {cluster = 0 : i64} :
+// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 3 : i64, source = 0 : i64}
+// CHECK-NEXT: hcs.call "mse_loss_grad"({{.*}}) {} {cluster = 1 : i64} :
+// CHECK-NEXT: hcs.call "linear_grad_weight"({{.*}}) {} {cluster = 1 : i64} :
+// CHECK-NEXT: hcs.cluster_wait {cluster = 0 : i64, count = 4 : i64, source = 1 : i64}
+// CHECK-NEXT: hcs.call "reduce_sum"({{.*}}) {axes = array<i64: 0>, keepdims = false} {cluster = 0 : i64} :
+// CHECK: hcs.cluster_wait {cluster = 0 : i64, count = 5 : i64, source = 1 : i64}
+// CHECK-NEXT: hcs.allreduce_start {{.*}}cluster = 0 : i64
+// CHECK-NEXT: hcs.wait {{.*}} {cluster = 0 : i64}
+func.func @step() {
+  %x = hcs.input "x" {index = 0 : i64} : memref<4x8xf32>
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<16x8xf32>
+  %b = hcs.buffer "param" {name = "b", offset = 512 : i64} : memref<16xf32>
+  %dw = hcs.buffer "grad" {name = "grad:w", offset = 0 : i64} : memref<16x8xf32>
+  %db = hcs.buffer "grad" {name = "grad:b", offset = 512 : i64} : memref<16xf32>
+  %y = hcs.buffer "act" : memref<4x16xf32>
+  hcs.call "linear"(%x, %w, %b) -> (%y) {} : (memref<4x8xf32>, memref<16x8xf32>, memref<16xf32>) -> memref<4x16xf32>
+  %z = hcs.buffer "act" : memref<4x16xf32>
+  hcs.call "gelu"(%y) -> (%z) {approximate = "tanh"} : (memref<4x16xf32>) -> memref<4x16xf32>
+  %t = hcs.buffer "act" : memref<4x16xf32>
+  hcs.call "copy"(%z) -> (%t) {} : (memref<4x16xf32>) -> memref<4x16xf32>
+  %l = hcs.buffer "act" : memref<f32>
+  hcs.call "mse_loss"(%z, %t) -> (%l) {} : (memref<4x16xf32>, memref<4x16xf32>) -> memref<f32>
+  %one = hcs.constant dense<1.0> : tensor<f32> : memref<f32>
+  %dz = hcs.buffer "act" : memref<4x16xf32>
+  hcs.call "mse_loss_grad"(%one, %z, %t) -> (%dz) {} : (memref<f32>, memref<4x16xf32>, memref<4x16xf32>) -> memref<4x16xf32>
+  hcs.call "linear_grad_weight"(%dz, %x) -> (%dw) {} : (memref<4x16xf32>, memref<4x8xf32>) -> memref<16x8xf32>
+  hcs.call "reduce_sum"(%dz) -> (%db) {axes = array<i64: 0>, keepdims = false} : (memref<4x16xf32>) -> memref<16xf32>
+  %all = hcs.buffer "grad" {offset = 0 : i64} : memref<144xf32>
+  %tok = hcs.allreduce_start %all {bucket_id = 0 : i64} : memref<144xf32>
+  hcs.wait %tok
+  hcs.loss %l : memref<f32>
+  return
+}
+
+// -----
+
+// Larger GEMMs: the weight gradient and the bias sum are cut by output
+// feature (each cluster reads all rows: a wait for the other's rows of dy
+// first), each writing its rows of dw in place; the scalar loss stays on
+// cluster 0, already ordered after cluster 1's rows.
+// CHECK-LABEL: func.func @step()
+// CHECK-SAME: split = 4 : i64, threads = array<i32: 1, 1>, unsplit_seconds = {{.*}}, waits = 2 : i64, whole = 1 : i64}
+// CHECK: hcs.call "linear"({{.*}}cluster = 0 : i64, split = "rows"
+// CHECK: hcs.call "linear"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK: hcs.call "gelu"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK-NEXT: hcs.cluster_wait {cluster = 0 : i64, count = 2 : i64, source = 1 : i64}
+// CHECK-NEXT: %[[G0:.*]] = hcs.view %[[G:[0-9]+]] : memref<64x512xf32> to memref<64x256xf32, strided<[512, 1]>>
+// CHECK-NEXT: %[[W0:.*]] = hcs.view %[[W:[0-9]+]] : memref<512x256xf32> to memref<256x256xf32, strided<[256, 1]>>
+// CHECK-NEXT: hcs.call "linear_grad_weight"(%[[G0]], %[[XIN:[0-9]+]]) -> (%[[W0]]) {} {cluster = 0 : i64, split = "features"}
+// CHECK-NEXT: hcs.cluster_wait {cluster = 1 : i64, count = 2 : i64, source = 0 : i64}
+// CHECK-NEXT: %[[G1:.*]] = hcs.view %[[G]] : memref<64x512xf32> to memref<64x256xf32, strided<[512, 1], offset: 256>>
+// CHECK-NEXT: %[[W1:.*]] = hcs.view %[[W]] : memref<512x256xf32> to memref<256x256xf32, strided<[256, 1], offset: 65536>>
+// CHECK-NEXT: hcs.call "linear_grad_weight"(%[[G1]], %[[XIN]]) -> (%[[W1]]) {} {cluster = 1 : i64, split = "features"}
+// CHECK: hcs.call "reduce_sum"({{.*}}cluster = 0 : i64, split = "features"} : ({{.*}}) -> memref<256xf32, strided<[1]>>
+// CHECK: hcs.call "reduce_sum"({{.*}}cluster = 1 : i64, split = "features"} : ({{.*}}) -> memref<256xf32, strided<[1], offset: 256>>
+// CHECK-NOT: cluster_wait
+// CHECK: hcs.call "reduce_sum"({{.*}}) {axes = array<i64: 0, 1>, keepdims = false} {cluster = 0 : i64} : (memref<64x512xf32>) -> memref<f32>
+func.func @step() {
+  %x = hcs.input "x" {index = 0 : i64} : memref<64x256xf32>
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<512x256xf32>
+  %dw = hcs.buffer "grad" {name = "grad:w", offset = 0 : i64} : memref<512x256xf32>
+  %db = hcs.buffer "grad" {name = "grad:b", offset = 524288 : i64} : memref<512xf32>
+  %y = hcs.buffer "act" : memref<64x512xf32>
+  hcs.call "linear"(%x, %w) -> (%y) {} : (memref<64x256xf32>, memref<512x256xf32>) -> memref<64x512xf32>
+  %dy = hcs.buffer "act" : memref<64x512xf32>
+  hcs.call "gelu"(%y) -> (%dy) {approximate = "tanh"} : (memref<64x512xf32>) -> memref<64x512xf32>
+  hcs.call "linear_grad_weight"(%dy, %x) -> (%dw) {} : (memref<64x512xf32>, memref<64x256xf32>) -> memref<512x256xf32>
+  hcs.call "reduce_sum"(%dy) -> (%db) {axes = array<i64: 0>, keepdims = false} : (memref<64x512xf32>) -> memref<512xf32>
+  %l = hcs.buffer "act" : memref<f32>
+  hcs.call "reduce_sum"(%y) -> (%l) {axes = array<i64: 0, 1>, keepdims = false} : (memref<64x512xf32>) -> memref<f32>
+  hcs.loss %l : memref<f32>
+  return
+}
