@@ -28,6 +28,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
+sys.path.insert(0, os.path.join(ROOT, "models"))
+from step_description import description  # noqa: E402
 
 
 def run(cmd, env=None):
@@ -43,19 +45,6 @@ def cpu_name():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor()
-
-
-def description(lib, libdir):
-    """The step library's description JSON (hc_step_get_api()->description_json)."""
-    import ctypes
-    ctypes.CDLL(os.path.join(libdir, "libhcrt.so"), mode=ctypes.RTLD_GLOBAL)
-
-    class Api(ctypes.Structure):
-        _fields_ = [("abi_version", ctypes.c_uint32), ("description_json", ctypes.c_char_p)]
-
-    so = ctypes.CDLL(os.path.abspath(lib))
-    so.hc_step_get_api.restype = ctypes.POINTER(Api)
-    return json.loads(so.hc_step_get_api().contents.description_json.decode())
 
 
 def train(args, lib, data, labels, tag):

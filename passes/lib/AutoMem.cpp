@@ -51,36 +51,16 @@ struct Uses {
 
 Uses usesOf(func::FuncOp f) {
   Uses u;
-  llvm::DenseMap<Value, std::pair<Value, Value>> copyOf;
   for (Operation &op : f.getBody().front()) {
     u.ops.push_back(&op);
-    unsigned pos = static_cast<unsigned>(u.ops.size());
-    auto touch = [&](Value v) {
-      if (hs::BufferOp b = baseBuffer(v)) {
-        auto &list = u.of[b];
-        if (list.empty() || list.back() != pos)
-          list.push_back(pos);
-      }
-    };
     if (auto b = dyn_cast<hs::BufferOp>(op))
       u.buffers.push_back(b);
-    if (isa<hs::BufferOp, hs::ViewOp>(op))
-      continue;
-    if (auto c = dyn_cast<hs::OffloadOp>(op))
-      copyOf[c.getToken()] = {c.getSource(), c.getTarget()};
-    if (auto c = dyn_cast<hs::PrefetchOp>(op))
-      copyOf[c.getToken()] = {c.getSource(), c.getTarget()};
-    if (auto wait = dyn_cast<hs::WaitOp>(op)) {
-      auto it = copyOf.find(wait.getToken());
-      if (it != copyOf.end()) {
-        touch(it->second.first);
-        touch(it->second.second);
-      }
-      continue;
-    }
-    for (Value v : op.getOperands())
-      touch(v);
   }
+  forEachTouch(f, [&](unsigned pos, Operation *, hs::BufferOp b) {
+    auto &list = u.of[b];
+    if (list.empty() || list.back() != pos)
+      list.push_back(pos);
+  });
   return u;
 }
 

@@ -14,30 +14,17 @@ hs::BufferOp baseBuffer(Value v) {
   return v.getDefiningOp<hs::BufferOp>();
 }
 
-std::vector<LiveInterval> bufferLiveness(func::FuncOp f) {
-  llvm::DenseMap<Operation *, size_t> index;  // buffer op -> interval
+void forEachTouch(func::FuncOp f,
+                  llvm::function_ref<void(unsigned, Operation *, hs::BufferOp)> fn) {
   llvm::DenseMap<Value, std::pair<Value, Value>> copyOf;  // token -> buffers
-  std::vector<LiveInterval> out;
   unsigned pos = 0;
-  auto touch = [&](Value v) {
-    hs::BufferOp buf = baseBuffer(v);
-    if (!buf)
-      return;
-    auto it = index.find(buf);
-    if (it == index.end())
-      return;
-    LiveInterval &iv = out[it->second];
-    iv.first = std::min(iv.first, pos);
-    iv.last = std::max(iv.last, pos);
-  };
   for (Operation &op : f.getBody().front()) {
     ++pos;
-    if (auto buf = dyn_cast<hs::BufferOp>(op)) {
-      index[buf] = out.size();
-      out.push_back(LiveInterval{buf, ~0u, 0, hs::byteSize(buf.getType())});
-      continue;
-    }
-    if (isa<hs::ViewOp>(op))
+    auto touch = [&](Value v) {
+      if (hs::BufferOp buf = baseBuffer(v))
+        fn(pos, &op, buf);
+    };
+    if (isa<hs::BufferOp, hs::ViewOp>(op))
       continue;
     if (auto c = dyn_cast<hs::OffloadOp>(op))
       copyOf[c.getToken()] = {c.getSource(), c.getTarget()};
@@ -54,6 +41,23 @@ std::vector<LiveInterval> bufferLiveness(func::FuncOp f) {
     for (Value v : op.getOperands())
       touch(v);
   }
+}
+
+std::vector<LiveInterval> bufferLiveness(func::FuncOp f) {
+  llvm::DenseMap<Operation *, size_t> index;  // buffer op -> interval
+  std::vector<LiveInterval> out;
+  for (auto buf : f.getBody().front().getOps<hs::BufferOp>()) {
+    index[buf] = out.size();
+    out.push_back(LiveInterval{buf, ~0u, 0, hs::byteSize(buf.getType())});
+  }
+  forEachTouch(f, [&](unsigned pos, Operation *, hs::BufferOp buf) {
+    auto it = index.find(buf);
+    if (it == index.end())
+      return;
+    LiveInterval &iv = out[it->second];
+    iv.first = std::min(iv.first, pos);
+    iv.last = std::max(iv.last, pos);
+  });
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <vector>
 
@@ -19,6 +20,15 @@ struct LiveInterval {
   int64_t bytes = 0;
   bool touched() const { return first != ~0u; }
 };
+
+// Calls fn(position, op, buffer) for each buffer every op of `f` touches,
+// directly or through a view, in op order; positions are 1-based op
+// indices in the body (buffer and view ops count but touch nothing). A tier
+// copy's hcs.wait touches the copy's source and target: the copy is not
+// done before it.
+void forEachTouch(mlir::func::FuncOp f,
+                  llvm::function_ref<void(unsigned, mlir::Operation *,
+                                          schedule::BufferOp)> fn);
 
 // Every buffer of `f` (in op order) with the positions (1-based op index in
 // the body) of the first and last op that reads or writes it, directly or

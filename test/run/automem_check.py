@@ -36,7 +36,6 @@ copy moves bytes).
 """
 
 import argparse
-import ctypes
 import json
 import os
 import shutil
@@ -47,22 +46,13 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "models"))
+from step_description import description  # noqa: E402
 
 
 def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
-
-
-def description(lib, libdir):
-    ctypes.CDLL(os.path.join(libdir, "libhcrt.so"), mode=ctypes.RTLD_GLOBAL)
-
-    class Api(ctypes.Structure):
-        _fields_ = [("abi_version", ctypes.c_uint32), ("description_json", ctypes.c_char_p)]
-
-    so = ctypes.CDLL(os.path.abspath(lib))
-    so.hc_step_get_api.restype = ctypes.POINTER(Api)
-    return json.loads(so.hc_step_get_api().contents.description_json.decode())
 
 
 def main():
