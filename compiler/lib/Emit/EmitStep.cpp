@@ -403,6 +403,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       {"optimizer", parse(info.optimizerJson)},
       {"precision", info.precision},
       {"flops_per_step", flops},
+      {"cftp_clusters", numClusters},
       {"model_flops_per_step", modelFlops},
       {"memory_plan",
        llvm::json::Object{{"tiers", llvm::json::Array{llvm::json::Object{
