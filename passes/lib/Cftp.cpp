@@ -395,6 +395,16 @@ struct CftpPass : impl::CftpBase<CftpPass> {
         auto shape = in.getType().getShape();
         if (shape.empty())
           continue;  // a scalar input (seeds)
+        if (shape[0] % K != 0 && !strictBatch) {
+          Builder b(f.getContext());
+          f->setAttr("hcs.cftp",
+                     b.getDictionaryAttr({b.getNamedAttr("clusters", b.getI64IntegerAttr(K)),
+                                          b.getNamedAttr("skipped", b.getStringAttr(
+                                              "the per-rank batch " + std::to_string(shape[0]) +
+                                              " is not a multiple of the clusters"))}));
+          K = 1;
+          break;
+        }
         if (shape[0] % K != 0) {
           f.emitError("--clusters ")
               << K << " does not divide the per-rank batch " << shape[0]
@@ -404,6 +414,8 @@ struct CftpPass : impl::CftpBase<CftpPass> {
         }
         break;
       }
+      if (K <= 1)
+        continue;
       std::vector<int> threads;
       for (int k = 0; k < K; ++k)
         threads.push_back(cores * (k + 1) / K - cores * k / K);

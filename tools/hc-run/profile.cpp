@@ -69,6 +69,7 @@ nlohmann::ordered_json Profiler::window(StepContext &ctx) {
   }
   const double per = 1.0 / static_cast<double>(windowSteps_),
                step = windowSeconds_ * per;
+  gemm /= streams(), copy /= streams(), other /= streams();
   const double modelFlops = lib_.desc.raw.value("model_flops_per_step", 0.0);
   m["profiled_step_s"] = step;  // the step calls' wall time, per step
   m["gemm_attention_s"] = gemm * per;
@@ -96,7 +97,8 @@ void Profiler::finish(StepContext &ctx) {
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const hc_call_profile &c = calls[i];
     const double runs = static_cast<double>(c.calls - (base_.empty() ? 0 : base_[i].calls));
-    const double secs = c.seconds - (base_.empty() ? 0 : base_[i].seconds);
+    // A CFTP step's streams run at once: seconds are averaged over them.
+    const double secs = (c.seconds - (base_.empty() ? 0 : base_[i].seconds)) / streams();
     Kind &k = kinds[c.kernel];
     k.calls += runs * per;
     k.seconds += secs * per;

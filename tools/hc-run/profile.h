@@ -6,6 +6,7 @@
 #ifndef HC_RUN_PROFILE_H
 #define HC_RUN_PROFILE_H
 
+#include <algorithm>
 #include "common.h"
 
 #include <string>
@@ -29,6 +30,12 @@ public:
   void finish(StepContext &ctx);
 
 private:
+  // A CFTP library's concurrent streams (description "cftp_clusters"; 1
+  // otherwise): per-call seconds are summed over them, so kinds' seconds
+  // are divided by it to add up to the step's wall time.
+  double streams() const {
+    return std::max(1.0, lib_.desc.raw.value("cftp_clusters", 1.0));
+  }
   std::vector<hc_call_profile> read(StepContext &ctx) const;
   const Options &opt_;
   const StepLibrary &lib_;

@@ -454,6 +454,9 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     if (options.cftp) {
       CftpOptions cftp;
       cftp.rates = options.cftpRates;
+      // The refusal names --clusters: only when it was given. With the
+      // topology's own clusters such a step stays unsplit (hcs.cftp says so).
+      cftp.strictBatch = options.clusters > 0;
       pm.addPass(createCftp(cftp));
     }
     pm.addPass(createVerifyPlan());

@@ -302,11 +302,16 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
     All-reduces and the call writing the loss stay on cluster 0. Records
     `hcs.cftp` on @step: clusters, threads per cluster, calls cut and whole,
     waits, and the model's predicted step time with and without the cut.
-    A per-rank batch K does not divide is refused (names --clusters).
+    A per-rank batch K does not divide is refused (names --clusters) under
+    `strict-batch`; otherwise the step stays unsplit and hcs.cftp says why.
   }];
   let options = [
     Option<"rates", "rates", "std::string", "\"\"",
-           "kernel rates file (key value lines); empty: built-in">
+           "kernel rates file (key value lines); empty: built-in">,
+    Option<"strictBatch", "strict-batch", "bool", "true",
+           "refuse a per-rank batch K does not divide (hc-compile: when "
+           "--clusters is given); false: leave the step unsplit, saying why "
+           "in hcs.cftp">
   ];
   let dependentDialects = ["hc::schedule::HCSDialect"];
 }
