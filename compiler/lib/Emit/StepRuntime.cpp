@@ -30,6 +30,7 @@ struct hc_step {
   int32_t disk = -1;                       // the disk tier's file
   int64_t steps = 0;
   std::mutex errorMu;
+  size_t errorCall = SIZE_MAX;  // the entry s->error describes
 };
 
 namespace {
@@ -182,9 +183,12 @@ bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
       // arenas (one optimizer call spans many): name the one holding it.
       const Desc &d = kDescs[kOperands[kCalls[ci].first + kCalls[ci].nin + k]];
       int64_t byte = d.byte_offset + at * (d.dtype == HCRT_F64 ? 8 : 4);
-      std::lock_guard<std::mutex> lk(s->errorMu);  // one cluster's report
-      if (s->error[0])
+      // Streams run at once: report the failure earliest in program order,
+      // the one a sequential run reports.
+      std::lock_guard<std::mutex> lk(s->errorMu);
+      if (s->error[0] && s->errorCall <= ci)
         return false;
+      s->errorCall = ci;
       const char *tensor = "an activation";
       for (const Named &nm : kNamed)
         if (nm.arena == d.arena && byte >= nm.byte_offset &&
@@ -281,7 +285,9 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
 struct ClusterRun {
   hc_step *s;
   int64_t base;
-  std::atomic<int> rc{0};
+  std::atomic<size_t> failAt{SIZE_MAX};  // earliest failed entry so far
+  std::mutex mu;
+  int rc = 0;                            // its code
 };
 
 void runCluster(void *ctx, int32_t k, hc_threads threads) {
@@ -301,10 +307,16 @@ void runCluster(void *ctx, int32_t k, hc_threads threads) {
           std::this_thread::yield();
       continue;
     }
-    if (r.rc.load(std::memory_order_relaxed) == 0) {
-      int rc = runEntry(s, ci, threads, k == 0), none = 0;
-      if (rc != 0)
-        r.rc.compare_exchange_strong(none, rc);
+    // Entries before the earliest failure still run (a sequential run
+    // would have run them), so which failure is reported is deterministic.
+    if (ci < r.failAt.load(std::memory_order_acquire)) {
+      if (int rc = runEntry(s, ci, threads, k == 0)) {
+        std::lock_guard<std::mutex> lk(r.mu);
+        if (ci < r.failAt.load()) {
+          r.failAt.store(ci, std::memory_order_release);
+          r.rc = rc;
+        }
+      }
     }
     s->progress[k].store(r.base + ++done, std::memory_order_release);
   }
@@ -321,9 +333,10 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
   ClusterRun run;
   run.s = s;
   run.base = ++s->steps * static_cast<int64_t>(kNumCalls + 1);
+  s->errorCall = SIZE_MAX;
   if (kNumClusters > 1 && hcrt_run_clusters(kNumClusters, runCluster, &run) == 0) {
-    if (int rc = run.rc.load())
-      return rc;
+    if (run.failAt.load() != SIZE_MAX)
+      return run.rc;
   } else {
     // One stream (or a team smaller than the plan's clusters): program
     // order is a valid order of every stream's entries.
