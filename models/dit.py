@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 import torch
+import torch.utils.checkpoint  # for --checkpoint-blocks
 import torch.nn as nn
 
 # name -> (depth, hidden_size, num_heads, patch_size)
@@ -288,6 +289,7 @@ class DiT(nn.Module):
             mlp_ratio=float(mlp_ratio), class_dropout_prob=float(class_dropout_prob),
             attention=attention)
         self.learn_sigma = learn_sigma
+        self.checkpoint_blocks = False  # set by train_torch.py --checkpoint-blocks
         self.in_channels = in_channels
         self.out_channels = in_channels * 2 if learn_sigma else in_channels
         self.patch_size = patch_size
@@ -374,7 +376,13 @@ class DiT(nn.Module):
         y_emb = self.y_embedder(y, bool(label_dropout), force_drop_ids)
         c = t_emb + y_emb
         for blk in self.blocks:
-            x = blk(x, c)
+            if self.checkpoint_blocks and torch.is_grad_enabled():
+                # torch.utils.checkpoint: keep only the block's inputs and
+                # run its forward again in backward (what users do when
+                # activations do not fit; never part of an export).
+                x = torch.utils.checkpoint.checkpoint(blk, x, c, use_reentrant=False)
+            else:
+                x = blk(x, c)
         x = self.final_layer(x, c)
         return self.unpatchify(x)
 

@@ -5,7 +5,7 @@ usage: /usr/bin/python3 models/train_torch.py --data DIR --model tiny|demo|DiT-S
            [--image-size 32] [--in-channels 1] [--num-classes 10]
            [--batch 32] [--steps K] [--lr 1e-4] [--seed S] [--log-every N]
            [--metrics FILE.jsonl] [--threads T] [--learn-sigma|--no-learn-sigma]
-           [--ema DECAY] [--save-weights FILE.safetensors]
+           [--ema DECAY] [--save-weights FILE.safetensors] [--checkpoint-blocks]
 
 DIR holds images.npy (float32 [N,C,H,W]) and labels.npy (integer [N]), as
 models/fashion_mnist.py writes them (a path to images.npy works too; its
@@ -86,6 +86,10 @@ def parse_args(argv):
                     help="keep an EMA of the parameters (DiT: 0.9999)")
     ap.add_argument("--save-weights", default=None, metavar="FILE.safetensors",
                     help="write the parameters (and ema:NAME) after the last step")
+    ap.add_argument("--checkpoint-blocks", action="store_true",
+                    help="torch.utils.checkpoint on every DiT block: activations "
+                         "only at block inputs, each block's forward run again "
+                         "in backward")
     a = ap.parse_args(argv)
     if a.model not in ditlib.MODEL_CONFIGS:
         ap.error("unknown --model %r (expected one of: %s)"
@@ -173,6 +177,7 @@ def main(argv=None):
     model = ditlib.make_dit(a.model, image_size=a.image_size, in_channels=a.in_channels,
                             num_classes=a.num_classes, learn_sigma=a.learn_sigma,
                             init="default", seed=a.seed)
+    model.checkpoint_blocks = a.checkpoint_blocks
     loss_fn = ditlib.DiTLoss(model)
     loss_fn.train()
     params = [p for p in model.parameters() if p.requires_grad]

@@ -81,6 +81,9 @@ struct Choice {
   hs::BufferOp buffer;
   hs::CallOp producer;
   Operation *last = nullptr, *next = nullptr;
+  // A buffer a prefetch filled still has its copy in the slow tier: moving
+  // it again is one more prefetch from there, no offload.
+  hs::BufferOp slowCopy;
   bool recompute = true;
   double seconds = 0, score = 0;
   unsigned order = 0;     // the producer's position
@@ -115,31 +118,40 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
   // The cheapest way to free bytes at position `peak`, or none.
   std::optional<Choice> choose(const Uses &u, unsigned peak, bool allowOffload) {
     const bool toDisk = !offloadDir.empty();
-    std::optional<Choice> best;
+    std::vector<Choice> all;
     for (hs::BufferOp buf : u.buffers) {
       auto found = u.of.find(buf);
       if (found == u.of.end() || buf.getArena() != "act" || buf.getName())
         continue;
       const std::vector<unsigned> &positions = found->second;
-      // Only kernels read it: the loss marker and collectives keep theirs.
+      // Only kernels and earlier tier copies touch it: the loss marker and
+      // collectives keep theirs.
       if (positions.size() < 2 ||
           llvm::any_of(positions, [&](unsigned p) {
-            return !isa<hs::CallOp>(u.ops[p - 1]);
+            return !isa<hs::CallOp, hs::OffloadOp, hs::PrefetchOp, hs::WaitOp>(u.ops[p - 1]);
           }))
         continue;
       auto gap = std::upper_bound(positions.begin(), positions.end(), peak);
-      if (gap == positions.begin() || gap == positions.end() || gap[-1] == peak)
+      if (gap == positions.begin() || gap == positions.end() || gap[-1] == peak ||
+          !isa<hs::CallOp>(u.ops[gap[-1] - 1]) || !isa<hs::CallOp>(u.ops[*gap - 1]))
         continue;
       unsigned lastBefore = gap[-1], nextAfter = *gap;
-      // Written once, by a call that starts its life.
-      auto producer = dyn_cast<hs::CallOp>(u.ops[positions.front() - 1]);
-      if (!producer || !writes(producer, buf) ||
+      // Written once, by a call or a prefetch that starts its life.
+      Operation *first = u.ops[positions.front() - 1];
+      auto producer = dyn_cast<hs::CallOp>(first);
+      auto refill = dyn_cast<hs::PrefetchOp>(first);
+      if ((!producer && !refill) || !writes(first, buf) ||
           llvm::any_of(ArrayRef<unsigned>(positions).drop_front(),
                        [&](unsigned p) { return writes(u.ops[p - 1], buf); }))
         continue;
       int64_t bytes = hs::byteSize(buf.getType());
-      Choice c{buf, producer, u.ops[lastBefore - 1], u.ops[nextAfter - 1]};
-      if (canRecompute(u, producer, positions.front(), nextAfter)) {
+      Choice c{buf, producer, u.ops[lastBefore - 1], u.ops[nextAfter - 1], {}};
+      if (refill) {
+        c.slowCopy = baseBuffer(refill.getSource());
+        if (!c.slowCopy)
+          continue;
+      }
+      if (producer && canRecompute(u, producer, positions.front(), nextAfter)) {
         c.recompute = true;
         c.seconds = callSeconds(producer, machine);
       } else {
@@ -151,7 +163,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       for (unsigned p = peak + 1; p < nextAfter; ++p)
         callsAfterPeak += isa<hs::CallOp>(u.ops[p - 1]);
       if (allowOffload && callsAfterPeak >= lookahead) {
-        double move = 2 * (toDisk ? diskSeconds(bytes, machine) : copySeconds(bytes, machine));
+        double move = (c.slowCopy ? 1 : 2) *
+                      (toDisk ? diskSeconds(bytes, machine) : copySeconds(bytes, machine));
         if (move < c.seconds) {
           c.recompute = false;
           c.seconds = move;
@@ -159,20 +172,43 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
           c.overMove = true;  // the disk (or copy) would cost more
         }
       }
-      if (!std::isfinite(c.seconds))
+      if (!std::isfinite(c.seconds) || (c.slowCopy && c.recompute))
         continue;
-      c.score = c.seconds / static_cast<double>(bytes);
+      // Seconds per byte freed, and per op the gap spans: bytes freed over
+      // a long gap (forward to backward) lower the peak at every position
+      // in it, where a short gap between two reads only moves the peak
+      // next door (and a buffer moved gap by gap would cross the disk
+      // once per gap).
+      c.score = c.seconds / (static_cast<double>(bytes) *
+                             static_cast<double>(nextAfter - lastBefore));
       c.order = positions.front();
-      // Within a quarter of each other, the later producer first: a
-      // consumer recomputed before its producer still finds the producer's
-      // value (modulate's clone reads layer norm's output; recomputing the
-      // layer norm first would leave that clone nothing to read).
-      if (!best || c.score < best->score * 0.75 ||
-          (c.score < best->score * 1.25 && c.order > best->order))
-        best = c;
+      all.push_back(c);
     }
-    return best;
+    if (all.empty())
+      return std::nullopt;
+    const Choice *best = &all.front();
+    for (const Choice &c : all)
+      if (c.score < best->score)
+        best = &c;
+    // A consumer before its producer: recomputing `best` first would leave
+    // a recomputable consumer's clone nothing to read (modulate's clone
+    // reads layer norm's output), so a consumer that is not much dearer
+    // goes first, and its producer's turn comes after.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Choice &c : all)
+        if (&c != best && c.recompute && c.score <= best->score * kConsumerFirst &&
+            llvm::any_of(hs::CallOp(c.producer).getIns(),
+                         [&](Value in) { return baseBuffer(in) == best->buffer; })) {
+          best = &c;
+          changed = true;
+          break;
+        }
+    }
+    return *best;
   }
+  // How much dearer per byte a consumer may be and still go first.
+  static constexpr double kConsumerFirst = 4.0;
 
   // A producer can run again before position `at` when it is a pure kernel
   // writing only fresh activations, and each input is there unchanged: a
@@ -238,7 +274,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
   }
 
   void apply(Choice c, int64_t &recomputes, double &seconds,
-             int64_t &moved, int64_t &overMove) {
+             int64_t &moved, int64_t &prefetched, int64_t &overMove) {
     OpBuilder b(c.next);
     if (c.recompute) {
       IRMapping map;
@@ -257,16 +293,21 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     }
     auto type = c.buffer.getType();
     Location loc = c.buffer.getLoc();
-    b.setInsertionPointAfter(c.last);
-    hs::BufferOp slow = freshBuffer(b, loc, type, "offload");
-    auto off = b.create<hs::OffloadOp>(loc, b.getType<hs::TokenType>(), c.buffer, slow);
-    b.create<hs::WaitOp>(loc, off.getToken());
+    hs::BufferOp slow = c.slowCopy;
+    Operation *earliest = c.last;
+    if (!slow) {
+      b.setInsertionPointAfter(c.last);
+      slow = freshBuffer(b, loc, type, "offload");
+      auto off = b.create<hs::OffloadOp>(loc, b.getType<hs::TokenType>(), c.buffer, slow);
+      earliest = b.create<hs::WaitOp>(loc, off.getToken());
+      moved += hs::byteSize(type);
+    }
     // The prefetch starts `lookahead` ops (kernel calls and such) early, but
-    // not before the offload is done.
-    Operation *start = c.next, *offWait = off->getNextNode();
+    // not before the offload is done (or, refilling, the last use).
+    Operation *start = c.next;
     for (int64_t calls = 0; calls < lookahead;) {
       Operation *prev = start->getPrevNode();
-      if (!prev || prev == offWait)
+      if (!prev || prev == earliest)
         break;
       start = prev;
       calls += isa<hs::CallOp>(prev);
@@ -277,7 +318,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     b.setInsertionPoint(c.next);
     b.create<hs::WaitOp>(loc, pre.getToken());
     redirect(c.buffer, back, c.next);
-    moved += hs::byteSize(type);
+    prefetched += hs::byteSize(type);
   }
 
   void runOnOperation() override {
@@ -346,7 +387,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     }
     for (auto &[name, bytes] : persistentArena)
       persistent += bytes;
-    int64_t recomputes = 0, moved = 0, actPeak = 0, offloadPeak = 0, overMove = 0;
+    int64_t recomputes = 0, moved = 0, prefetched = 0, actPeak = 0, offloadPeak = 0,
+            overMove = 0;
     double seconds = 0;
     for (;;) {
       std::vector<LiveInterval> live = bufferLiveness(f);
@@ -364,6 +406,12 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       // On disk, moved activations leave the resident set.
       const int64_t resident = persistent + actPeak + (toDisk ? 0 : offloadPeak) + reserve;
       bool totalOver = memBudget > 0 && resident > memBudget;
+      if (toDisk && offloadPeak > diskBytes) {
+        f.emitError("--offload-dir ")
+            << offloadDir << ": the plan moves " << offloadPeak
+            << " bytes there at once, but only " << diskBytes << " are free";
+        return failure();
+      }
       if (!fastOver && !totalOver)
         break;
       // The position where the most activation bytes are live.
@@ -396,7 +444,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
             << actPeak << " bytes of the fast tier";
         return failure();
       }
-      apply(*c, recomputes, seconds, moved, overMove);
+      apply(*c, recomputes, seconds, moved, prefetched, overMove);
     }
     Builder b(f.getContext());
     auto tier = [&](StringRef name, StringRef kind, int64_t capacity,
@@ -441,7 +489,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
                     b.getNamedAttr("recomputed_calls", b.getI64IntegerAttr(recomputes)),
                     b.getNamedAttr("recompute_seconds", b.getF64FloatAttr(seconds)),
                     b.getNamedAttr("offload_bytes", b.getI64IntegerAttr(moved)),
-                    b.getNamedAttr("prefetch_bytes", b.getI64IntegerAttr(moved)),
+                    b.getNamedAttr("prefetch_bytes", b.getI64IntegerAttr(prefetched)),
                     b.getNamedAttr("recomputed_over_move", b.getI64IntegerAttr(overMove)),
                     b.getNamedAttr("offload_dir", b.getStringAttr(offloadDir))}));
     return success();
