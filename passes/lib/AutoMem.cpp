@@ -116,7 +116,9 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
   }
 
   // The cheapest way to free bytes at position `peak`, or none.
-  std::optional<Choice> choose(const Uses &u, unsigned peak, bool allowOffload) {
+  // `slowRoom`: bytes the slow tier (the disk) has left for new slots.
+  std::optional<Choice> choose(const Uses &u, unsigned peak, bool allowOffload,
+                               int64_t slowRoom) {
     const bool toDisk = !offloadDir.empty();
     std::vector<Choice> all;
     for (hs::BufferOp buf : u.buffers) {
@@ -162,7 +164,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       int64_t callsAfterPeak = 0;
       for (unsigned p = peak + 1; p < nextAfter; ++p)
         callsAfterPeak += isa<hs::CallOp>(u.ops[p - 1]);
-      if (allowOffload && callsAfterPeak >= lookahead) {
+      // A new slot must fit what the disk has left; past that, recompute.
+      if (allowOffload && callsAfterPeak >= lookahead && (c.slowCopy || bytes <= slowRoom)) {
         double move = (c.slowCopy ? 1 : 2) *
                       (toDisk ? diskSeconds(bytes, machine) : copySeconds(bytes, machine));
         if (move < c.seconds) {
@@ -431,7 +434,9 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
         }
       }
       Uses u = usesOf(f);
-      std::optional<Choice> c = choose(u, peak, (fastOver && !totalOver) || toDisk);
+      std::optional<Choice> c =
+          choose(u, peak, (fastOver && !totalOver) || toDisk,
+                 toDisk ? diskBytes - offloadPeak : std::numeric_limits<int64_t>::max());
       if (!c) {
         InFlightDiagnostic d = f.emitError();
         if (totalOver)
