@@ -86,7 +86,6 @@ struct Choice {
   hs::BufferOp slowCopy;
   bool recompute = true;
   double seconds = 0, score = 0;
-  unsigned order = 0;     // the producer's position
   bool overMove = false;  // recomputed although it could have been moved
 };
 
@@ -184,7 +183,6 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       // once per gap).
       c.score = c.seconds / (static_cast<double>(bytes) *
                              static_cast<double>(nextAfter - lastBefore));
-      c.order = positions.front();
       all.push_back(c);
     }
     if (all.empty())
