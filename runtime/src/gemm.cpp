@@ -31,6 +31,8 @@ struct Blocking {
   int directA, directB;
   // the rule reads a row-major A in place too (else only a transposed one)
   bool rowsInPlace;
+  // the kernel copies every transposed panel it reads in place (GemmKernel)
+  bool copiesTransposedA;
 };
 
 int64_t envInt(const char *name, int64_t dflt) {
@@ -76,8 +78,9 @@ Blocking blocking(const GemmKernel &k) {
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
   b.nc = envInt("HC_GEMM_NC", nc);
   b.directA = k.microDirect ? directMode("HC_GEMM_DIRECT_A") : 0;
-  b.directB = k.microDirect ? directMode("HC_GEMM_DIRECT_B") : 0;
-  b.rowsInPlace = !cpuIsIntel();
+  b.directB = k.microDirect && k.directB ? directMode("HC_GEMM_DIRECT_B") : 0;
+  b.rowsInPlace = !cpuIsIntel() && k.directRowsA;
+  b.copiesTransposedA = k.copiesTransposedA;
   return b;
 }
 
@@ -177,7 +180,7 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // threads, fwd 8192 x 384 x 384: 324 -> 345), with the same L1 lines
   // per step either way and no spill in the loop; a transposed A in place
   // stays ahead there (dW +1-3%), so only rows follow the vendor.
-  b.directA = bl.directA == 2 ||
+  b.directA = (bl.directA == 2 && (p.transA || k.directRowsA)) ||
               (bl.directA == 1 && (p.transA || bl.rowsInPlace) &&
                static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
                static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4);
@@ -201,7 +204,7 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // extra load and store per k), the others read the copy (2 threads, dW
   // 1536 x 384 x 8192: 447-450 -> 453-464 GFLOP/s; neutral on the other
   // dW shapes within noise).
-  b.copyA = b.directA && p.transA && b.ncMax > NR;
+  b.copyA = b.directA && p.transA && (b.ncMax > NR || bl.copiesTransposedA);
   return b;
 }
 

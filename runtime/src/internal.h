@@ -193,6 +193,13 @@ struct GemmKernel {
                       float *aCopy, const float *b, int64_t ldbk, float *c,
                       int64_t ldc, float alpha, float beta, int nr,
                       const float *bias);
+  // What microDirect reads in place besides a transposed A: a row-major A
+  // (aLayout 1) and B's rows. The bf16 kernel converts what it reads to
+  // bf16 pairs, worth it only where each value is converted once: it takes
+  // a transposed A alone, and writes every such panel to aCopy (layouts 2
+  // and 3 alike) for the block's other slivers.
+  bool directRowsA = true, directB = true;
+  bool copiesTransposedA = false;
 };
 // hc_sgemm's problem (batch 1) on the calling thread, A read in place
 // where the kernel can: for operands already in cache (attention's tiles).
