@@ -180,10 +180,14 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // threads, fwd 8192 x 384 x 384: 324 -> 345), with the same L1 lines
   // per step either way and no spill in the loop; a transposed A in place
   // stays ahead there (dW +1-3%), so only rows follow the vendor.
+  // A kernel that copies every transposed panel reads its source once
+  // whatever the panel of B (the width rule is about re-reading it).
+  const bool copiedOnce = p.transA && bl.copiesTransposedA;
   b.directA = (bl.directA == 2 && (p.transA || k.directRowsA)) ||
               (bl.directA == 1 && (p.transA || bl.rowsInPlace) &&
                static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
-               static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4);
+               (copiedOnce ||
+                static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4));
   // B (row-major) read in place: where each sliver would serve few rows
   // (packing is then a large share of the work) and the KC x NC block sits
   // in half of L2. Attention's tiles (M = Dh = 64, B = P or dS, 256 x 256):
