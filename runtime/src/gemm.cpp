@@ -31,8 +31,8 @@ struct Blocking {
   int directA, directB;
   // the rule reads a row-major A in place too (else only a transposed one)
   bool rowsInPlace;
-  // the kernel copies every transposed panel it reads in place (GemmKernel)
-  bool copiesTransposedA;
+  // the kernel copies every A panel it reads in place (GemmKernel)
+  bool copiesA;
 };
 
 int64_t envInt(const char *name, int64_t dflt) {
@@ -80,7 +80,7 @@ Blocking blocking(const GemmKernel &k) {
   b.directA = k.microDirect ? directMode("HC_GEMM_DIRECT_A") : 0;
   b.directB = k.microDirect && k.directB ? directMode("HC_GEMM_DIRECT_B") : 0;
   b.rowsInPlace = !cpuIsIntel() && k.directRowsA;
-  b.copiesTransposedA = k.copiesTransposedA;
+  b.copiesA = k.copiesA;
   return b;
 }
 
@@ -127,7 +127,7 @@ struct BlockPlan {
   int64_t kcMax, mcMax, ncMax;
   bool directA, directB;
   bool packSliver;  // streamB: each sliver packed just before its calls
-  bool copyA;       // transposed A in place: the first sliver's calls copy it
+  bool copyA;       // A in place: the first sliver's calls copy it packed
 };
 
 // Whether source rows `ld` floats apart crowd a few cache sets: a stride
@@ -180,9 +180,9 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // threads, fwd 8192 x 384 x 384: 324 -> 345), with the same L1 lines
   // per step either way and no spill in the loop; a transposed A in place
   // stays ahead there (dW +1-3%), so only rows follow the vendor.
-  // A kernel that copies every transposed panel reads its source once
-  // whatever the panel of B (the width rule is about re-reading it).
-  const bool copiedOnce = p.transA && bl.copiesTransposedA;
+  // A kernel that copies every panel reads A's source once whatever the
+  // panel of B (the width rule is about re-reading it).
+  const bool copiedOnce = bl.copiesA;
   b.directA = (bl.directA == 2 && (p.transA || k.directRowsA)) ||
               (bl.directA == 1 && (p.transA || bl.rowsInPlace) &&
                static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
@@ -208,7 +208,7 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // extra load and store per k), the others read the copy (2 threads, dW
   // 1536 x 384 x 8192: 447-450 -> 453-464 GFLOP/s; neutral on the other
   // dW shapes within noise).
-  b.copyA = b.directA && p.transA && (b.ncMax > NR || bl.copiesTransposedA);
+  b.copyA = b.directA && ((p.transA && b.ncMax > NR) || bl.copiesA);
   return b;
 }
 

@@ -192,9 +192,10 @@ inline __m256i colPairs(const float *r0, const float *r1) {
       idx, reinterpret_cast<__m256i>(_mm256_cvtne2ps_pbh(x1, x0)));
 }
 
-// How microV finds A's panel: packed, or transposed in place (element
-// (i, k) at a[k * lda + i]) and converted into aCopy as it goes.
-enum ASource { APacked, ATransposed };
+// How microV finds A's panel: packed, or in place and converted into aCopy
+// as it goes, transposed (element (i, k) at a[k * lda + i]) or row-major
+// (at a[i * lda + k]).
+enum ASource { APacked, ATransposed, ARowMajor };
 
 // C[0:MR, 0:nr] = alpha * sum_p A_p B_p + beta * C (+ bias[0:nr] on every
 // row) for A's panel (see ASource) and the packed sliver b; V 16-column
@@ -231,13 +232,45 @@ void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(aCopy + q * MR),
                         colPairs(r0, 2 * q + 1 < kc ? r0 + lda : nullptr));
   };
+  // Row-major in place: 8 pairs (a line of each row) at a time, the chunk
+  // after the one the steps read; the rows' lines two chunks on into L1,
+  // the next panel's rows (the next call's) into L2.
+  auto convertChunk = [&](int64_t q0) __attribute__((always_inline)) {
+    const int64_t k0 = 2 * q0;
+    __m256 r[MR];
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+      const float *row = a + i * lda + k0;
+      _mm_prefetch(reinterpret_cast<const char *>(row + 32), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char *>(row + MR * lda), _MM_HINT_T1);
+    }
+    if (k0 + 16 <= kc) {
+#pragma unroll
+      for (int i = 0; i < MR; ++i)
+        r[i] = rowPairs(a + i * lda + k0, 16);
+      transpose8x8(r, reinterpret_cast<float *>(aCopy + q0 * MR), MR);
+    } else {  // the last < 16 k: only its pairs kept (aCopy ends there)
+      alignas(32) float t[64];
+      for (int i = 0; i < MR; ++i)
+        r[i] = rowPairs(a + i * lda + k0, static_cast<int>(kc - k0));
+      transpose8x8(r, t, MR);
+      std::memcpy(aCopy + q0 * MR, t, (pairs - q0) * MR * sizeof(float));
+    }
+  };
   const int32_t *ap = S == APacked ? reinterpret_cast<const int32_t *>(a) : aCopy;
   if constexpr (S == ATransposed)
     for (int64_t q = 0; q < kAhead && q < pairs; ++q)
       convert(q);
+  if constexpr (S == ARowMajor)
+    convertChunk(0);
   // C's lines into L1 16 pairs before the end (asked into L2 above; into
   // L1 at the start, the B sliver would evict them again).
   auto step = [&](int64_t p) __attribute__((always_inline)) {
+    if constexpr (S == ARowMajor) {
+      if (p % 8 == 0 && p + 8 < pairs)
+        convertChunk(p + 8);
+      asm volatile("" ::: "memory");
+    }
     if constexpr (S == ATransposed) {
       if (p + kAhead < pairs)
         convert(p + kAhead);
@@ -325,18 +358,21 @@ void microNr(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
     microV<3, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias);
 }
 
-// The driver's micro-kernel with A read in place, for a transposed A only
-// (GemmKernel: directRowsA and directB false, so aLayout is never 1 and B
-// is always a packed sliver): A's fp32 source is converted while the first
-// sliver's products run, instead of in a pass of its own before them (a
-// pass over the whole of dY for a weight gradient), and the converted
-// panel left at aCopy for the other slivers (read packed, aLayout 0).
+// The driver's micro-kernel with A read in place (GemmKernel: directB
+// false, so B is always a packed sliver): A's fp32 source is converted
+// while the first sliver's products run, instead of in a pass of its own
+// before them (a pass over the whole of dY for the gradients), and the
+// converted panel left at aCopy for the other slivers (read packed,
+// aLayout 0).
 void microDirect(int64_t kc, const float *a, int64_t lda, int aLayout,
                  float *aCopy, const float *b, int64_t ldbk, float *c,
                  int64_t ldc, float alpha, float beta, int nr,
                  const float *bias) {
   (void)ldbk;
-  if (aLayout >= 2)
+  if (aLayout == 1)
+    microNr<ARowMajor>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
+                       ldc, alpha, beta, nr, bias);
+  else if (aLayout >= 2)
     microNr<ATransposed>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
                          ldc, alpha, beta, nr, bias);
   else
@@ -354,9 +390,8 @@ const GemmKernel &gemmAvx512Bf16() {
                     gemm_avx512bf16::packA, gemm_avx512bf16::packB,
                     gemm_avx512bf16::micro, gemm_avx512bf16::microEdge,
                     gemmAvx512().combine,   gemm_avx512bf16::microDirect};
-    r.directRowsA = false;
     r.directB = false;
-    r.copiesTransposedA = true;
+    r.copiesA = true;
     return r;
   }();
   return k;

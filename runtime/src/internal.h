@@ -195,11 +195,11 @@ struct GemmKernel {
                       const float *bias);
   // What microDirect reads in place besides a transposed A: a row-major A
   // (aLayout 1) and B's rows. The bf16 kernel converts what it reads to
-  // bf16 pairs, worth it only where each value is converted once: it takes
-  // a transposed A alone, and writes every such panel to aCopy (layouts 2
-  // and 3 alike) for the block's other slivers.
+  // bf16 pairs, worth it only where each value is converted once: it reads
+  // A alone, and writes every panel it reads to aCopy (copiesA, whatever
+  // the layout) for the block's other slivers.
   bool directRowsA = true, directB = true;
-  bool copiesTransposedA = false;
+  bool copiesA = false;
 };
 // hc_sgemm's problem (batch 1) on the calling thread, A read in place
 // where the kernel can: for operands already in cache (attention's tiles).
