@@ -2,11 +2,12 @@
 // in memory and are rounded to bf16 (round to nearest even, as the
 // instruction rounds) while they are packed; the 8x48 micro-kernel
 // accumulates pairs of bf16 products in float32 (24 zmm accumulators, as
-// the fp32 AVX-512 kernel). gemm.cpp's driver runs it unchanged: the
-// packed layouts keep the fp32 kernel's panel strides (MR * kc and NR * kc
-// floats), each 32-bit slot holding one k pair, so a panel fills half of
-// its room. Only called when CPUID and the OS report AVX512-BF16
-// (gemm_bf16.cpp).
+// the fp32 AVX-512 kernel). gemm.cpp's driver runs it: the packed layouts
+// keep the fp32 kernel's panel strides (MR * kc and NR * kc floats), each
+// 32-bit slot holding one k pair, so a panel fills half of its room. A is
+// read in place where the driver's rule says so (microDirect), converted
+// by the first sliver's calls into the packed panel the others read. Only
+// called when CPUID and the OS report AVX512-BF16 (gemm_bf16.cpp).
 //
 // Packed layouts (one uint32 word = bf16(x[2p]) | bf16(x[2p + 1]) << 16):
 //   A: MR-row panels, word (p, i) at panel[p * MR + i]
