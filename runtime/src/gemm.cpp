@@ -33,6 +33,8 @@ struct Blocking {
   bool rowsInPlace;
   // the kernel copies every A panel it reads in place (GemmKernel)
   bool copiesA;
+  // the kernel converts a row-major B's whole slivers into the panel
+  bool convertsB;
 };
 
 int64_t envInt(const char *name, int64_t dflt) {
@@ -81,6 +83,7 @@ Blocking blocking(const GemmKernel &k) {
   b.directB = k.microDirect && k.directB ? directMode("HC_GEMM_DIRECT_B") : 0;
   b.rowsInPlace = !cpuIsIntel() && k.directRowsA;
   b.copiesA = k.copiesA;
+  b.convertsB = k.microDirect && k.convertsB;
   return b;
 }
 
@@ -128,6 +131,7 @@ struct BlockPlan {
   bool directA, directB;
   bool packSliver;  // streamB: each sliver packed just before its calls
   bool copyA;       // A in place: the first sliver's calls copy it packed
+  bool convertB;    // B's whole slivers packed by the first row block's calls
 };
 
 // Whether source rows `ld` floats apart crowd a few cache sets: a stride
@@ -209,6 +213,11 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // 1536 x 384 x 8192: 447-450 -> 453-464 GFLOP/s; neutral on the other
   // dW shapes within noise).
   b.copyA = b.directA && ((p.transA && b.ncMax > NR) || bl.copiesA);
+  // A kernel that converts B while it computes: each whole sliver by the
+  // first call that reads it, instead of a packing pass before the step
+  // (the bf16 kernel, for a row-major B: X in the weight gradients, W in
+  // the input gradients).
+  b.convertB = bl.convertsB && !p.transB && !b.directB;
   return b;
 }
 
@@ -219,6 +228,10 @@ struct PanelStep {
   int64_t jc, nc, nFull, pc, kc;
   bool first, last;  // pc is the first / last k block
   const float *Bp;
+  // plan.convertB: the row block at m0 packs slivers [0, nConvert) of Bp
+  // (writable here) with its first call on each
+  int64_t nConvert = 0, m0 = 0;
+  float *BpConvert = nullptr;
 };
 
 // C[ic:ic+mc, jc:jc+nc] += this step's k block, on the calling thread: A's
@@ -249,12 +262,18 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
     // In place, the next sliver's rows are asked into L2 a share per
     // call: its first call would otherwise wait on memory row by row
     // (1 thread, 384 x 1536 x 2048: 234 -> 237 GFLOP/s).
+    // Converted by this block's first call: its source rows the same way.
+    const bool convertsB = jr < s.nConvert && ic == s.m0;
     const float *nextB = nullptr;
     int64_t nextRows = 0;
     if (bInPlace && jr + NR < nFull) {
       nextB = b0 + NR;
       nextRows = kc;
-    } else if (bInPlace && ic + plan.mcBlk >= m1 && pc + kc < p.K) {
+    } else if (convertsB && jr + NR < s.nConvert) {
+      nextB = p.B + pc * p.ldb + jc + jr + NR;
+      nextRows = kc;
+    } else if ((bInPlace || s.nConvert > 0) && ic + plan.mcBlk >= m1 &&
+               pc + kc < p.K) {
       nextB = p.B + (pc + kc) * p.ldb + jc;
       nextRows = std::min<int64_t>(bl.kc, p.K - pc - kc);
     }
@@ -281,11 +300,17 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       const int layout = !inPlace ? 0 : !p.transA ? 1 : copyA ? 3 : 2;
       // kernelBias: the epilogue's bias added by the kernel as it stores
       // (only kernels that read in place take it).
+      // The sliver's first call converts it from B's rows (whole slivers).
+      const bool bFromSource = convertsB && ir == 0;
       auto micro = [&](float *c, int64_t ldc, float beta,
                        const float *kernelBias = nullptr) {
-        if (inPlace || bInPlace || nr < NR || kernelBias)
-          k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, c, ldc,
-                        p.alpha, beta, nr, kernelBias);
+        if (bFromSource)
+          k.microDirect(kc, a, p.lda, layout, Ap + ir * kc,
+                        p.B + pc * p.ldb + jc + jr, p.ldb, s.BpConvert + jr * kc,
+                        c, ldc, p.alpha, beta, nr, kernelBias);
+        else if (inPlace || bInPlace || nr < NR || kernelBias)
+          k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, nullptr,
+                        c, ldc, p.alpha, beta, nr, kernelBias);
         else
           k.micro(kc, a, b, c, ldc, p.alpha, beta);
       };
@@ -387,9 +412,16 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
     const int64_t nFull = plan.directB ? nc / NR * NR : 0;  // slivers in place
     for (int64_t pc = 0; pc < p.K; pc += bl.kc) {
       const int64_t kc = std::min<int64_t>(bl.kc, p.K - pc);
-      if (nFull < nc)
-        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull, nc - nFull, Bp);
-      const PanelStep s{jc, nc, nFull, pc, kc, pc == 0, pc + kc >= p.K, Bp};
+      // plan.convertB: the kernel packs the whole slivers (B is not read
+      // in place then: nFull 0), the last partial one is packed here.
+      const int64_t nConvert = plan.convertB ? nc / NR * NR : 0;
+      if (nFull + nConvert < nc)
+        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull + nConvert,
+                nc - nFull - nConvert, Bp + nConvert * kc);
+      PanelStep s{jc, nc, nFull, pc, kc, pc == 0, pc + kc >= p.K, Bp};
+      s.nConvert = nConvert;
+      s.m0 = m0;
+      s.BpConvert = Bp;
       for (int64_t ic = m0; ic < m1; ic += plan.mcBlk)
         runRowBlock(k, bl, p, plan, s, ic, std::min<int64_t>(plan.mcBlk, m1 - ic),
                     m1, Ap, Bs);

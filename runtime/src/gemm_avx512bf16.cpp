@@ -6,7 +6,8 @@
 // keep the fp32 kernel's panel strides (MR * kc and NR * kc floats), each
 // 32-bit slot holding one k pair, so a panel fills half of its room. A is
 // read in place where the driver's rule says so (microDirect), converted
-// by the first sliver's calls into the packed panel the others read. Only
+// by the first sliver's calls into the packed panel the others read; a
+// row-major B's slivers by the first row block's calls likewise. Only
 // called when CPUID and the OS report AVX512-BF16 (gemm_bf16.cpp).
 //
 // Packed layouts (one uint32 word = bf16(x[2p]) | bf16(x[2p + 1]) << 16):
@@ -199,13 +200,15 @@ inline __m256i colPairs(const float *r0, const float *r1) {
 enum ASource { APacked, ATransposed, ARowMajor };
 
 // C[0:MR, 0:nr] = alpha * sum_p A_p B_p + beta * C (+ bias[0:nr] on every
-// row) for A's panel (see ASource) and the packed sliver b; V 16-column
-// vectors computed (3 for a whole tile), the last one's stores masked to
-// nr.
-template <int V, ASource S = APacked>
+// row) for A's panel (see ASource) and B's sliver: packed at b, or
+// (BFromRows) a whole sliver of B's rows (b[k * ldb + j]) converted into
+// bCopy as the steps read it. V 16-column vectors computed (3 for a whole
+// tile), the last one's stores masked to nr.
+template <int V, ASource S = APacked, bool BFromRows = false>
 void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
             const float *b, float *c, int64_t ldc, float alpha, float beta,
-            int nr, const float *bias = nullptr) {
+            int nr, const float *bias = nullptr, int64_t ldb = NR,
+            float *bCopy = nullptr) {
   __m512 acc[MR][V];
 #pragma unroll
   for (int i = 0; i < MR; ++i)
@@ -280,12 +283,31 @@ void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
       asm volatile("" ::: "memory");
     }
     const int32_t *ak = ap + p * MR;
-    const float *bk = b + p * NR;
     __m512bh bv[V];
+    if constexpr (BFromRows) {
+      // rows 2p and 2p + 1 interleaved into pair words, kept for the
+      // block's other calls; each row's lines (4: a row that does not
+      // start a line spans 4) asked 8 pairs ahead
+      const float *r0 = b + 2 * p * ldb;
+      const bool two = 2 * p + 1 < kc;
+      for (const float *r : {r0 + 16 * ldb, r0 + 17 * ldb})
+        for (int l : {0, 16, 32, 47})
+          _mm_prefetch(reinterpret_cast<const char *>(r + l), _MM_HINT_T0);
 #pragma unroll
-    for (int j = 0; j < V; ++j)
-      bv[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bk + 16 * j));
-    _mm_prefetch(reinterpret_cast<const char *>(bk + 8 * NR), _MM_HINT_T0);
+      for (int j = 0; j < V; ++j) {
+        const __m512 x0 = _mm512_loadu_ps(r0 + 16 * j);
+        const __m512 x1 = two ? _mm512_loadu_ps(r0 + ldb + 16 * j) : _mm512_setzero_ps();
+        const __m512i w = interleave16(x0, x1);
+        _mm512_storeu_si512(bCopy + p * NR + 16 * j, w);
+        bv[j] = reinterpret_cast<__m512bh>(w);
+      }
+    } else {
+      const float *bk = b + p * NR;
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        bv[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bk + 16 * j));
+      _mm_prefetch(reinterpret_cast<const char *>(bk + 8 * NR), _MM_HINT_T0);
+    }
 #pragma unroll
     for (int i = 0; i < MR; ++i) {
       const __m512bh ai = reinterpret_cast<__m512bh>(_mm512_set1_epi32(ak[i]));
@@ -360,16 +382,29 @@ void microNr(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
 }
 
 // The driver's micro-kernel with A read in place (GemmKernel: directB
-// false, so B is always a packed sliver): A's fp32 source is converted
-// while the first sliver's products run, instead of in a pass of its own
-// before them (a pass over the whole of dY for the gradients), and the
-// converted panel left at aCopy for the other slivers (read packed,
-// aLayout 0).
+// false, so B is a packed sliver unless bCopy asks for it converted): A's
+// fp32 source is converted while the first sliver's products run, instead
+// of in a pass of its own before them (a pass over the whole of dY for
+// the gradients), and the converted panel left at aCopy for the other
+// slivers (read packed, aLayout 0); B's the same way for the block's
+// other row panels.
 void microDirect(int64_t kc, const float *a, int64_t lda, int aLayout,
-                 float *aCopy, const float *b, int64_t ldbk, float *c,
-                 int64_t ldc, float alpha, float beta, int nr,
+                 float *aCopy, const float *b, int64_t ldbk, float *bCopy,
+                 float *c, int64_t ldc, float alpha, float beta, int nr,
                  const float *bias) {
-  (void)ldbk;
+  int32_t *aWords = reinterpret_cast<int32_t *>(aCopy);
+  if (bCopy) {  // a whole sliver of B's rows (convertsB), converted once
+    if (aLayout == 1)
+      microV<3, ARowMajor, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
+                                 nr, bias, ldbk, bCopy);
+    else if (aLayout >= 2)
+      microV<3, ATransposed, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
+                                   nr, bias, ldbk, bCopy);
+    else
+      microV<3, APacked, true>(kc, a, MR, nullptr, b, c, ldc, alpha, beta, nr,
+                               bias, ldbk, bCopy);
+    return;
+  }
   if (aLayout == 1)
     microNr<ARowMajor>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
                        ldc, alpha, beta, nr, bias);
@@ -393,6 +428,7 @@ const GemmKernel &gemmAvx512Bf16() {
                     gemmAvx512().combine,   gemm_avx512bf16::microDirect};
     r.directB = false;
     r.copiesA = true;
+    r.convertsB = true;
     return r;
   }();
   return k;

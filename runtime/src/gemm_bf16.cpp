@@ -6,7 +6,7 @@
 // (8-bit significands: exact in float32) summed in float32. The fp32
 // kernels read an operand in place without rounding it: the emulation
 // turns those modes off (microDirect null), both operands are packed. The
-// native kernel rounds what it reads in place (A only) as it packs.
+// native kernel rounds what it reads in place as it packs it.
 #include "internal.h"
 
 #include <atomic>

@@ -247,13 +247,14 @@ TEST(GemmBf16, LargeAndSmallBlocking) {
   }
 }
 
-TEST(GemmBf16, AConvertedInPlace) {
+TEST(GemmBf16, OperandsConvertedInPlace) {
   // The native kernel converts A inside the kernel (row-major and
   // transposed), each panel once into the packed buffer for the other
-  // slivers: forced on (HC_GEMM_DIRECT_A=2) over odd sizes (rows past the
-  // last whole panel, edge slivers, odd k blocks with a last chunk under
-  // 16, the kernel's bias and beta), then by the default rule on an A
-  // bigger than L2. Other paths pack as before.
+  // slivers, and a row-major B's whole slivers (tb = 0) the same way:
+  // forced on (HC_GEMM_DIRECT_A=2) over odd sizes (rows past the last
+  // whole panel, edge slivers, odd k blocks with a last chunk under 16,
+  // the kernel's bias and beta), then by the default rule on an A bigger
+  // than L2. Other paths pack as before.
   for (const Path &p : paths()) {
     PathScope scope(p);
     uint32_t seed = 70;
