@@ -439,16 +439,26 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
 // here, 2 threads, interleaved: dW 1152 x 384 x 2048 split by columns (A
 // in place for both) 476-483 GFLOP/s against 419-480 by rows (B packed by
 // both); 384 x 1536 x 8192 by columns 454 against 422 by rows (B streamed
-// by both).
+// by both). The bf16 kernel computes twice as fast (flopsPerCycle) and
+// converts an A it reads in place (a whole pass), so its estimates weigh
+// passes more: dW 1152 x 384 x 8192 at 2 threads then splits K instead of
+// each thread converting all of dY (866-878 -> 922-938 GFLOP/s, builds
+// alternated; XL/2's dW within noise; 384 x 384 x 8192, also split,
+// 805-921 against 903-922).
 double blockCost(const GemmKernel &k, const Blocking &bl, const Problem &q,
                  double rows, double cols, double packWeight) {
-  const double fpc = k.nr >= 48 ? 64.0 : (k.nr >= 16 && k.mr == 6 ? 32.0 : 8.0);
+  const double fpc = k.flopsPerCycle > 0 ? k.flopsPerCycle
+                     : k.nr >= 48          ? 64.0
+                     : k.nr >= 16 && k.mr == 6 ? 32.0
+                                               : 8.0;
   const double Mt = std::ceil(rows / k.mr) * k.mr;
   const double Nt = std::ceil(cols / k.nr) * k.nr;
   const double K = static_cast<double>(q.K);
   const BlockPlan b = planBlock(k, bl, q, static_cast<int64_t>(Mt),
                                 static_cast<int64_t>(Nt));
-  const double inPlaceA = crowdsSets(q.lda) ? 0.5 : 0.25;
+  // A kernel that converts A as it reads it does a whole pass's loads and
+  // conversions, only overlapped with its products.
+  const double inPlaceA = bl.copiesA ? 1.0 : crowdsSets(q.lda) ? 0.5 : 0.25;
   const double passesA =
       Mt * K * std::ceil(Nt / b.ncBlk) * (b.directA ? inPlaceA : 1.0);
   const double passesB = K * Nt * (b.directB ? 0.5 : 1.0);

@@ -429,6 +429,7 @@ const GemmKernel &gemmAvx512Bf16() {
     r.directB = false;
     r.copiesA = true;
     r.convertsB = true;
+    r.flopsPerCycle = 128;  // 2 vdpbf16ps of 16 lanes x 2 products a cycle
     return r;
   }();
   return k;

@@ -204,6 +204,9 @@ struct GemmKernel {
   // slivers) into the packed sliver at bCopy (the bf16 kernel; directB
   // kernels read B in place without a copy, bCopy null).
   bool convertsB = false;
+  // Flops per cycle of the micro-kernel on one core, for the driver's cost
+  // estimates (0: the fp32 FMA rate of its tile).
+  double flopsPerCycle = 0;
 };
 // hc_sgemm's problem (batch 1) on the calling thread, A read in place
 // where the kernel can: for operands already in cache (attention's tiles).
