@@ -8,6 +8,7 @@
 //
 //   hc-bench-gemm [--quick] [--reps N] [--threads 1,2] [--m 2048,8192]
 //                 [--model S|XL|all] [--no-fused] [--precision fp32|bf16]
+//                 [--pass fwd,dX,dW]
 //
 // --precision bf16: hc_gemm_bf16 (fp32 operands rounded to bf16 while they
 // are packed, fp32 accumulation) against oneDNN's dnnl_gemm_bf16bf16f32
@@ -187,7 +188,7 @@ int main(int argc, char **argv) {
   bool quick = false, fused = true, plain = true;
   int reps = 5;
   std::vector<int64_t> threadList = {1, 2}, ms = {2048, 8192};
-  std::string model = "all";
+  std::string model = "all", passes = "fwd,dX,dW";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick")
@@ -204,6 +205,8 @@ int main(int argc, char **argv) {
       ms = parseList(argv[++i]);
     else if (a == "--model" && i + 1 < argc)
       model = argv[++i];
+    else if (a == "--pass" && i + 1 < argc)  // a subset of the cases (tuning)
+      passes = argv[++i];
     else if (a == "--precision" && i + 1 < argc) {
       const std::string p = argv[++i];
       if (p != "fp32" && p != "bf16") {
@@ -215,7 +218,7 @@ int main(int argc, char **argv) {
     }
     else {
       fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads 1,2] [--m 2048,8192] "
-                      "[--model S|XL|all] [--no-fused | --fused-only] [--precision fp32|bf16]\n", argv[0]);
+                      "[--model S|XL|all] [--no-fused | --fused-only] [--precision fp32|bf16] [--pass fwd,dX,dW]\n", argv[0]);
       return 2;
     }
   }
@@ -241,6 +244,12 @@ int main(int argc, char **argv) {
           break;
       }
   }
+  const std::string passList = "," + passes + ",";
+  cases.erase(std::remove_if(cases.begin(), cases.end(),
+                             [&](const Case &c) {
+                               return passList.find("," + c.pass + ",") == std::string::npos;
+                             }),
+              cases.end());
   std::vector<Lib> libs = gBf16 ? loadBf16Baselines() : loadBaselines();
   if (gBf16)
     fused = false;

@@ -31,6 +31,10 @@ struct Blocking {
   int directA, directB;
   // the rule reads a row-major A in place too (else only a transposed one)
   bool rowsInPlace;
+  // the kernel copies every A panel it reads in place (GemmKernel)
+  bool copiesA;
+  // the kernel converts a row-major B's whole slivers into the panel
+  bool convertsB;
 };
 
 int64_t envInt(const char *name, int64_t dflt) {
@@ -76,8 +80,10 @@ Blocking blocking(const GemmKernel &k) {
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
   b.nc = envInt("HC_GEMM_NC", nc);
   b.directA = k.microDirect ? directMode("HC_GEMM_DIRECT_A") : 0;
-  b.directB = k.microDirect ? directMode("HC_GEMM_DIRECT_B") : 0;
-  b.rowsInPlace = !cpuIsIntel();
+  b.directB = k.microDirect && k.directB ? directMode("HC_GEMM_DIRECT_B") : 0;
+  b.rowsInPlace = !cpuIsIntel() && k.directRowsA;
+  b.copiesA = k.copiesA;
+  b.convertsB = k.microDirect && k.convertsB;
   return b;
 }
 
@@ -124,7 +130,8 @@ struct BlockPlan {
   int64_t kcMax, mcMax, ncMax;
   bool directA, directB;
   bool packSliver;  // streamB: each sliver packed just before its calls
-  bool copyA;       // transposed A in place: the first sliver's calls copy it
+  bool copyA;       // A in place: the first sliver's calls copy it packed
+  bool convertB;    // B's whole slivers packed by the first row block's calls
 };
 
 // Whether source rows `ld` floats apart crowd a few cache sets: a stride
@@ -177,10 +184,14 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // threads, fwd 8192 x 384 x 384: 324 -> 345), with the same L1 lines
   // per step either way and no spill in the loop; a transposed A in place
   // stays ahead there (dW +1-3%), so only rows follow the vendor.
-  b.directA = bl.directA == 2 ||
+  // A kernel that copies every panel reads A's source once whatever the
+  // panel of B (the width rule is about re-reading it).
+  const bool copiedOnce = bl.copiesA;
+  b.directA = (bl.directA == 2 && (p.transA || k.directRowsA)) ||
               (bl.directA == 1 && (p.transA || bl.rowsInPlace) &&
                static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
-               static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4);
+               (copiedOnce ||
+                static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4));
   // B (row-major) read in place: where each sliver would serve few rows
   // (packing is then a large share of the work) and the KC x NC block sits
   // in half of L2. Attention's tiles (M = Dh = 64, B = P or dS, 256 x 256):
@@ -201,7 +212,12 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // extra load and store per k), the others read the copy (2 threads, dW
   // 1536 x 384 x 8192: 447-450 -> 453-464 GFLOP/s; neutral on the other
   // dW shapes within noise).
-  b.copyA = b.directA && p.transA && b.ncMax > NR;
+  b.copyA = b.directA && ((p.transA && b.ncMax > NR) || bl.copiesA);
+  // A kernel that converts B while it computes: each whole sliver by the
+  // first call that reads it, instead of a packing pass before the step
+  // (the bf16 kernel, for a row-major B: X in the weight gradients, W in
+  // the input gradients).
+  b.convertB = bl.convertsB && !p.transB && !b.directB;
   return b;
 }
 
@@ -212,6 +228,10 @@ struct PanelStep {
   int64_t jc, nc, nFull, pc, kc;
   bool first, last;  // pc is the first / last k block
   const float *Bp;
+  // plan.convertB: the row block at m0 packs slivers [0, nConvert) of Bp
+  // (writable here) with its first call on each
+  int64_t nConvert = 0, m0 = 0;
+  float *BpConvert = nullptr;
 };
 
 // C[ic:ic+mc, jc:jc+nc] += this step's k block, on the calling thread: A's
@@ -242,12 +262,18 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
     // In place, the next sliver's rows are asked into L2 a share per
     // call: its first call would otherwise wait on memory row by row
     // (1 thread, 384 x 1536 x 2048: 234 -> 237 GFLOP/s).
+    // Converted by this block's first call: its source rows the same way.
+    const bool convertsB = jr < s.nConvert && ic == s.m0;
     const float *nextB = nullptr;
     int64_t nextRows = 0;
     if (bInPlace && jr + NR < nFull) {
       nextB = b0 + NR;
       nextRows = kc;
-    } else if (bInPlace && ic + plan.mcBlk >= m1 && pc + kc < p.K) {
+    } else if (convertsB && jr + NR < s.nConvert) {
+      nextB = p.B + pc * p.ldb + jc + jr + NR;
+      nextRows = kc;
+    } else if ((bInPlace || s.nConvert > 0) && ic + plan.mcBlk >= m1 &&
+               pc + kc < p.K) {
       nextB = p.B + (pc + kc) * p.ldb + jc;
       nextRows = std::min<int64_t>(bl.kc, p.K - pc - kc);
     }
@@ -274,11 +300,17 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       const int layout = !inPlace ? 0 : !p.transA ? 1 : copyA ? 3 : 2;
       // kernelBias: the epilogue's bias added by the kernel as it stores
       // (only kernels that read in place take it).
+      // The sliver's first call converts it from B's rows (whole slivers).
+      const bool bFromSource = convertsB && ir == 0;
       auto micro = [&](float *c, int64_t ldc, float beta,
                        const float *kernelBias = nullptr) {
-        if (inPlace || bInPlace || nr < NR || kernelBias)
-          k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, c, ldc,
-                        p.alpha, beta, nr, kernelBias);
+        if (bFromSource)
+          k.microDirect(kc, a, p.lda, layout, Ap + ir * kc,
+                        p.B + pc * p.ldb + jc + jr, p.ldb, s.BpConvert + jr * kc,
+                        c, ldc, p.alpha, beta, nr, kernelBias);
+        else if (inPlace || bInPlace || nr < NR || kernelBias)
+          k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, nullptr,
+                        c, ldc, p.alpha, beta, nr, kernelBias);
         else
           k.micro(kc, a, b, c, ldc, p.alpha, beta);
       };
@@ -380,9 +412,16 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
     const int64_t nFull = plan.directB ? nc / NR * NR : 0;  // slivers in place
     for (int64_t pc = 0; pc < p.K; pc += bl.kc) {
       const int64_t kc = std::min<int64_t>(bl.kc, p.K - pc);
-      if (nFull < nc)
-        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull, nc - nFull, Bp);
-      const PanelStep s{jc, nc, nFull, pc, kc, pc == 0, pc + kc >= p.K, Bp};
+      // plan.convertB: the kernel packs the whole slivers (B is not read
+      // in place then: nFull 0), the last partial one is packed here.
+      const int64_t nConvert = plan.convertB ? nc / NR * NR : 0;
+      if (nFull + nConvert < nc)
+        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull + nConvert,
+                nc - nFull - nConvert, Bp + nConvert * kc);
+      PanelStep s{jc, nc, nFull, pc, kc, pc == 0, pc + kc >= p.K, Bp};
+      s.nConvert = nConvert;
+      s.m0 = m0;
+      s.BpConvert = Bp;
       for (int64_t ic = m0; ic < m1; ic += plan.mcBlk)
         runRowBlock(k, bl, p, plan, s, ic, std::min<int64_t>(plan.mcBlk, m1 - ic),
                     m1, Ap, Bs);
@@ -400,16 +439,26 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
 // here, 2 threads, interleaved: dW 1152 x 384 x 2048 split by columns (A
 // in place for both) 476-483 GFLOP/s against 419-480 by rows (B packed by
 // both); 384 x 1536 x 8192 by columns 454 against 422 by rows (B streamed
-// by both).
+// by both). The bf16 kernel computes twice as fast (flopsPerCycle) and
+// converts an A it reads in place (a whole pass), so its estimates weigh
+// passes more: dW 1152 x 384 x 8192 at 2 threads then splits K instead of
+// each thread converting all of dY (866-878 -> 922-938 GFLOP/s, builds
+// alternated; XL/2's dW within noise; 384 x 384 x 8192, also split,
+// 805-921 against 903-922).
 double blockCost(const GemmKernel &k, const Blocking &bl, const Problem &q,
                  double rows, double cols, double packWeight) {
-  const double fpc = k.nr >= 48 ? 64.0 : (k.nr >= 16 && k.mr == 6 ? 32.0 : 8.0);
+  const double fpc = k.flopsPerCycle > 0 ? k.flopsPerCycle
+                     : k.nr >= 48          ? 64.0
+                     : k.nr >= 16 && k.mr == 6 ? 32.0
+                                               : 8.0;
   const double Mt = std::ceil(rows / k.mr) * k.mr;
   const double Nt = std::ceil(cols / k.nr) * k.nr;
   const double K = static_cast<double>(q.K);
   const BlockPlan b = planBlock(k, bl, q, static_cast<int64_t>(Mt),
                                 static_cast<int64_t>(Nt));
-  const double inPlaceA = crowdsSets(q.lda) ? 0.5 : 0.25;
+  // A kernel that converts A as it reads it does a whole pass's loads and
+  // conversions, only overlapped with its products.
+  const double inPlaceA = bl.copiesA ? 1.0 : crowdsSets(q.lda) ? 0.5 : 0.25;
   const double passesA =
       Mt * K * std::ceil(Nt / b.ncBlk) * (b.directA ? inPlaceA : 1.0);
   const double passesB = K * Nt * (b.directB ? 0.5 : 1.0);

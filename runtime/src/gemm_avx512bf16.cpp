@@ -2,11 +2,13 @@
 // in memory and are rounded to bf16 (round to nearest even, as the
 // instruction rounds) while they are packed; the 8x48 micro-kernel
 // accumulates pairs of bf16 products in float32 (24 zmm accumulators, as
-// the fp32 AVX-512 kernel). gemm.cpp's driver runs it unchanged: the
-// packed layouts keep the fp32 kernel's panel strides (MR * kc and NR * kc
-// floats), each 32-bit slot holding one k pair, so a panel fills half of
-// its room. Only called when CPUID and the OS report AVX512-BF16
-// (gemm_bf16.cpp).
+// the fp32 AVX-512 kernel). gemm.cpp's driver runs it: the packed layouts
+// keep the fp32 kernel's panel strides (MR * kc and NR * kc floats), each
+// 32-bit slot holding one k pair, so a panel fills half of its room. A is
+// read in place where the driver's rule says so (microDirect), converted
+// by the first sliver's calls into the packed panel the others read; a
+// row-major B's slivers by the first row block's calls likewise. Only
+// called when CPUID and the OS report AVX512-BF16 (gemm_bf16.cpp).
 //
 // Packed layouts (one uint32 word = bf16(x[2p]) | bf16(x[2p + 1]) << 16):
 //   A: MR-row panels, word (p, i) at panel[p * MR + i]
@@ -181,12 +183,32 @@ void packB(const float *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
   }
 }
 
-// C[0:MR, 0:nr] = alpha * sum_p A_p B_p + beta * C for the packed panel a
-// and sliver b; V 16-column vectors computed (3 for a whole tile), the
-// last one's stores masked to nr.
-template <int V>
-void microV(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-            float alpha, float beta, int nr) {
+// The MR pair words of a transposed A panel for one k pair: rows r0 and
+// r1 (the pair's second row; null past an odd kc's end), MR floats each.
+inline __m256i colPairs(const float *r0, const float *r1) {
+  const __m256 x0 = _mm256_loadu_ps(r0);
+  const __m256 x1 = r1 ? _mm256_loadu_ps(r1) : _mm256_setzero_ps();
+  const __m256i idx = _mm256_set_epi16(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2,
+                                       9, 1, 8, 0);
+  return _mm256_permutexvar_epi16(
+      idx, reinterpret_cast<__m256i>(_mm256_cvtne2ps_pbh(x1, x0)));
+}
+
+// How microV finds A's panel: packed, or in place and converted into aCopy
+// as it goes, transposed (element (i, k) at a[k * lda + i]) or row-major
+// (at a[i * lda + k]).
+enum ASource { APacked, ATransposed, ARowMajor };
+
+// C[0:MR, 0:nr] = alpha * sum_p A_p B_p + beta * C (+ bias[0:nr] on every
+// row) for A's panel (see ASource) and B's sliver: packed at b, or
+// (BFromRows) a whole sliver of B's rows (b[k * ldb + j]) converted into
+// bCopy as the steps read it. V 16-column vectors computed (3 for a whole
+// tile), the last one's stores masked to nr.
+template <int V, ASource S = APacked, bool BFromRows = false>
+void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
+            const float *b, float *c, int64_t ldc, float alpha, float beta,
+            int nr, const float *bias = nullptr, int64_t ldb = NR,
+            float *bCopy = nullptr) {
   __m512 acc[MR][V];
 #pragma unroll
   for (int i = 0; i < MR; ++i)
@@ -199,15 +221,93 @@ void microV(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
       if (l < 64 * V)
         _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc) + l, _MM_HINT_T1);
   const int64_t pairs = (kc + 1) / 2;
-  const int32_t *ap = reinterpret_cast<const int32_t *>(a);
+  // A in place: pair q converted into aCopy kAhead pairs before its step
+  // reads it back (the loads of its two rows then have those steps to
+  // arrive). Each row is another line, half of it this panel's: ask for
+  // the rows 8 pairs further on into L1, and for the same rows' next line
+  // (the panels two and three calls on) into L2.
+  constexpr int64_t kAhead = 8;
+  auto convert = [&](int64_t q) __attribute__((always_inline)) {
+    const float *r0 = a + 2 * q * lda;
+    _mm_prefetch(reinterpret_cast<const char *>(r0 + 16 * lda), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(r0 + 17 * lda), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(r0 + 16), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char *>(r0 + lda + 16), _MM_HINT_T1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(aCopy + q * MR),
+                        colPairs(r0, 2 * q + 1 < kc ? r0 + lda : nullptr));
+  };
+  // Row-major in place: 8 pairs (a line of each row) at a time, the chunk
+  // after the one the steps read; the rows' lines two chunks on into L1,
+  // the next panel's rows (the next call's) into L2.
+  auto convertChunk = [&](int64_t q0) __attribute__((always_inline)) {
+    const int64_t k0 = 2 * q0;
+    __m256 r[MR];
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+      const float *row = a + i * lda + k0;
+      _mm_prefetch(reinterpret_cast<const char *>(row + 32), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char *>(row + MR * lda), _MM_HINT_T1);
+    }
+    if (k0 + 16 <= kc) {
+#pragma unroll
+      for (int i = 0; i < MR; ++i)
+        r[i] = rowPairs(a + i * lda + k0, 16);
+      transpose8x8(r, reinterpret_cast<float *>(aCopy + q0 * MR), MR);
+    } else {  // the last < 16 k: only its pairs kept (aCopy ends there)
+      alignas(32) float t[64];
+      for (int i = 0; i < MR; ++i)
+        r[i] = rowPairs(a + i * lda + k0, static_cast<int>(kc - k0));
+      transpose8x8(r, t, MR);
+      std::memcpy(aCopy + q0 * MR, t, (pairs - q0) * MR * sizeof(float));
+    }
+  };
+  const int32_t *ap = S == APacked ? reinterpret_cast<const int32_t *>(a) : aCopy;
+  if constexpr (S == ATransposed)
+    for (int64_t q = 0; q < kAhead && q < pairs; ++q)
+      convert(q);
+  if constexpr (S == ARowMajor)
+    convertChunk(0);
   // C's lines into L1 16 pairs before the end (asked into L2 above; into
   // L1 at the start, the B sliver would evict them again).
-  auto step = [&](const int32_t *ak, const float *bk) {
+  auto step = [&](int64_t p) __attribute__((always_inline)) {
+    if constexpr (S == ARowMajor) {
+      if (p % 8 == 0 && p + 8 < pairs)
+        convertChunk(p + 8);
+      asm volatile("" ::: "memory");
+    }
+    if constexpr (S == ATransposed) {
+      if (p + kAhead < pairs)
+        convert(p + kAhead);
+      // the words are read back from memory as broadcasts: keep the
+      // compiler from forwarding the store as shuffles
+      asm volatile("" ::: "memory");
+    }
+    const int32_t *ak = ap + p * MR;
     __m512bh bv[V];
+    if constexpr (BFromRows) {
+      // rows 2p and 2p + 1 interleaved into pair words, kept for the
+      // block's other calls; each row's lines (4: a row that does not
+      // start a line spans 4) asked 8 pairs ahead
+      const float *r0 = b + 2 * p * ldb;
+      const bool two = 2 * p + 1 < kc;
+      for (const float *r : {r0 + 16 * ldb, r0 + 17 * ldb})
+        for (int l : {0, 16, 32, 47})
+          _mm_prefetch(reinterpret_cast<const char *>(r + l), _MM_HINT_T0);
 #pragma unroll
-    for (int j = 0; j < V; ++j)
-      bv[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bk + 16 * j));
-    _mm_prefetch(reinterpret_cast<const char *>(bk + 8 * NR), _MM_HINT_T0);
+      for (int j = 0; j < V; ++j) {
+        const __m512 x0 = _mm512_loadu_ps(r0 + 16 * j);
+        const __m512 x1 = two ? _mm512_loadu_ps(r0 + ldb + 16 * j) : _mm512_setzero_ps();
+        const __m512i w = interleave16(x0, x1);
+        _mm512_storeu_si512(bCopy + p * NR + 16 * j, w);
+        bv[j] = reinterpret_cast<__m512bh>(w);
+      }
+    } else {
+      const float *bk = b + p * NR;
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        bv[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bk + 16 * j));
+      _mm_prefetch(reinterpret_cast<const char *>(bk + 8 * NR), _MM_HINT_T0);
+    }
 #pragma unroll
     for (int i = 0; i < MR; ++i) {
       const __m512bh ai = reinterpret_cast<__m512bh>(_mm512_set1_epi32(ak[i]));
@@ -217,18 +317,23 @@ void microV(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
     }
   };
   int64_t p = 0;
-  for (; p + 16 < pairs; ++p, ap += MR, b += NR)
-    step(ap, b);
+  for (; p + 16 < pairs; ++p)
+    step(p);
 #pragma unroll
   for (int i = 0; i < MR; ++i)
     for (int l : {0, 64, 128, 191})
       if (l < 64 * V)
         _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc) + l, _MM_HINT_T0);
-  for (; p < pairs; ++p, ap += MR, b += NR)
-    step(ap, b);
+  for (; p < pairs; ++p)
+    step(p);
   const __m512 va = _mm512_set1_ps(alpha);
   const __mmask16 last = static_cast<__mmask16>(
       nr >= 16 * V ? 0xffff : (1u << (nr - 16 * (V - 1))) - 1);
+  __m512 vbias[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j)
+    vbias[j] = bias ? _mm512_maskz_loadu_ps(j + 1 < V ? 0xffff : last, bias + 16 * j)
+                    : _mm512_setzero_ps();
 #pragma unroll
   for (int i = 0; i < MR; ++i)
 #pragma unroll
@@ -238,6 +343,8 @@ void microV(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
       __m512 r = _mm512_mul_ps(va, acc[i][j]);
       if (beta != 0.0f)
         r = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mk, q), r);
+      if (bias)
+        r = _mm512_add_ps(r, vbias[j]);
       if (mk == 0xffff)
         _mm512_storeu_ps(q, r);
       else
@@ -247,7 +354,7 @@ void microV(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 
 void micro(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
            float alpha, float beta) {
-  microV<3>(kc, a, b, c, ldc, alpha, beta, NR);
+  microV<3>(kc, a, MR, nullptr, b, c, ldc, alpha, beta, NR);
 }
 
 // An edge tile of nr < NR columns into `tile` (rows NR apart, beta 0):
@@ -255,11 +362,57 @@ void micro(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 void microEdge(int64_t kc, const float *a, const float *b, float *tile,
                float alpha, int nr) {
   if (nr <= 16)
-    microV<1>(kc, a, b, tile, NR, alpha, 0.0f, nr);
+    microV<1>(kc, a, MR, nullptr, b, tile, NR, alpha, 0.0f, nr);
   else if (nr <= 32)
-    microV<2>(kc, a, b, tile, NR, alpha, 0.0f, nr);
+    microV<2>(kc, a, MR, nullptr, b, tile, NR, alpha, 0.0f, nr);
   else
-    microV<3>(kc, a, b, tile, NR, alpha, 0.0f, nr);
+    microV<3>(kc, a, MR, nullptr, b, tile, NR, alpha, 0.0f, nr);
+}
+
+template <ASource S>
+void microNr(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
+             const float *b, float *c, int64_t ldc, float alpha, float beta,
+             int nr, const float *bias) {
+  if (nr <= 16)
+    microV<1, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias);
+  else if (nr <= 32)
+    microV<2, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias);
+  else
+    microV<3, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias);
+}
+
+// The driver's micro-kernel with A read in place (GemmKernel: directB
+// false, so B is a packed sliver unless bCopy asks for it converted): A's
+// fp32 source is converted while the first sliver's products run, instead
+// of in a pass of its own before them (a pass over the whole of dY for
+// the gradients), and the converted panel left at aCopy for the other
+// slivers (read packed, aLayout 0); B's the same way for the block's
+// other row panels.
+void microDirect(int64_t kc, const float *a, int64_t lda, int aLayout,
+                 float *aCopy, const float *b, int64_t ldbk, float *bCopy,
+                 float *c, int64_t ldc, float alpha, float beta, int nr,
+                 const float *bias) {
+  int32_t *aWords = reinterpret_cast<int32_t *>(aCopy);
+  if (bCopy) {  // a whole sliver of B's rows (convertsB), converted once
+    if (aLayout == 1)
+      microV<3, ARowMajor, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
+                                 nr, bias, ldbk, bCopy);
+    else if (aLayout >= 2)
+      microV<3, ATransposed, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
+                                   nr, bias, ldbk, bCopy);
+    else
+      microV<3, APacked, true>(kc, a, MR, nullptr, b, c, ldc, alpha, beta, nr,
+                               bias, ldbk, bCopy);
+    return;
+  }
+  if (aLayout == 1)
+    microNr<ARowMajor>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
+                       ldc, alpha, beta, nr, bias);
+  else if (aLayout >= 2)
+    microNr<ATransposed>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
+                         ldc, alpha, beta, nr, bias);
+  else
+    microNr<APacked>(kc, a, MR, nullptr, b, c, ldc, alpha, beta, nr, bias);
 }
 
 } // namespace
@@ -268,10 +421,17 @@ void microEdge(int64_t kc, const float *a, const float *b, float *tile,
 
 const GemmKernel &gemmAvx512Bf16() {
   // The tile epilogue is the fp32 AVX-512 one: the accumulators are fp32.
-  static const GemmKernel k = {gemm_avx512bf16::MR,     gemm_avx512bf16::NR,
-                               gemm_avx512bf16::packA,  gemm_avx512bf16::packB,
-                               gemm_avx512bf16::micro,  gemm_avx512bf16::microEdge,
-                               gemmAvx512().combine,    nullptr};
+  static const GemmKernel k = [] {
+    GemmKernel r = {gemm_avx512bf16::MR,    gemm_avx512bf16::NR,
+                    gemm_avx512bf16::packA, gemm_avx512bf16::packB,
+                    gemm_avx512bf16::micro, gemm_avx512bf16::microEdge,
+                    gemmAvx512().combine,   gemm_avx512bf16::microDirect};
+    r.directB = false;
+    r.copiesA = true;
+    r.convertsB = true;
+    r.flopsPerCycle = 128;  // 2 vdpbf16ps of 16 lanes x 2 products a cycle
+    return r;
+  }();
   return k;
 }
 

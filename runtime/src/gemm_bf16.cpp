@@ -3,9 +3,10 @@
 // the kernel is gemm_avx512bf16.cpp's (bf16 pairs, vdpbf16ps); elsewhere
 // the fp32 kernel of hcrt_isa() with its packing followed by the rounding
 // of the packed panel, so the products are the same exact bf16 products
-// (8-bit significands: exact in float32) summed in float32. Kernels that
-// read an operand in place would skip the rounding: those modes are off
-// (microDirect null), both operands are always packed.
+// (8-bit significands: exact in float32) summed in float32. The fp32
+// kernels read an operand in place without rounding it: the emulation
+// turns those modes off (microDirect null), both operands are packed. The
+// native kernel rounds what it reads in place as it packs it.
 #include "internal.h"
 
 #include <atomic>

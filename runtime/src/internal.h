@@ -190,9 +190,23 @@ struct GemmKernel {
   // where the ISA has none (then both are packed). bias (nullable): nr
   // column terms added to every row after alpha and beta.
   void (*microDirect)(int64_t kc, const float *a, int64_t lda, int aLayout,
-                      float *aCopy, const float *b, int64_t ldbk, float *c,
-                      int64_t ldc, float alpha, float beta, int nr,
+                      float *aCopy, const float *b, int64_t ldbk, float *bCopy,
+                      float *c, int64_t ldc, float alpha, float beta, int nr,
                       const float *bias);
+  // What microDirect reads in place besides a transposed A: a row-major A
+  // (aLayout 1) and B's rows. The bf16 kernel converts what it reads to
+  // bf16 pairs, worth it only where each value is converted once: it reads
+  // A alone, and writes every panel it reads to aCopy (copiesA, whatever
+  // the layout) for the block's other slivers.
+  bool directRowsA = true, directB = true;
+  bool copiesA = false;
+  // microDirect converts a row-major B read in place (ldbk != NR, whole
+  // slivers) into the packed sliver at bCopy (the bf16 kernel; directB
+  // kernels read B in place without a copy, bCopy null).
+  bool convertsB = false;
+  // Flops per cycle of the micro-kernel on one core, for the driver's cost
+  // estimates (0: the fp32 FMA rate of its tile).
+  double flopsPerCycle = 0;
 };
 // hc_sgemm's problem (batch 1) on the calling thread, A read in place
 // where the kernel can: for operands already in cache (attention's tiles).

@@ -247,6 +247,46 @@ TEST(GemmBf16, LargeAndSmallBlocking) {
   }
 }
 
+TEST(GemmBf16, OperandsConvertedInPlace) {
+  // The native kernel converts A inside the kernel (row-major and
+  // transposed), each panel once into the packed buffer for the other
+  // slivers, and a row-major B's whole slivers (tb = 0) the same way:
+  // forced on (HC_GEMM_DIRECT_A=2) over odd sizes (rows past the last
+  // whole panel, edge slivers, odd k blocks with a last chunk under 16,
+  // the kernel's bias and beta), then by the default rule on an A bigger
+  // than L2. Other paths pack as before.
+  for (const Path &p : paths()) {
+    PathScope scope(p);
+    uint32_t seed = 70;
+    setenv("HC_GEMM_DIRECT_A", "2", 1);
+    for (int ta : {0, 1})
+      for (int64_t M : {8, 37, 61})
+        for (int64_t N : {17, 48, 101})
+          for (int64_t K : {1, 45, 777}) {
+            Case c{M, N, K, ta, (int)(seed % 2)};
+            c.flags = seed % 3 == 0 ? HC_EPI_BIAS : 0;
+            c.beta = seed % 4 == 1 ? -0.5f : 0.0f;
+            c.threads = 1 + (seed % 2);
+            run(c, seed++);
+          }
+    setenv("HC_GEMM_KC", "26", 1);  // k blocks of 13 pairs: a chunk and a tail
+    setenv("HC_GEMM_MC", "24", 1);
+    for (int ta : {0, 1}) {
+      Case c{53, 150, 101, ta, 0};
+      c.beta = 1.0f;
+      run(c, seed++);
+    }
+    unsetenv("HC_GEMM_KC");
+    unsetenv("HC_GEMM_MC");
+    unsetenv("HC_GEMM_DIRECT_A");
+    for (int ta : {0, 1}) {
+      Case c{523, 99, 611, ta, 0};
+      c.threads = 2;
+      run(c, seed++);
+    }
+  }
+}
+
 TEST(GemmBf16, DiffersFromFp32ByRounding) {
   // The rounding is really applied: a value with low mantissa bits set
   // (1 + 2^-12) times 1 gives exactly 1 in bf16, not 1 + 2^-12.
