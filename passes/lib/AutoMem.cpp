@@ -15,12 +15,15 @@
 // proves the result (VerifyMemory.cpp).
 #include "hc/Passes/Passes.h"
 
+#include "AutoMemRewrite.h"
+#include "AutoMemSegments.h"
 #include "BufferLiveness.h"
 #include "CostModel.h"
 
 #include "hc/runtime/topology.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -41,39 +44,11 @@ namespace hc {
 
 namespace {
 
-// Every op position (1-based, as bufferLiveness counts) touching each
-// buffer, in order.
-struct Uses {
-  std::vector<Operation *> ops;                  // position - 1 -> op
-  std::vector<hs::BufferOp> buffers;             // in op order
-  llvm::DenseMap<Operation *, std::vector<unsigned>> of;  // buffer -> positions
-};
-
-Uses usesOf(func::FuncOp f) {
-  Uses u;
-  for (Operation &op : f.getBody().front()) {
-    u.ops.push_back(&op);
-    if (auto b = dyn_cast<hs::BufferOp>(op))
-      u.buffers.push_back(b);
-  }
-  forEachTouch(f, [&](unsigned pos, Operation *, hs::BufferOp b) {
-    auto &list = u.of[b];
-    if (list.empty() || list.back() != pos)
-      list.push_back(pos);
-  });
-  return u;
-}
-
-bool writes(Operation *op, hs::BufferOp b) {
-  SmallVector<Value> outs;
-  if (auto call = dyn_cast<hs::CallOp>(op))
-    outs.assign(call.getOuts().begin(), call.getOuts().end());
-  else if (auto c = dyn_cast<hs::OffloadOp>(op))
-    outs.push_back(c.getTarget());
-  else if (auto c = dyn_cast<hs::PrefetchOp>(op))
-    outs.push_back(c.getTarget());
-  return llvm::any_of(outs, [&](Value v) { return baseBuffer(v) == b; });
-}
+using automem::freshBuffer;
+using automem::redirect;
+using automem::Uses;
+using automem::usesOf;
+using automem::writes;
 
 // A way to free `buffer`'s bytes across the peak: recompute its producer
 // before `next`, or offload after `last` and prefetch before `next`.
@@ -87,6 +62,14 @@ struct Choice {
   bool recompute = true;
   double seconds = 0, score = 0;
   bool overMove = false;  // recomputed although it could have been moved
+};
+
+// What a plan did, and what it is predicted to cost per step.
+struct Tally {
+  int64_t recomputes = 0, moved = 0, prefetched = 0, overMove = 0;
+  double recomputeSeconds = 0, moveSeconds = 0;
+  automem::SegmentResult segments;
+  double seconds() const { return recomputeSeconds + moveSeconds + segments.seconds; }
 };
 
 struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
@@ -216,14 +199,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
   // host input or constant, or a buffer nothing writes between the
   // producer and `at` that is persistent or still live at `at`.
   bool canRecompute(const Uses &u, hs::CallOp producer, unsigned from, unsigned at) {
-    StringRef k = producer.getKernel();
-    if (k == "adamw" || k == "adam" || k == "sgd" || k == "random_uniform")
+    if (!automem::isPureProducer(producer))
       return false;
-    for (Value out : producer.getOuts()) {
-      auto b = out.getDefiningOp<hs::BufferOp>();
-      if (!b || b.getArena() != "act" || b.getName())
-        return false;
-    }
     for (Value in : producer.getIns()) {
       hs::BufferOp b = baseBuffer(in);
       if (!b)
@@ -241,41 +218,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     return true;
   }
 
-  // Uses of `from` at or after `start` read `to` instead; views of `from`
-  // are rebuilt on `to` right before each such use.
-  static void redirect(hs::BufferOp from, Value to, Operation *start) {
-    OpBuilder b(start);
-    for (Operation *op = start; op; op = op->getNextNode()) {
-      if (isa<hs::ViewOp, hs::BufferOp>(op))
-        continue;
-      for (OpOperand &operand : op->getOpOperands()) {
-        Value v = operand.get();
-        if (baseBuffer(v) != from)
-          continue;
-        SmallVector<hs::ViewOp> chain;
-        for (Value w = v; w != from.getResult();) {
-          auto view = w.getDefiningOp<hs::ViewOp>();
-          chain.push_back(view);
-          w = view.getSource();
-        }
-        Value rebuilt = to;
-        b.setInsertionPoint(op);
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it)
-          rebuilt = b.create<hs::ViewOp>(it->getLoc(), TypeRange{it->getType()},
-                                         ValueRange{rebuilt}, (*it)->getAttrs());
-        operand.set(rebuilt);
-      }
-    }
-  }
-
-  hs::BufferOp freshBuffer(OpBuilder &b, Location loc, MemRefType type,
-                           StringRef arena) {
-    return b.create<hs::BufferOp>(loc, type, b.getStringAttr(arena), IntegerAttr(),
-                                  StringAttr());
-  }
-
-  void apply(Choice c, int64_t &recomputes, double &seconds,
-             int64_t &moved, int64_t &prefetched, int64_t &overMove) {
+  void apply(Choice c, Tally &t) {
     OpBuilder b(c.next);
     if (c.recompute) {
       IRMapping map;
@@ -287,9 +230,9 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       clone->setAttr("hcs.recompute", b.getUnitAttr());
       Value fresh = map.lookup(c.buffer.getResult());
       redirect(c.buffer, fresh, c.next);
-      ++recomputes;
-      overMove += c.overMove;
-      seconds += c.seconds;
+      ++t.recomputes;
+      t.overMove += c.overMove;
+      t.recomputeSeconds += c.seconds;
       return;
     }
     auto type = c.buffer.getType();
@@ -301,7 +244,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       slow = freshBuffer(b, loc, type, "offload");
       auto off = b.create<hs::OffloadOp>(loc, b.getType<hs::TokenType>(), c.buffer, slow);
       earliest = b.create<hs::WaitOp>(loc, off.getToken());
-      moved += hs::byteSize(type);
+      t.moved += hs::byteSize(type);
     }
     // The prefetch starts `lookahead` ops (kernel calls and such) early, but
     // not before the offload is done (or, refilling, the last use).
@@ -319,7 +262,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     b.setInsertionPoint(c.next);
     b.create<hs::WaitOp>(loc, pre.getToken());
     redirect(c.buffer, back, c.next);
-    prefetched += hs::byteSize(type);
+    t.prefetched += hs::byteSize(type);
+    t.moveSeconds += c.seconds;
   }
 
   void runOnOperation() override {
@@ -364,13 +308,80 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     if (memBudget == 0 && fastBytes == 0)
       return;  // one tier, no budget: nothing to plan
     for (auto f : getOperation().getOps<func::FuncOp>())
-      if (failed(plan(f, fastBytes, fastKind, kinds, diskBytes)))
+      if (failed(planBest(f, fastBytes, fastKind, kinds, diskBytes)))
         return signalPassFailure();
+  }
+
+  // Plans `f` twice, when segments are allowed and the forward has some:
+  // the greedy alone, and the greedy after segment recomputation; keeps the
+  // plan predicted cheaper (recomputed seconds plus copy seconds) among
+  // those that fit. Neither fits: the segment plan's error, the smaller need.
+  LogicalResult planBest(func::FuncOp f, int64_t fastBytes, const std::string &fastKind,
+                         const std::vector<std::pair<std::string, int64_t>> &kinds,
+                         int64_t diskBytes) {
+    if (segments != "auto" && segments != "on" && segments != "off") {
+      f.emitError("--mem-segments ") << segments << ": want auto, on or off";
+      return failure();
+    }
+    Tally greedy;
+    if (segments == "off")
+      return plan(f, fastBytes, fastKind, kinds, diskBytes, greedy);
+    auto cut = cast<func::FuncOp>(f->clone());
+    Tally segmented;
+    segmented.segments = automem::recomputeSegments(cut, machine);
+    auto adopt = [&](func::FuncOp from) {
+      f.getBody().takeBody(from.getBody());
+      if (Attribute memory = from->getAttr("hcs.memory"))
+        f->setAttr("hcs.memory", memory);
+      from->erase();
+    };
+    if (segments == "on" || segmented.segments.segments == 0) {
+      if (segments == "on") {
+        adopt(cut);
+        return plan(f, fastBytes, fastKind, kinds, diskBytes, segmented);
+      }
+      cut->erase();
+      return plan(f, fastBytes, fastKind, kinds, diskBytes, greedy);
+    }
+    std::string greedyError, cutError;
+    auto quietly = [&](func::FuncOp g, Tally &t, std::string &error) {
+      ScopedDiagnosticHandler capture(g.getContext(), [&](Diagnostic &d) {
+        if (error.empty())
+          error = d.str();
+        return success();
+      });
+      return succeeded(plan(g, fastBytes, fastKind, kinds, diskBytes, t));
+    };
+    auto alone = cast<func::FuncOp>(f->clone());
+    bool greedyFits = quietly(alone, greedy, greedyError);
+    bool cutFits = quietly(cut, segmented, cutError);
+    if (!greedyFits && !cutFits) {
+      alone->erase();
+      cut->erase();
+      f.emitError(cutError);
+      return failure();
+    }
+    bool useCut = cutFits && (!greedyFits || segmented.seconds() < greedy.seconds());
+    func::FuncOp chosen = useCut ? cut : alone;
+    (useCut ? alone : cut)->erase();
+    adopt(chosen);
+    // What the other plan would have cost, for --emit=schedule's reader.
+    auto memory = cast<DictionaryAttr>(f->getAttr("hcs.memory"));
+    NamedAttrList entries(memory);
+    Builder b(f.getContext());
+    bool otherFits = useCut ? greedyFits : cutFits;
+    entries.set("other_plan",
+                b.getStringAttr(std::string(useCut ? "per-activation: " : "segments: ") +
+                                (otherFits ? std::to_string((useCut ? greedy : segmented).seconds()) +
+                                                 " s predicted"
+                                           : std::string("does not fit"))));
+    f->setAttr("hcs.memory", entries.getDictionary(f.getContext()));
+    return success();
   }
 
   LogicalResult plan(func::FuncOp f, int64_t fastBytes, const std::string &fastKind,
                      const std::vector<std::pair<std::string, int64_t>> &kinds,
-                     int64_t diskBytes) {
+                     int64_t diskBytes, Tally &t) {
     const bool toDisk = !offloadDir.empty();
     // What the arenas do not hold: the host's inputs and the process.
     int64_t reserve = processReserve, persistent = 0;
@@ -388,9 +399,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     }
     for (auto &[name, bytes] : persistentArena)
       persistent += bytes;
-    int64_t recomputes = 0, moved = 0, prefetched = 0, actPeak = 0, offloadPeak = 0,
-            overMove = 0;
-    double seconds = 0;
+    int64_t actPeak = 0, offloadPeak = 0;
     for (;;) {
       std::vector<LiveInterval> live = bufferLiveness(f);
       std::vector<const LiveInterval *> act, off;
@@ -447,7 +456,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
             << actPeak << " bytes of the fast tier";
         return failure();
       }
-      apply(*c, recomputes, seconds, moved, prefetched, overMove);
+      apply(*c, t);
     }
     Builder b(f.getContext());
     auto tier = [&](StringRef name, StringRef kind, int64_t capacity,
@@ -489,11 +498,15 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
                    {b.getNamedAttr("budget", b.getI64IntegerAttr(memBudget)),
                     b.getNamedAttr("reserve", b.getI64IntegerAttr(reserve)),
                     b.getNamedAttr("tiers", b.getArrayAttr(tiers)),
-                    b.getNamedAttr("recomputed_calls", b.getI64IntegerAttr(recomputes)),
-                    b.getNamedAttr("recompute_seconds", b.getF64FloatAttr(seconds)),
-                    b.getNamedAttr("offload_bytes", b.getI64IntegerAttr(moved)),
-                    b.getNamedAttr("prefetch_bytes", b.getI64IntegerAttr(prefetched)),
-                    b.getNamedAttr("recomputed_over_move", b.getI64IntegerAttr(overMove)),
+                    b.getNamedAttr("recomputed_calls",
+                                   b.getI64IntegerAttr(t.recomputes + t.segments.calls)),
+                    b.getNamedAttr("recompute_seconds",
+                                   b.getF64FloatAttr(t.recomputeSeconds + t.segments.seconds)),
+                    b.getNamedAttr("segments", b.getI64IntegerAttr(t.segments.segments)),
+                    b.getNamedAttr("copy_seconds", b.getF64FloatAttr(t.moveSeconds)),
+                    b.getNamedAttr("offload_bytes", b.getI64IntegerAttr(t.moved)),
+                    b.getNamedAttr("prefetch_bytes", b.getI64IntegerAttr(t.prefetched)),
+                    b.getNamedAttr("recomputed_over_move", b.getI64IntegerAttr(t.overMove)),
                     b.getNamedAttr("offload_dir", b.getStringAttr(offloadDir))}));
     return success();
   }

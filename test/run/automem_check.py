@@ -25,6 +25,12 @@ The tiny DiT is exported (models/export_dit.py) and compiled plain, then
   disk-bad   the disk library run with a missing folder, a file for a folder,
              a read-only file system, and a file-size limit below the tier:
              each one line before the first step, nothing trained;
+  segments   the tiny DiT at 16x16 (64 tokens, so a block's input carries
+             the step) with --mem-segments on, --offload-dir and recompute
+             priced out, at 35% of the activations: the forward is cut at
+             the blocks' inputs and attention outputs, each segment's
+             forward runs again before its backward (hcs.segment clones),
+             and the cuts go to disk;
   cftp       both compiled with --clusters 2 (CFTP: one stream per cluster),
              the planned one also with the recompute budget: recomputed
              calls are cut across the clusters like any other, and the two
@@ -75,8 +81,9 @@ def main():
     def run(cmd, **kw):
         return subprocess.run(cmd, cwd=a.work, capture_output=True, text=True, timeout=300, **kw)
 
+    image = 16 if a.case == "segments" else 8
     r = run(["/usr/bin/python3", os.path.join(ROOT, "models", "export_dit.py"), "--model", "tiny",
-             "--image-size", "8", "--in-channels", "4", "--num-classes", "10", "--dynamic-batch",
+             "--image-size", str(image), "--in-channels", "4", "--num-classes", "10", "--dynamic-batch",
              "--quiet", "-o", "tiny.onnx"])
     if r.returncode != 0:
         fail("export: " + r.stdout + r.stderr)
@@ -84,8 +91,11 @@ def main():
     def compile_(name, extra):
         return run([hc_compile, "tiny.onnx", "--batch", "8", "-o", name + ".so"] + extra)
 
-    base_flags = ["--clusters", "2"] if a.case == "cftp" else []
-    act_fraction = 0.35 if a.case == "disk-refill" else 0.6
+    # A plan with tier copies runs one stream (hcs.cftp says why); at 16x16
+    # the plain step would cut its weight gradients across two, summing in
+    # another order: both run one stream.
+    base_flags = {"cftp": ["--clusters", "2"], "segments": ["--cftp", "off"]}.get(a.case, [])
+    act_fraction = 0.35 if a.case in ("disk-refill", "segments") else 0.6
     r = compile_("plain", base_flags)
     if r.returncode != 0:
         fail("plain compile: " + r.stdout + r.stderr)
@@ -115,13 +125,15 @@ def main():
     elif a.case == "offload":
         budget = None
         extra = ["--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"]
-    elif a.case in ("disk", "disk-bad", "disk-refill"):
+    elif a.case in ("disk", "disk-bad", "disk-refill", "segments"):
         plan_probe = compile_("probe", ["--mem-budget", str(1 << 50)])
         reserve = description(os.path.join(a.work, "probe.so"), libdir)["memory_plan"]["reserve"]
         budget = persistent + reserve + int(act_fraction * act)
         os.makedirs(os.path.join(a.work, "offload"))
-        extra = ["--mem-budget", str(budget), "--offload-dir", os.path.join(a.work, "offload"),
-                 "--mem-rates", "memory=0.001"]
+        extra = base_flags + ["--mem-budget", str(budget), "--offload-dir",
+                              os.path.join(a.work, "offload"), "--mem-rates", "memory=0.001"]
+        if a.case == "segments":
+            extra += ["--mem-segments", "on"]
     elif a.case == "four-tier":
         budget = None
         extra = ["--topology", os.path.join(ROOT, "test", "topologies", "four-tier.xml")]
@@ -132,11 +144,19 @@ def main():
         fail("planned compile: " + r.stdout + r.stderr)
     mem = description(os.path.join(a.work, "planned.so"), libdir)["memory_plan"]
     print("memory_plan:", json.dumps(mem))
-    if a.case in ("disk", "disk-bad", "disk-refill"):
+    if a.case in ("disk", "disk-bad", "disk-refill", "segments"):
         disk = [t for t in mem["tiers"] if t["kind"] == "disk"]
         if not disk or disk[0]["arena_bytes"].get("offload", 0) <= 0 or \
                 mem["offload_bytes_per_step"] <= 0 or mem["planned_bytes"] > budget:
             fail("want activations on a disk tier within the budget %d: %s" % (budget, mem))
+    if a.case == "segments":
+        sched = run([hc_compile, "tiny.onnx", "--batch", "8", "--emit=schedule"] + extra).stdout
+        segments = {int(s.split("=")[1].split()[0].rstrip(",}"))
+                    for s in sched.split("hcs.segment")[1:] if s.startswith(" =")}
+        if mem.get("segments", 0) < 2 or len(segments) != mem["segments"]:
+            fail("want two or more recomputed segments, each with its clones: %s, %s"
+                 % (mem.get("segments"), sorted(segments)))
+        print("segments:", mem["segments"], "recomputed calls:", mem["recomputed_calls"])
     if a.case == "disk-bad":
         rng = np.random.default_rng(0)
         np.save(os.path.join(a.work, "x.npy"), rng.uniform(-1, 1, (16, 4, 8, 8)).astype(np.float32))
@@ -190,7 +210,7 @@ def main():
         if a.case == "disk-refill" and \
                 mem["prefetch_bytes_per_step"] <= mem["offload_bytes_per_step"]:
             fail("want activations prefetched again from their disk slot: %s" % mem)
-    elif a.case in ("disk", "disk-refill"):
+    elif a.case in ("disk", "disk-refill", "segments"):
         pass  # checked above
     elif a.case == "four-tier":
         names = [(t["name"], t["kind"]) for t in mem["tiers"]]
@@ -211,7 +231,8 @@ def main():
             fail("want a fast tier within 60%% of %d and copies: %s" % (act, mem))
 
     rng = np.random.default_rng(0)
-    np.save(os.path.join(a.work, "x.npy"), rng.uniform(-1, 1, (16, 4, 8, 8)).astype(np.float32))
+    np.save(os.path.join(a.work, "x.npy"),
+            rng.uniform(-1, 1, (16, 4, image, image)).astype(np.float32))
     np.save(os.path.join(a.work, "y.npy"), rng.integers(0, 10, 16).astype(np.int64))
     env = dict(os.environ, HC_NUM_THREADS="2")
     results = {}
@@ -224,7 +245,7 @@ def main():
             fail(name + ": " + r.stdout + r.stderr)
         rows = [json.loads(l) for l in open(os.path.join(a.work, name + ".jsonl"))]
         losses = [row["loss"] for row in rows]
-        if name == "planned" and a.case in ("disk", "disk-refill"):
+        if name == "planned" and a.case in ("disk", "disk-refill", "segments"):
             if any(row.get("copy_mb_disk", 0) <= 0 for row in rows) or \
                     any(not 0 <= row.get("copy_hidden", -1) <= 1 for row in rows):
                 fail("want disk copies in every metrics line: %s" % rows)

@@ -145,9 +145,15 @@ llvm::json::Object memoryPlan(func::FuncOp f, llvm::json::Object arenas,
   int64_t reserve = memory.getAs<IntegerAttr>("reserve").getInt();
   auto dir = memory.getAs<StringAttr>("offload_dir");
   auto overMove = memory.getAs<IntegerAttr>("recomputed_over_move");
+  auto segments = memory.getAs<IntegerAttr>("segments");
+  auto copySeconds = memory.getAs<FloatAttr>("copy_seconds");
+  auto otherPlan = memory.getAs<StringAttr>("other_plan");
   return llvm::json::Object{
       {"offload_dir", dir ? dir.str() : ""},
       {"recomputed_over_move", overMove ? overMove.getInt() : 0},
+      {"segments", segments ? segments.getInt() : 0},
+      {"copy_seconds_predicted", copySeconds ? copySeconds.getValueAsDouble() : 0.0},
+      {"other_plan", otherPlan ? otherPlan.str() : ""},
       {"tiers", std::move(tiers)},
       {"budget", memory.getAs<IntegerAttr>("budget").getInt()},
       {"reserve", reserve},

@@ -79,6 +79,12 @@ const char *pipelineFlagsHelp() {
                    there, which frees memory for --mem-budget; the cost
                    model still recomputes where the disk is slower.
                    hc-run --offload-dir overrides D where the step runs
+  --mem-segments M auto (default), on or off: with a budget, also plan with
+                   the forward cut into segments where one activation
+                   carries the step (a DiT's block inputs); each segment
+                   keeps its cut and recomputes the rest before its
+                   backward. auto keeps the plan predicted cheaper; on
+                   always segments, off never
   --cftp on|off    communication-free tensor parallelism (default on): with
                    more than one cluster per rank, each cluster runs its own
                    stream of calls, calls cut across clusters where the cost
@@ -171,14 +177,14 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
                                  "--precision", "--topology", "--clusters",
                                  "--ranks-per-node", "--comm-cores", "--cftp",
                                  "--cftp-rates", "--mem-budget", "--fast-mem", "--mem-rates",
-                                 "--offload-dir"};
+                                 "--offload-dir", "--mem-segments"};
   if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
     return 0;
   // Flags that do not change the optimizer's arithmetic.
   static const char *machine[] = {"--bucket-mb", "--link", "--precision", "--topology",
                                   "--clusters", "--ranks-per-node", "--comm-cores",
                                   "--cftp", "--cftp-rates", "--mem-budget", "--fast-mem",
-                                  "--mem-rates", "--offload-dir"};
+                                  "--mem-rates", "--offload-dir", "--mem-segments"};
   if (std::find(std::begin(machine), std::end(machine), arg) == std::end(machine))
     o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
@@ -202,6 +208,14 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   }
   if (arg == "--mem-rates") {
     o.memRates = value;
+    return 1;
+  }
+  if (arg == "--mem-segments") {
+    if (value != "auto" && value != "on" && value != "off") {
+      error = "--mem-segments wants auto, on or off, got '" + value + "'";
+      return -1;
+    }
+    o.memSegments = value;
     return 1;
   }
   if (arg == "--offload-dir") {
@@ -443,6 +457,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     mem.ranksPerNode = options.ranksPerNode;
     mem.rates = options.memRates;
     mem.offloadDir = options.offloadDir;
+    mem.segments = options.memSegments;
     pm.addPass(createAutoMem(mem));
     pm.addPass(createPlanBuffers());
     PlanPlacementOptions place;

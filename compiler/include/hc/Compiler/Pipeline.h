@@ -58,6 +58,7 @@ struct PipelineOptions {
   int64_t memBudget = 0, fastMem = 0;
   std::string memRates;
   std::string offloadDir;  // --offload-dir: the disk tier's folder
+  std::string memSegments = "auto";  // --mem-segments auto|on|off
 
   // CFTP (hc-cftp, --cftp on|off): one stream of calls per cluster; off
   // leaves every call on the whole team, split inside the kernels.

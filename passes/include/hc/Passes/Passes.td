@@ -214,6 +214,11 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
     Records the tiers, budget and decisions in `hcs.memory` on @step, which
     hc-verify-plan checks. With `offload-dir`, the "offload" arena is a
     disk tier (a file in that folder) and moves also serve the budget.
+    With `segments` (default auto) it also plans after segment
+    recomputation: the forward is cut where one activation carries the step
+    (a DiT block's input), each segment keeps its cut and is run again
+    (clones marked `hcs.recompute` and `hcs.segment`) just before the
+    backward first reads what it saved; the cheaper plan that fits wins.
     Neither limit set and no HBM: does nothing.
   }];
   let options = [
@@ -235,7 +240,10 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
     Option<"rates", "rates", "std::string", "\"\"",
            "gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS (CostModel.h)">,
     Option<"offloadDir", "offload-dir", "std::string", "\"\"",
-           "a folder for the disk tier: moved activations go to a file there">
+           "a folder for the disk tier: moved activations go to a file there">,
+    Option<"segments", "segments", "std::string", "\"auto\"",
+           "segment recomputation (AutoMemSegments.cpp): auto (plan with and "
+           "without, keep the cheaper), on or off">
   ];
 }
 
