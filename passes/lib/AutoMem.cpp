@@ -28,6 +28,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <sys/stat.h>
@@ -370,11 +371,12 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     NamedAttrList entries(memory);
     Builder b(f.getContext());
     bool otherFits = useCut ? greedyFits : cutFits;
-    entries.set("other_plan",
-                b.getStringAttr(std::string(useCut ? "per-activation: " : "segments: ") +
-                                (otherFits ? std::to_string((useCut ? greedy : segmented).seconds()) +
-                                                 " s predicted"
-                                           : std::string("does not fit"))));
+    char other[64] = "does not fit";
+    if (otherFits)
+      std::snprintf(other, sizeof other, "%.3g s predicted",
+                    (useCut ? greedy : segmented).seconds());
+    entries.set("other_plan", b.getStringAttr(std::string(useCut ? "per-activation: "
+                                                                 : "segments: ") + other));
     f->setAttr("hcs.memory", entries.getDictionary(f.getContext()));
     return success();
   }

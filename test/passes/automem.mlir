@@ -15,7 +15,7 @@
 // parameter, the cheapest way to free its 256 bytes at the peak), so the
 // plan needs 768 + 256.
 // BUDGET-SAME: hcs.arena_bytes = {act = 768 : i64, param = 256 : i64}
-// BUDGET-SAME: hcs.memory = {budget = 1100 : i64, offload_bytes = 0 : i64, offload_dir = "", prefetch_bytes = 0 : i64, recompute_seconds = {{.*}} : f64, recomputed_calls = 1 : i64, recomputed_over_move = 0 : i64, reserve = 0 : i64
+// BUDGET-SAME: hcs.memory = {budget = 1100 : i64, copy_seconds = 0.000000e+00 : f64, offload_bytes = 0 : i64, offload_dir = "", prefetch_bytes = 0 : i64, recompute_seconds = {{.*}} : f64, recomputed_calls = 1 : i64, recomputed_over_move = 0 : i64, reserve = 0 : i64, segments = 0 : i64
 // BUDGET-SAME: tiers = [{arenas = ["act", "param", "grad", "m", "v", "state", "offload"], capacity = 1100 : i64, kind = "DRAM", name = "slow"}]
 // BUDGET: %[[P:.*]] = hcs.buffer "param"
 // BUDGET: %[[A:.*]] = hcs.buffer "act"
