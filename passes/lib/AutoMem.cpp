@@ -313,10 +313,23 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
         return signalPassFailure();
   }
 
-  // Plans `f` twice, when segments are allowed and the forward has some:
-  // the greedy alone, and the greedy after segment recomputation; keeps the
-  // plan predicted cheaper (recomputed seconds plus copy seconds) among
-  // those that fit. Neither fits: the segment plan's error, the smaller need.
+  // One trial plan on a clone of the step: `segmentLimit` segments
+  // recomputed first (the earliest in the forward: their activations wait
+  // longest for the backward), then the greedy.
+  struct Trial {
+    func::FuncOp f;
+    Tally t;
+    bool fits = false;
+    std::string error;
+  };
+
+  // With segments allowed and found, plans `f` as the greedy alone, with
+  // every segment recomputed, and with the fewest segments that fit (a
+  // bisection: a budget just under the greedy's reach needs a few blocks,
+  // not the whole forward, run twice); keeps the plan predicted cheapest
+  // (recomputed plus copy seconds) among those that fit, and records what
+  // the others cost. None fits: the all-segments plan's error, the
+  // smallest need.
   LogicalResult planBest(func::FuncOp f, int64_t fastBytes, const std::string &fastKind,
                          const std::vector<std::pair<std::string, int64_t>> &kinds,
                          int64_t diskBytes) {
@@ -324,59 +337,95 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       f.emitError("--mem-segments ") << segments << ": want auto, on or off";
       return failure();
     }
-    Tally greedy;
-    if (segments == "off")
-      return plan(f, fastBytes, fastKind, kinds, diskBytes, greedy);
-    auto cut = cast<func::FuncOp>(f->clone());
-    Tally segmented;
-    segmented.segments = automem::recomputeSegments(cut, machine);
-    auto adopt = [&](func::FuncOp from) {
-      f.getBody().takeBody(from.getBody());
-      if (Attribute memory = from->getAttr("hcs.memory"))
-        f->setAttr("hcs.memory", memory);
-      from->erase();
-    };
-    if (segments == "on" || segmented.segments.segments == 0) {
-      if (segments == "on") {
-        adopt(cut);
-        return plan(f, fastBytes, fastKind, kinds, diskBytes, segmented);
+    auto trial = [&](int64_t segmentLimit, bool quiet) {
+      Trial r;
+      r.f = cast<func::FuncOp>(f->clone());
+      if (segmentLimit > 0)
+        r.t.segments = automem::recomputeSegments(r.f, machine, segmentLimit);
+      if (!quiet) {
+        r.fits = succeeded(plan(r.f, fastBytes, fastKind, kinds, diskBytes, r.t));
+        return r;
       }
-      cut->erase();
-      return plan(f, fastBytes, fastKind, kinds, diskBytes, greedy);
-    }
-    std::string greedyError, cutError;
-    auto quietly = [&](func::FuncOp g, Tally &t, std::string &error) {
-      ScopedDiagnosticHandler capture(g.getContext(), [&](Diagnostic &d) {
-        if (error.empty())
-          error = d.str();
+      ScopedDiagnosticHandler capture(f.getContext(), [&](Diagnostic &d) {
+        if (r.error.empty())
+          r.error = d.str();
         return success();
       });
-      return succeeded(plan(g, fastBytes, fastKind, kinds, diskBytes, t));
+      r.fits = succeeded(plan(r.f, fastBytes, fastKind, kinds, diskBytes, r.t));
+      return r;
     };
-    auto alone = cast<func::FuncOp>(f->clone());
-    bool greedyFits = quietly(alone, greedy, greedyError);
-    bool cutFits = quietly(cut, segmented, cutError);
-    if (!greedyFits && !cutFits) {
-      alone->erase();
-      cut->erase();
-      f.emitError(cutError);
+    auto adopt = [&](Trial &r) {
+      f.getBody().takeBody(r.f.getBody());
+      if (Attribute memory = r.f->getAttr("hcs.memory"))
+        f->setAttr("hcs.memory", memory);
+      r.f->erase();
+      r.f = nullptr;
+    };
+    const int64_t all = std::numeric_limits<int64_t>::max();
+    if (segments != "auto") {
+      Trial r = trial(segments == "on" ? all : 0, false);
+      adopt(r);
+      return success(r.fits);
+    }
+    std::vector<Trial> trials;
+    trials.push_back(trial(all, true));
+    const int64_t found = trials.back().t.segments.segments;
+    if (found == 0) {
+      trials.back().f->erase();
+      Trial r = trial(0, false);
+      adopt(r);
+      return success(r.fits);
+    }
+    trials.push_back(trial(0, true));
+    if (trials[0].fits && found > 1) {
+      int64_t lo = 1, hi = found;  // `hi` segments fit
+      std::optional<Trial> fewest;
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        Trial r = trial(mid, true);
+        if (r.fits) {
+          hi = mid;
+          if (fewest)
+            fewest->f->erase();
+          fewest = std::move(r);
+        } else {
+          lo = mid + 1;
+          r.f->erase();
+        }
+      }
+      if (fewest)
+        trials.push_back(std::move(*fewest));
+    }
+    Trial *best = nullptr;
+    for (Trial &r : trials)
+      if (r.fits && (!best || r.t.seconds() < best->t.seconds()))
+        best = &r;
+    if (!best) {
+      f.emitError(trials[0].error);
+      for (Trial &r : trials)
+        r.f->erase();
       return failure();
     }
-    bool useCut = cutFits && (!greedyFits || segmented.seconds() < greedy.seconds());
-    func::FuncOp chosen = useCut ? cut : alone;
-    (useCut ? alone : cut)->erase();
-    adopt(chosen);
-    // What the other plan would have cost, for --emit=schedule's reader.
+    // What the other plans would cost, for --emit=schedule's reader.
+    std::string others;
+    for (Trial &r : trials) {
+      if (&r == best)
+        continue;
+      char line[96];
+      int64_t n = r.t.segments.segments;
+      std::snprintf(line, sizeof line,
+                    n == 0 ? "per-activation: " : n == 1 ? "%lld segment: " : "%lld segments: ",
+                    static_cast<long long>(n));
+      others += (others.empty() ? "" : "; ") + std::string(line);
+      if (r.fits)
+        std::snprintf(line, sizeof line, "%.3g s predicted", r.t.seconds());
+      others += r.fits ? line : "does not fit";
+      r.f->erase();
+    }
+    adopt(*best);
     auto memory = cast<DictionaryAttr>(f->getAttr("hcs.memory"));
     NamedAttrList entries(memory);
-    Builder b(f.getContext());
-    bool otherFits = useCut ? greedyFits : cutFits;
-    char other[64] = "does not fit";
-    if (otherFits)
-      std::snprintf(other, sizeof other, "%.3g s predicted",
-                    (useCut ? greedy : segmented).seconds());
-    entries.set("other_plan", b.getStringAttr(std::string(useCut ? "per-activation: "
-                                                                 : "segments: ") + other));
+    entries.set("other_plan", StringAttr::get(f.getContext(), others));
     f->setAttr("hcs.memory", entries.getDictionary(f.getContext()));
     return success();
   }

@@ -53,7 +53,8 @@ struct Segment {
 
 } // namespace
 
-SegmentResult recomputeSegments(func::FuncOp f, const MachineRates &machine) {
+SegmentResult recomputeSegments(func::FuncOp f, const MachineRates &machine,
+                                int64_t limit) {
   SegmentResult result;
   hs::LossOp loss;
   f.walk([&](hs::LossOp l) { loss = l; });
@@ -170,6 +171,8 @@ SegmentResult recomputeSegments(func::FuncOp f, const MachineRates &machine) {
     s.calls.assign(calls.begin(), calls.end());
     s.before = u.ops[before - 1];
     segments.push_back(std::move(s));
+    if (static_cast<int64_t>(segments.size()) >= limit)
+      break;
   }
 
   for (Segment &s : segments) {

@@ -20,8 +20,11 @@ struct SegmentResult {
 // buffer) where one activation carries the step, and recomputes every
 // segment but the last: its calls run again, marked hcs.recompute, right
 // before the backward first reads an activation it saved, and the backward
-// reads the clones. What crosses a cut stays. Does nothing without a loss.
-SegmentResult recomputeSegments(mlir::func::FuncOp f, const MachineRates &machine);
+// reads the clones. What crosses a cut stays. Only the first `limit`
+// segments that can be recomputed are (forward order). Does nothing
+// without a loss.
+SegmentResult recomputeSegments(mlir::func::FuncOp f, const MachineRates &machine,
+                                int64_t limit);
 
 // A cut's buffer carries at least this many times the bytes of everything
 // else crossing the cut (a DiT at 256 tokens: the block's input against

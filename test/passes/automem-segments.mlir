@@ -127,19 +127,24 @@ func.func @inplace() {
 // Three blocks x' = x + exp(x) * cos(x) whose backward reads exp(x), cos(x)
 // and their product. The per-activation plan can recompute the product
 // but not exp(x) or cos(x): x is gone by then. So it keeps two buffers a
-// block where segments keep one (the cut x). At 1536 bytes only the
-// segment plan fits; at 2304 both do and the per-activation one, which
-// recomputes less, is kept. Each says what the other would cost.
+// block where a segment keeps one (the cut x). At 1536 bytes the
+// per-activation plan does not fit and two segments (the first two, whose
+// activations wait longest) are the fewest that do: cheaper than all
+// three. At 2304 bytes the per-activation plan fits and recomputes least.
+// Each plan says what the others would cost.
 
 // FIT-LABEL: func.func @three
-// FIT-SAME: other_plan = "per-activation: does not fit"
-// FIT-SAME: segments = 3 : i64
-// FIT: hcs.segment = 2
+// FIT-SAME: other_plan = "3 segments: {{[0-9.e+-]+}} s predicted; per-activation: does not fit"
+// FIT-SAME: segments = 2 : i64
+// FIT-NOT: hcs.segment = 2
 // FIT: hcs.segment = 1
+// FIT-NOT: hcs.segment = 2
 // FIT: hcs.segment = 0
+// FIT-NOT: hcs.segment = 2
+// FIT: hcs.loss
 
 // CHEAP-LABEL: func.func @three
-// CHEAP-SAME: other_plan = "segments: {{[0-9.e+-]+}} s predicted"
+// CHEAP-SAME: other_plan = "3 segments: {{[0-9.e+-]+}} s predicted; 1 segment: {{[0-9.e+-]+}} s predicted"
 // CHEAP-SAME: segments = 0 : i64
 // CHEAP-NOT: hcs.segment
 // CHEAP: hcs.recompute
