@@ -505,6 +505,10 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
         else
           d << "--fast-mem " << fastBytes << ": the activations need at least "
             << actPeak << " bytes of the fast tier";
+        // Moves stop where the disk is full: say so, it may be the limit.
+        if (toDisk)
+          d << "; moved activations fill " << offloadPeak << " of the " << diskBytes
+            << " bytes free in --offload-dir " << offloadDir;
         return failure();
       }
       apply(*c, t);
