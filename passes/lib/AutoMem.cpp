@@ -92,6 +92,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       it = llvm::find_if(kinds, [&](auto &k) { return k.first == n.kind; });
       it->second += static_cast<int64_t>(n.bytes) / std::max<int64_t>(1, ranksPerNode);
     }
+    // The rank's kernel team, for the cost model.
+    machine.threads = std::max(1, topo.numCores() / static_cast<int>(std::max<int64_t>(1, ranksPerNode)));
     std::stable_sort(kinds.begin(), kinds.end(), [](auto &x, auto &y) {
       return rt::memoryKindRank(x.first) < rt::memoryKindRank(y.first);
     });

@@ -7,11 +7,11 @@
 // the two each call gets is decided by a list-scheduling cost model fed by
 // measured kernel rates (Rates below; bench/cftp-rates-*.txt).
 #include "hc/Passes/Passes.h"
-#include "hc/Schedule/KernelRegistry.h"
 #include "hc/Schedule/Placement.h"
 
 #include "CftpAccess.h"
 #include "CftpRules.h"
+#include "CostModel.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -28,16 +28,11 @@ namespace hc {
 
 namespace {
 
-// Kernel rates per thread, measured (bench/cftp_rates.py writes the file).
-// The built-in values are that script's measurement on the developers' Zen 5
-// machine (bench/cftp-rates-zen5.txt).
+// The kernels' rates per thread (CostModel.h, shared with hc-automem; a
+// file from bench/cftp_rates.py replaces them) and the wait's cost.
 struct Rates {
-  double gemmFlops = 230.1e9;  // GEMM-class kernels, FLOP/s per thread
-  double attnFlops = 180.6e9;  // flash attention forward/backward
-  double memBytes = 28.49e9;   // memory-bound kernels, bytes moved/s per thread
-  double call = 2.47e-6;       // per kernel call
-  double fork = 0.01e-6;       // extra per call that runs on several threads
-  double sync = 1e-6;          // a cross-cluster wait that blocks (not measured)
+  KernelRates kernel;
+  double sync = 1e-6;  // a cross-cluster wait that blocks (not measured)
   std::string source = "built-in";
 };
 
@@ -63,15 +58,15 @@ bool readRates(const std::string &path, Rates &r, std::string &error) {
       return false;
     }
     if (key == "gemm_gflops_per_thread")
-      r.gemmFlops = v * 1e9;
+      r.kernel.gemmFlops = v * 1e9;
     else if (key == "attention_gflops_per_thread")
-      r.attnFlops = v * 1e9;
+      r.kernel.attentionFlops = v * 1e9;
     else if (key == "stream_gbps_per_thread")
-      r.memBytes = v * 1e9;
+      r.kernel.memoryBytes = v * 1e9;
     else if (key == "call_us")
-      r.call = v * 1e-6;
+      r.kernel.call = v * 1e-6;
     else if (key == "fork_us")
-      r.fork = v * 1e-6;
+      r.kernel.fork = v * 1e-6;
     else if (key == "sync_us")
       r.sync = v * 1e-6;
     else {
@@ -132,30 +127,18 @@ private:
 double Planner::duration(StringRef kernel, const Sub &s, int n) const {
   Shapes ins, outs;
   double bytes = 0;
-  for (const cftp::Place &p : s.ins) {
-    ins.push_back(p.shape);
+  auto add = [&](const cftp::Place &p, Shapes &shapes) {
+    shapes.push_back(p.shape);
     double e = static_cast<double>(p.elemBytes);
     for (int64_t d : p.shape)
       e *= static_cast<double>(d);
     bytes += e;
-  }
-  for (const cftp::Place &p : s.outs) {
-    outs.push_back(p.shape);
-    double e = static_cast<double>(p.elemBytes);
-    for (int64_t d : p.shape)
-      e *= static_cast<double>(d);
-    bytes += e;
-  }
-  double flops = 0, rate = rates.gemmFlops;
-  if (const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(kernel)) {
-    flops = hs::KernelRegistry::flops(*k, ins, outs);
-    if (k->flops == hs::FlopRule::ATTENTION ||
-        k->flops == hs::FlopRule::ATTENTION_GRAD)
-      rate = rates.attnFlops;
-  }
-  n = std::max(n, 1);
-  return std::max(flops / (rate * n), bytes / (rates.memBytes * n)) +
-         rates.call + (n > 1 ? rates.fork : 0.0);
+  };
+  for (const cftp::Place &p : s.ins)
+    add(p, ins);
+  for (const cftp::Place &p : s.outs)
+    add(p, outs);
+  return kernelSeconds(kernel, ins, outs, bytes, rates.kernel, n);
 }
 
 // The waits `s` needs before it runs on cluster s.k, and when it finishes.
@@ -283,7 +266,7 @@ LogicalResult Planner::run() {
     for (int c = 0; c < (pinned ? 1 : K); ++c) {
       Sub s = whole;
       s.k = c;
-      s.dur = call ? duration(kernel, s, threads[c]) : rates.call;
+      s.dur = call ? duration(kernel, s, threads[c]) : rates.kernel.call;
       evaluate(s);
       if (best.empty() || s.finish < bestFinish) {
         best.assign(1, s);

@@ -2,6 +2,7 @@
 
 #include "hc/Schedule/KernelRegistry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -21,9 +22,9 @@ bool parseRates(const std::string &text, MachineRates &rates, std::string &error
     std::string key = item.substr(0, eq);
     char *end = nullptr;
     double v = eq == std::string::npos ? 0 : std::strtod(item.c_str() + eq + 1, &end);
-    double *slot = key == "gemm"        ? &rates.gemmFlops
-                   : key == "attention" ? &rates.attentionFlops
-                   : key == "memory"    ? &rates.memoryBytes
+    double *slot = key == "gemm"        ? &rates.kernel.gemmFlops
+                   : key == "attention" ? &rates.kernel.attentionFlops
+                   : key == "memory"    ? &rates.kernel.memoryBytes
                    : key == "copy"      ? &rates.copyBytes
                    : key == "disk"      ? &rates.diskBytes
                                         : nullptr;
@@ -37,6 +38,20 @@ bool parseRates(const std::string &text, MachineRates &rates, std::string &error
   return true;
 }
 
+double kernelSeconds(StringRef kernel, ArrayRef<ArrayRef<int64_t>> ins,
+                     ArrayRef<ArrayRef<int64_t>> outs, double bytes,
+                     const KernelRates &rates, int threads) {
+  double flops = 0, rate = rates.gemmFlops;
+  if (const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(kernel)) {
+    flops = hs::KernelRegistry::flops(*k, ins, outs);
+    if (k->flops == hs::FlopRule::ATTENTION || k->flops == hs::FlopRule::ATTENTION_GRAD)
+      rate = rates.attentionFlops;
+  }
+  const double n = std::max(threads, 1);
+  return std::max(flops / (rate * n), bytes / (rates.memoryBytes * n)) + rates.call +
+         (n > 1 ? rates.fork : 0.0);
+}
+
 double callSeconds(hs::CallOp call, const MachineRates &rates) {
   auto shapes = [](ValueRange vs) {
     SmallVector<ArrayRef<int64_t>> r;
@@ -44,24 +59,22 @@ double callSeconds(hs::CallOp call, const MachineRates &rates) {
       r.push_back(cast<MemRefType>(v.getType()).getShape());
     return r;
   };
-  double flops = 0, rate = rates.gemmFlops;
-  if (const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(call.getKernel())) {
-    flops = hs::KernelRegistry::flops(*k, shapes(call.getIns()), shapes(call.getOuts()));
-    if (k->flops == hs::FlopRule::ATTENTION || k->flops == hs::FlopRule::ATTENTION_GRAD)
-      rate = rates.attentionFlops;
-  }
   double bytes = 0;
   for (Value v : call->getOperands())
     bytes += static_cast<double>(hs::byteSize(cast<MemRefType>(v.getType())));
-  return std::max(flops / rate, bytes / rates.memoryBytes);
+  return kernelSeconds(call.getKernel(), shapes(call.getIns()), shapes(call.getOuts()), bytes,
+                       rates.kernel, rates.threads);
 }
 
+// A tier copy is handed to the copy thread and waited for: priced like a
+// kernel call's dispatch on top of its bytes, so tiny buffers are not
+// moved for free where recomputing them pays a call.
 double copySeconds(int64_t bytes, const MachineRates &rates) {
-  return static_cast<double>(bytes) / rates.copyBytes;
+  return static_cast<double>(bytes) / rates.copyBytes + rates.kernel.call;
 }
 
 double diskSeconds(int64_t bytes, const MachineRates &rates) {
-  return static_cast<double>(bytes) / rates.diskBytes;
+  return static_cast<double>(bytes) / rates.diskBytes + rates.kernel.call;
 }
 
 } // namespace hc

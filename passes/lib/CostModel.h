@@ -10,25 +10,40 @@
 
 namespace hc {
 
-// Rates of one rank's compute team. The defaults were measured on the
-// developers' 2-core Zen 5 machine at 2 threads (bench/results-zen5-2core.txt:
-// GEMM ~470 GFLOP/s; bench/results-kernels-zen5-2core.txt: triad ~50 GB/s;
-// flash attention about half the GEMM rate; memcpy between arenas ~20 GB/s;
-// the disk, dd with O_DIRECT on the VM's virtio disk: write 2.4, read 1.3 GB/s).
-struct MachineRates {
-  double gemmFlops = 470e9;       // linear, its gradients, matmul
-  double attentionFlops = 230e9;  // flash attention forward and backward
-  double memoryBytes = 50e9;      // memory-bound kernels (bytes touched)
-  double copyBytes = 20e9;        // a tier copy (read + write of the buffer)
-  double diskBytes = 1.3e9;       // to or from the disk tier (the slower way)
+// The kernels' rates per thread of a team, shared by hc-automem and
+// hc-cftp. Built in: bench/cftp_rates.py's measurement on the developers'
+// 2-core Zen 5 (bench/cftp-rates-zen5.txt); hc-cftp reads another with
+// --cftp-rates FILE, hc-automem with --mem-rates.
+struct KernelRates {
+  double gemmFlops = 230.1e9;       // linear, its gradients, matmul: FLOP/s
+  double attentionFlops = 180.6e9;  // flash attention forward and backward
+  double memoryBytes = 28.49e9;     // memory-bound kernels: bytes touched/s
+  double call = 2.47e-6;            // seconds per kernel call
+  double fork = 0.01e-6;            // extra per call that runs on several threads
 };
 
-// "gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS", any subset; false +
-// error on anything else.
+// What hc-automem prices with: the kernels on the rank's team of `threads`
+// (the topology's cores per rank), and its tier copies: memcpy between
+// arenas ~20 GB/s, and the disk, dd with O_DIRECT on the VM's virtio disk
+// (write 2.4, read 1.3 GB/s; the slower way counts).
+struct MachineRates {
+  KernelRates kernel;
+  int threads = 2;
+  double copyBytes = 20e9;   // a tier copy (read + write of the buffer)
+  double diskBytes = 1.3e9;  // to or from the disk tier
+};
+
+// "gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS", any subset
+// (the first three per thread); false + error on anything else.
 bool parseRates(const std::string &text, MachineRates &rates, std::string &error);
 
-// Seconds one call takes: the larger of its FLOPs at its kernel class's rate
-// and its operands' bytes at the memory rate.
+// Seconds a kernel (by registry name) takes on `threads` threads, on
+// operands of these shapes touching `bytes`: the larger of its FLOPs at its
+// class's rate and its bytes at the memory rate, plus the call's overhead.
+double kernelSeconds(llvm::StringRef kernel, llvm::ArrayRef<llvm::ArrayRef<int64_t>> ins,
+                     llvm::ArrayRef<llvm::ArrayRef<int64_t>> outs, double bytes,
+                     const KernelRates &rates, int threads);
+// The same for a whole call on the rank's team.
 double callSeconds(schedule::CallOp call, const MachineRates &rates);
 // Seconds to copy `bytes` once between memory tiers, or to or from disk.
 double copySeconds(int64_t bytes, const MachineRates &rates);

@@ -72,8 +72,9 @@ const char *pipelineFlagsHelp() {
                    offloaded to DRAM and prefetched back, or recomputed,
                    whichever the cost model finds cheaper
   --mem-rates R    the cost model's rates, gemm=GFLOPS,attention=GFLOPS,
-                   memory=GBPS,copy=GBPS,disk=GBPS (defaults: measured on a
-                   2-core Zen 5, passes/lib/CostModel.h)
+                   memory=GBPS (per thread of the rank's cores), copy=GBPS,
+                   disk=GBPS (defaults: measured on a 2-core Zen 5,
+                   passes/lib/CostModel.h)
   --offload-dir D  a disk tier in folder D (an NVMe file system on a
                    cluster): activations hc-automem moves go to a file
                    there, which frees memory for --mem-budget; the cost

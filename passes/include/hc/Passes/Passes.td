@@ -238,7 +238,7 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
     Option<"processReserve", "reserve", "int64_t", "67108864",
            "bytes the process needs outside the arenas and inputs">,
     Option<"rates", "rates", "std::string", "\"\"",
-           "gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS (CostModel.h)">,
+           "gemm=GFLOPS,attention=GFLOPS,memory=GBPS (per thread),copy=GBPS,disk=GBPS (CostModel.h)">,
     Option<"offloadDir", "offload-dir", "std::string", "\"\"",
            "a folder for the disk tier: moved activations go to a file there">,
     Option<"segments", "segments", "std::string", "\"auto\"",
