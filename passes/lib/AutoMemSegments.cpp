@@ -125,11 +125,13 @@ SegmentResult recomputeSegments(func::FuncOp f, const MachineRates &machine,
     };
     Segment s;
     unsigned before = ~0u;
-    for (auto &[b, a] : acts)
-      if (inside(a) && a.firstBackward) {
-        s.saved.push_back(cast<hs::BufferOp>(b));
-        before = std::min(before, a.firstBackward);
+    for (hs::BufferOp b : u.buffers) {  // op order: the rewrite is deterministic
+      auto it = acts.find(b);
+      if (it != acts.end() && inside(it->second) && it->second.firstBackward) {
+        s.saved.push_back(b);
+        before = std::min(before, it->second.firstBackward);
       }
+    }
     if (s.saved.empty()) {
       from = to;
       continue;
