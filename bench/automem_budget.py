@@ -108,6 +108,8 @@ def main():
           "activations %.0f MB" % (plan["recomputed_calls"], plan["recompute_seconds_predicted"],
                                    plan["planned_bytes"] / 1e6,
                                    plan["tiers"][-1]["arena_bytes"]["act"] / 1e6))
+    print("segments recomputed: %d; the other plans: %s" % (plan.get("segments", 0),
+                                                            plan.get("other_plan") or "none"))
     base_t, bud_t, base_rss, bud_rss = [], [], [], []
     for r in range(args.rounds):
         t0, rss0, l0 = train(args, base, data, labels, "base")
