@@ -10,6 +10,9 @@
 //   - moves it to the slow tier (fast tier only): hcs.offload after its
 //     last use before the gap, hcs.prefetch `lookahead` ops before its next
 //     use, each waited on.
+// That loop can also run after segment recomputation (AutoMemSegments.cpp:
+// whole stretches of the forward run again from kept cuts); planBest()
+// keeps the cheapest plan that fits among none, all and the fewest segments.
 // The decisions and the tiers are recorded in `hcs.memory` on @step;
 // hc-plan-buffers then lays out "act" and "offload", and hc-verify-plan
 // proves the result (VerifyMemory.cpp).
@@ -315,9 +318,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
         return signalPassFailure();
   }
 
-  // One trial plan on a clone of the step: `segmentLimit` segments
-  // recomputed first (the earliest in the forward: their activations wait
-  // longest for the backward), then the greedy.
+  // One trial plan, on a clone of the step.
   struct Trial {
     func::FuncOp f;
     Tally t;
@@ -339,6 +340,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       f.emitError("--mem-segments ") << segments << ": want auto, on or off";
       return failure();
     }
+    // `segmentLimit` segments recomputed first (the earliest in the forward:
+    // their activations wait longest for the backward), then the loop.
     auto trial = [&](int64_t segmentLimit, bool quiet) {
       Trial r;
       r.f = cast<func::FuncOp>(f->clone());
