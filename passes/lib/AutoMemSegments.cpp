@@ -18,7 +18,8 @@
 //   - the segment ending at the loss is not recomputed: its backward comes
 //     right after it.
 // The greedy then plans on top (moving the cuts to disk, say); hc-automem
-// keeps whichever of the two plans is predicted cheaper.
+// keeps the cheapest plan that fits among none, all and the fewest
+// segments (AutoMem.cpp, planBest).
 #include "AutoMemSegments.h"
 
 #include "AutoMemRewrite.h"
@@ -115,7 +116,6 @@ SegmentResult recomputeSegments(func::FuncOp f, const MachineRates &machine,
       }
     }
   }
-  result.cuts = static_cast<int64_t>(cuts.size());
 
   std::vector<Segment> segments;
   unsigned from = 0;  // a segment is the calls in (from, to]
@@ -166,10 +166,8 @@ SegmentResult recomputeSegments(func::FuncOp f, const MachineRates &machine,
       }
     }
     from = to;
-    if (!ok) {
-      ++result.skipped;
+    if (!ok)
       continue;
-    }
     s.calls.assign(calls.begin(), calls.end());
     s.before = u.ops[before - 1];
     segments.push_back(std::move(s));

@@ -9,9 +9,7 @@
 namespace hc::automem {
 
 struct SegmentResult {
-  int64_t cuts = 0;       // buffers the forward was cut at
   int64_t segments = 0;   // segments recomputed
-  int64_t skipped = 0;    // segments that could not be (an impure or rewritten input)
   int64_t calls = 0;      // calls cloned
   double seconds = 0;     // their predicted time (CostModel.h)
 };
