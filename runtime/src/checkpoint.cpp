@@ -70,6 +70,8 @@ int64_t &crashBudget() {
 
 } // namespace
 
+bool isCheckpointName(const std::string &name) { return stepOfName(name) >= 0; }
+
 std::string checkpointPath(const std::string &dir, int64_t step) {
   char name[64];
   std::snprintf(name, sizeof name, "%s%08lld%s", kPrefix,

@@ -1,4 +1,5 @@
 #include "hc/runtime/npy.h"
+#include "hc/runtime/files.h"
 
 #include <cstdio>
 #include <cstring>
@@ -80,6 +81,15 @@ bool parseNpyHeader(const char *bytes, std::size_t size, NpyHeader &out,
     prefix = 12;
   } else {
     error = "unsupported NPY version " + std::to_string(major);
+    return false;
+  }
+  // numpy itself refuses headers over 10 000 bytes unless told otherwise
+  // (max_header_size); 64 KiB leaves room and stops a huge header's parse.
+  constexpr std::size_t kMaxHeader = 64 << 10;
+  if (headerLen > kMaxHeader) {
+    error = "NPY header of " + std::to_string(headerLen) + " bytes, over the " +
+            std::to_string(kMaxHeader) + " an NPY file needs (a damaged or "
+            "hostile file?)";
     return false;
   }
   if (prefix + headerLen > size) {
@@ -173,26 +183,19 @@ bool writeNpy(const std::string &path, const std::string &dtype,
   std::size_t total = 10 + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');
   dict += '\n';
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    error = path + ": cannot write";
-    return false;
-  }
   unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                            static_cast<unsigned char>(dict.size() & 0xff),
                            static_cast<unsigned char>(dict.size() >> 8)};
   std::size_t n = h.numElements() * h.itemSize();
-  bool ok = std::fwrite(pre, 1, 10, f) == 10 &&
-            std::fwrite(dict.data(), 1, dict.size(), f) == dict.size() &&
-            (n == 0 || std::fwrite(data, 1, n, f) == n);
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    error = path + ": write failed";
+  AtomicFile f;
+  if (!f.open(path, error))
+    return false;
+  if (!f.write(pre, 10) || !f.write(dict.data(), dict.size()) ||
+      (n > 0 && !f.write(data, n))) {
+    error = f.error();
     return false;
   }
-  return true;
+  return f.commit(error);
 }
 
 } // namespace hc::rt

@@ -1,4 +1,5 @@
 #include "hc/runtime/safetensors.h"
+#include "hc/runtime/files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -59,105 +60,6 @@ const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {
 namespace {
 constexpr uint64_t kMaxHeader = 100u << 20; // as the reference implementation
 
-// A file written under a temporary name in the destination's folder and
-// renamed over the destination only by commit() (after fsync of the file;
-// the folder is fsynced after the rename). Destroyed uncommitted, it removes
-// the temporary file and leaves the destination untouched.
-class AtomicFile {
-public:
-  ~AtomicFile() {
-    if (fd_ >= 0)
-      ::close(fd_);
-    if (!tmp_.empty())
-      ::unlink(tmp_.c_str());
-  }
-  bool open(const std::string &path, std::string &error) {
-    path_ = path;
-    std::string dir = folderOf(path);
-    std::string base = path.substr(path.find_last_of('/') + 1);
-    if (base.empty()) {
-      error = path + ": not a file name";
-      return false;
-    }
-    std::string templ = dir + "/." + base + ".tmp.XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    fd_ = mkostemp(buf.data(), O_CLOEXEC);
-    if (fd_ < 0) {
-      error = path + ": cannot create a temporary file in " + dir + ": " +
-              std::strerror(errno);
-      return false;
-    }
-    tmp_ = buf.data();
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd_, 0666 & ~mask); // mkstemp makes 0600; give the usual mode
-    return true;
-  }
-  int64_t crashAfterBytes = -1;
-  bool write(const void *data, std::size_t n) {
-    const char *p = static_cast<const char *>(data);
-    if (crashAfterBytes >= 0 &&
-        written_ + static_cast<int64_t>(n) >= crashAfterBytes) {
-      std::size_t part = static_cast<std::size_t>(crashAfterBytes - written_);
-      crashAfterBytes = -1;
-      if (write(p, part)) {
-        ::fsync(fd_); // the partial file must be there for the test to see
-        ::raise(SIGKILL);
-      }
-      return false;
-    }
-    written_ += static_cast<int64_t>(n);
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, std::min<std::size_t>(n, 1u << 30));
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w <= 0) {
-        error_ = path_ + ": write failed: " + std::strerror(errno);
-        return false;
-      }
-      p += w;
-      n -= static_cast<std::size_t>(w);
-    }
-    return true;
-  }
-  const std::string &error() const { return error_; }
-  bool commit(std::string &error) {
-    if (fsync(fd_) != 0) {
-      error = path_ + ": fsync failed: " + std::strerror(errno);
-      return false;
-    }
-    int rc = ::close(fd_);
-    fd_ = -1;
-    if (rc != 0) {
-      error = path_ + ": close failed: " + std::strerror(errno);
-      return false;
-    }
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      error = path_ + ": cannot rename the temporary file over it: " +
-              std::strerror(errno);
-      return false;
-    }
-    tmp_.clear();
-    int dfd = ::open(folderOf(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      fsync(dfd); // best effort: some file systems refuse fsync on folders
-      ::close(dfd);
-    }
-    return true;
-  }
-
-private:
-  static std::string folderOf(const std::string &path) {
-    std::size_t slash = path.find_last_of('/');
-    if (slash == std::string::npos)
-      return ".";
-    return slash == 0 ? "/" : path.substr(0, slash);
-  }
-  std::string path_, tmp_, error_;
-  int fd_ = -1;
-  int64_t written_ = 0;
-};
 
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";

@@ -214,6 +214,13 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
       std::fclose(f);
     }
   }
+  // HC_TOY_SLOW_MS=n: a slow forward, polling abandon_requested every 10 ms
+  // as a compiled step polls it between kernels (preemption tests).
+  bool abandoned = false;
+  for (int ms = envInt("HC_TOY_SLOW_MS", 0); ms > 0 && !abandoned; ms -= 10) {
+    usleep(10000);
+    abandoned = c->env.abandon_requested && c->env.abandon_requested(c->env.host);
+  }
   const float *Wl = c->params.data() + kOffLin;
   const float *E = c->params.data() + kOffEmb;
   const float *Tw = c->params.data() + kOffTime;
@@ -224,7 +231,7 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
         *gT = buf.data() + kOffTime;
   double lsum = 0;
   const float scale = 2.0f / (B * D);
-  for (int b = 0; b < B; ++b) {
+  for (int b = 0; b < B && !abandoned; ++b) {
     if (y[b] < 0 || y[b] >= KE || t[b] < 0 || t[b] >= 1000)
       return -1;
     const float tb = static_cast<float>(t[b]) / 1000.0f;
@@ -246,6 +253,14 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
   if (c->env.world_size > 1 &&
       c->env.allreduce_sum_f32(c->env.comm, buf.data(), buf.size()) != 0)
     return -1;
+  // The update gate (ABI 4): every rank asks before it writes parameters.
+  if (c->env.update_gate) {
+    int32_t g = c->env.update_gate(c->env.host, abandoned ? 1 : 0);
+    if (g != 0)
+      return g < 0 ? -1 : -4;
+  } else if (abandoned) {
+    return -4;
+  }
   const float inv = 1.0f / c->env.world_size;
   for (std::size_t k = 0; k < kGradElems; ++k) {
     c->grads[k] = buf[k] * inv;

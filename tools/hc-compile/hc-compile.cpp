@@ -69,17 +69,8 @@ bool writeOutput(const std::string &path, const std::string &text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return true;
   }
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    return false;
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  std::string error;
+  return hc::rt::writeFileAtomic(path, text.data(), text.size(), error);
 }
 
 // The initial parameters (and training_info's non-default optimizer state).
@@ -105,6 +96,9 @@ void checkOutput(const std::string &input, const std::string &path) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     usageError("-o " + path + " is a folder, not a file name");
+  if (hc::rt::isSymlink(path))
+    usageError("-o " + path + " is a symbolic link, which hc-compile does not "
+               "write through: remove it or choose another output name");
   if (hc::rt::sameFile(path, input))
     usageError("-o " + path + " is the input model " + input +
                ": it would be overwritten; choose another output name");
@@ -119,16 +113,36 @@ void checkOutput(const std::string &input, const std::string &path) {
                (access(dir.c_str(), F_OK) != 0 ? "does not exist" : "is not writable"));
 }
 
-// Temporary names beside the outputs; removed again unless renamed into place.
+// Temporary files in a private folder (mkdtemp, mode 0700) beside the
+// outputs, so no name another user could have planted a link at is ever
+// written; removed again unless renamed into place.
 struct Temporaries {
+  std::string dir;
   std::vector<std::string> paths;
   std::string add(const std::string &path) {
-    paths.push_back(path + ".tmp." + std::to_string(getpid()));
+    if (dir.empty()) {
+      std::size_t slash = path.find_last_of('/');
+      std::string templ = (slash == std::string::npos ? std::string(".")
+                                                      : path.substr(0, slash)) +
+                          "/.hc-compile.tmp.XXXXXX";
+      std::vector<char> buf(templ.begin(), templ.end());
+      buf.push_back('\0');
+      if (!mkdtemp(buf.data()))
+        usageError(path + ": cannot create a temporary folder beside it: " +
+                   std::strerror(errno));
+      dir = buf.data();
+    }
+    paths.push_back(dir + "/" + path.substr(path.find_last_of('/') + 1));
     return paths.back();
   }
+  bool keep = false;  // an internal error points the user at them
   ~Temporaries() {
+    if (keep)
+      return;
     for (const auto &p : paths)
       std::remove(p.c_str());
+    if (!dir.empty())
+      ::rmdir(dir.c_str());
   }
 };
 
@@ -261,13 +275,14 @@ int main(int argc, char **argv) {
     // library last: a failure before that leaves the old pair untouched, and
     // a crash between the renames leaves a pair whose hashes disagree, which
     // hc-run refuses.
-    std::string cppPath = output + "." + std::to_string(getpid()) + ".cpp";
+    std::string cppPath = temps.add(output + ".cpp");
     std::string soTmp = temps.add(output);
     if (!writeOutput(cppPath, text)) {
       std::fprintf(stderr, "hc-compile: %s: cannot write\n", cppPath.c_str());
       return 1;
     }
     if (!hc::compileStepLibrary(cppPath, soTmp, target, error)) {
+      temps.keep = error.find("source kept") != std::string::npos;
       std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
       return 1;
     }

@@ -2,6 +2,7 @@
 #include "checkpointing.h"
 
 #include "hc/runtime/checkpoint.h"
+#include "hc/runtime/files.h"
 #include "hc/runtime/hcrt.h"
 
 #include <cerrno>
@@ -154,10 +155,11 @@ void Ema::update(const StepLibrary &lib, StepContext &ctx) {
 // ---------------------------------------------------------- checkpoints
 void Checkpointer::lockFolder(const std::string &dir) {
   const std::string path = dir + "/" + kLockFile;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Never through a link: a planted one would truncate its target.
+  std::string err;
+  int fd = hc::rt::openNoFollow(path, O_RDWR | O_CREAT, err);
   if (fd < 0)
-    usageError("--ckpt-dir " + dir + ": cannot create the lock file " + path +
-               ": " + std::strerror(errno));
+    usageError("--ckpt-dir " + dir + ": the lock file " + err);
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
     char holder[256] = {0};
@@ -271,10 +273,47 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
                std::to_string(comm_.size()) + " rank(s) x " +
                std::to_string(d.batchPerRank) + "); resuming would change "
                "the data order");
+  // The data itself: a resume on other data (another file, an edited one,
+  // other labels, or none) is refused unless the user says so, which the
+  // checkpoints then record.
+  const int64_t step0 = metaInt(f, get("hc.step"), "hc.step");
+  std::string changed;
   int64_t n = metaInt(f, get("hc.dataset_samples"), "hc.dataset_samples");
   if (n != data_.samples)
-    usageError(path + ": trained on " + std::to_string(n) + " samples, --data " +
-               data_.data + " has " + std::to_string(data_.samples));
+    changed = "it was trained on " + std::to_string(n) + " samples, --data " +
+              data_.data + " has " + std::to_string(data_.samples);
+  auto stored = [&](const char *key) {
+    auto it = md.find(key);
+    return it == md.end() ? std::string() : it->second;
+  };
+  const std::string ckData = stored("hc.data_identity"),
+                    ckLabels = stored("hc.labels_identity"),
+                    ckLabelsPath = stored("hc.labels");
+  if (changed.empty() && !ckData.empty() && ckData != data_.dataId)
+    changed = "--data " + data_.data + " is not the data it was trained on (" +
+              stored("hc.data") + ", content " + ckData + "; now " +
+              data_.dataId + ")";
+  if (changed.empty() && !ckLabelsPath.empty() && data_.labels.empty())
+    changed = "it was trained with --labels " + ckLabelsPath + " (class-"
+              "conditional), this run has none: every sample would train as "
+              "the null class";
+  if (changed.empty() && ckLabelsPath.empty() && !data_.labels.empty())
+    changed = "it was trained without labels, this run has --labels " +
+              data_.labels;
+  if (changed.empty() && !ckLabels.empty() && ckLabels != "none" &&
+      ckLabels != data_.labelsId)
+    changed = "--labels " + data_.labels + " are not the labels it was trained "
+              "on (" + ckLabelsPath + ", content " + ckLabels + "; now " +
+              data_.labelsId + ")";
+  dataChangedAt_ = stored("hc.data_changed_at");
+  if (!changed.empty()) {
+    if (!opt_.allowDataChange)
+      usageError(path + ": " + changed + "; pass --allow-data-change to "
+                 "continue on this data (it is recorded in the checkpoints)");
+    std::printf("hc-run: note: --allow-data-change: %s; recorded at step %lld\n",
+                changed.c_str(), static_cast<long long>(step0));
+    dataChangedAt_ += (dataChangedAt_.empty() ? "" : ",") + std::to_string(step0);
+  }
   uint64_t seed = static_cast<uint64_t>(metaInt(f, get("hc.seed"), "hc.seed"));
   if (opt_.seedSeen && seed != opt_.seed)
     usageError("--seed " + std::to_string(opt_.seed) + " differs from the seed " +
@@ -401,6 +440,9 @@ Checkpointer::metadata(const Ema &ema, int64_t step, uint64_t seed) const {
       {"hc.dataset_samples", std::to_string(data_.samples)},
       {"hc.data", data_.data},
       {"hc.labels", data_.labels},
+      {"hc.data_identity", data_.dataId},
+      {"hc.labels_identity", data_.labels.empty() ? "none" : data_.labelsId},
+      {"hc.data_changed_at", dataChangedAt_},
       {"hc.epoch", std::to_string(perEpoch > 0 ? step / perEpoch : 0)},
       {"hc.ema_decay", decayText(ema.on() ? ema.decay : -1)},
       {"hc.augment", opt_.hflip ? "hflip" : "none"},

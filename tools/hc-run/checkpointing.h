@@ -39,7 +39,8 @@ private:
 // What fixes the order and content of the training data.
 struct DataIdentity {
   int64_t globalBatch = 0, samples = 0;
-  std::string data, labels;
+  std::string data, labels;      // paths, as given
+  std::string dataId, labelsId;  // contents (rank_agreement.h's DataFiles)
 };
 
 class Checkpointer {
@@ -83,6 +84,9 @@ private:
     uint64_t seed = 0;
     double emaDecay = -1;
   } picked_;
+  // Steps at which a resume changed the data (--allow-data-change), as
+  // stored in hc.data_changed_at: "" or "1200,5000".
+  std::string dataChangedAt_;
   hc::rt::SafetensorsFile file_;
   int lockFd_ = -1;
 };

@@ -3,11 +3,14 @@
 #ifndef HC_RUN_COMMON_H
 #define HC_RUN_COMMON_H
 
+#include "preemption.h"
+
 #include "hc/runtime/comm.h"
 #include "hc/runtime/step_abi.h"
 
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -51,6 +54,11 @@ struct Options {
   std::string profile;        // --profile FILE (profile.h)
   bool seedSeen = false;      // --seed given (a resume checks it)
   bool hflip = false;         // --hflip: DiT's random horizontal flip
+  // --checkpoint-on / --checkpoint-grace (preemption.h); on with --ckpt-dir.
+  PreemptionOptions preemption{{SIGTERM, SIGUSR1, SIGINT}, 0.0};
+  bool checkpointOnGiven = false;
+  bool allowDataChange = false;  // --allow-data-change (a resume on new data)
+  bool strictMemory = false;     // --strict-memory: refuse a plan that cannot fit
   bool help = false;
   bool trainMode() const { return !data.empty(); }
 };
@@ -129,8 +137,10 @@ public:
   void checkFinite(What what, int64_t step) const;
   // FNV-1a of every parameter's bytes (ranks compare it).
   uint64_t parameterHash() const;
-  // One step; throws Error(1) when the library reports failure.
-  double step(const void *const *inputs, int64_t stepIndex);
+  // One step; throws Error(1) when the library reports failure. A step
+  // stopped at its update gate (preemption, -4) sets *stopped instead.
+  double step(const void *const *inputs, int64_t stepIndex,
+              bool *stopped = nullptr);
 
 private:
   const StepLibrary &lib_;
@@ -164,6 +174,10 @@ struct NamedPath {
 };
 void checkOutputsAgainstInputs(const std::vector<NamedPath> &outputs,
                                const std::vector<NamedPath> &inputs);
+// Refuses (Error 2) an output whose name starts "ckpt-" in the checkpoint
+// folder `ckptDir` (given as `dirFlag`).
+void refuseCheckpointNames(const std::vector<NamedPath> &outputs,
+                           const std::string &ckptDir, const std::string &dirFlag);
 
 // Saves what --save-params/--save-grads/--save-state ask for, then compares
 // parameters across ranks (they must be bit-identical).

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <unistd.h>
 #include <string>
 #include <vector>
@@ -62,6 +63,7 @@ void onFatalSignal(int sig, siginfo_t *info, void *) {
 }
 
 hc::rt::Comm *theComm = nullptr;
+int64_t gPlanBytes = 0;  // the loaded library's arenas, for out-of-memory
 
 void installFailureHandlers(hc::rt::Comm &comm) {
   theComm = &comm;
@@ -87,6 +89,15 @@ void installFailureHandlers(hc::rt::Comm &comm) {
     if (auto e = std::current_exception()) {
       try {
         std::rethrow_exception(e);
+      } catch (const std::bad_alloc &) {
+        // Out of memory is the machine's limit, not an hc bug: say how much
+        // the plan wanted and what was there.
+        std::signal(SIGABRT, SIG_DFL);
+        theComm->fail(1, "out of memory: an allocation failed (std::bad_alloc); "
+                         "the step's plan takes " +
+                             std::to_string(gPlanBytes) + " bytes of arenas per "
+                             "rank; " + hcrun::memoryOffer().text() +
+                             " (hc-compile --mem-budget plans smaller)");
       } catch (const std::exception &x) {
         what = x.what();
       } catch (...) {
@@ -195,8 +206,10 @@ int main(int argc, char **argv) {
     std::string bad;
     if (!opt.help && !hc::rt::checkSettings(bad))
       usageError(bad);
-    if (!opt.help)
+    if (!opt.help) {
       lib.load(opt.step);
+      gPlanBytes = plannedArenaBytes(lib.desc.raw);
+    }
     if (!opt.help && lib.desc.raw.value("library", "") == "sampler")
       usageError(opt.step + " is a sampling library (hc-compile --sampler): "
                  "run it with `hc-run sample " + opt.step + " --ckpt CKPT`");
@@ -232,6 +245,8 @@ int main(int argc, char **argv) {
   setUpProgress(opt, *comm);
   if (!opt.offloadDir.empty())
     hcrt_set_offload_dir(opt.offloadDir.c_str());
+  if (opt.trainMode() && !opt.ckptDir.empty())
+    preemption::arm(opt.preemption);  // from here a signal means "checkpoint"
   int rc = opt.trainMode() ? runTrainMode(opt, lib, *comm)
                            : runTestMode(opt, lib, *comm);
   std::fflush(stdout);

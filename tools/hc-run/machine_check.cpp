@@ -1,8 +1,11 @@
 #include "machine_check.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sys/resource.h>
 
 namespace hcrun {
 
@@ -152,6 +155,109 @@ MachineCheck checkMachine(const nlohmann::json &desc, const MachineView &m,
              "k mod " + std::to_string(std::max(1, teamClusters)) +
              (missing.empty() ? "" : ", homes on the memory there is");
   return out;
+}
+
+// ------------------------------------------------------------------ memory
+namespace {
+int64_t readInt(const std::string &path) {
+  std::ifstream f(path);
+  std::string v;
+  if (!(f >> v) || v == "max")
+    return -1;
+  return std::strtoll(v.c_str(), nullptr, 10);
+}
+
+// "Key:   N kB" from a /proc file, in bytes; -1 when absent.
+int64_t procKb(const char *file, const char *key) {
+  std::ifstream f(file);
+  std::string k;
+  int64_t v;
+  std::string unit;
+  while (f >> k >> v) {
+    std::getline(f, unit);
+    if (k == key)
+      return v * 1024;
+  }
+  return -1;
+}
+
+std::string gb(int64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  return buf;
+}
+} // namespace
+
+int64_t plannedArenaBytes(const nlohmann::json &desc) {
+  const nlohmann::json &mp = desc.value("memory_plan", nlohmann::json::object());
+  if (mp.contains("planned_bytes") && mp["planned_bytes"].is_number_integer())
+    return mp["planned_bytes"].get<int64_t>();
+  int64_t total = 0;
+  for (const auto &tier : mp.value("tiers", nlohmann::json::array()))
+    if (tier.value("kind", "") != "disk")
+      for (const auto &[name, bytes] : tier.value("arena_bytes", nlohmann::json::object()).items())
+        if (bytes.is_number_integer())
+          total += bytes.get<int64_t>();
+  return total;
+}
+
+MemoryOffer memoryOffer() {
+  MemoryOffer m;
+  m.available = procKb("/proc/meminfo", "MemAvailable:");
+  // cgroup v2: this process's group from /proc/self/cgroup ("0::/path").
+  std::ifstream cg("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cg, line))
+    if (line.rfind("0::", 0) == 0) {
+      std::string dir = "/sys/fs/cgroup" + line.substr(3);
+      m.cgroupLimit = readInt(dir + "/memory.max");
+      int64_t used = readInt(dir + "/memory.current");
+      if (m.cgroupLimit >= 0)
+        m.cgroupFree = std::max<int64_t>(0, m.cgroupLimit - std::max<int64_t>(0, used));
+    }
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    int64_t mapped = procKb("/proc/self/status", "VmSize:");
+    m.addressFree = std::max<int64_t>(0, static_cast<int64_t>(rl.rlim_cur) -
+                                             std::max<int64_t>(0, mapped));
+  }
+  return m;
+}
+
+int64_t MemoryOffer::least(int localRanks) const {
+  int64_t best = -1;
+  auto take = [&](int64_t v) {
+    if (v >= 0 && (best < 0 || v < best))
+      best = v;
+  };
+  const int n = std::max(1, localRanks);
+  take(available >= 0 ? available / n : -1);
+  take(cgroupFree >= 0 ? cgroupFree / n : -1);
+  take(addressFree);  // per process already
+  return best;
+}
+
+std::string MemoryOffer::text() const {
+  std::string t = "MemAvailable " + (available >= 0 ? gb(available) : std::string("unknown"));
+  t += cgroupLimit >= 0 ? ", cgroup limit " + gb(cgroupLimit) + " (" + gb(cgroupFree) + " free)"
+                        : ", no cgroup memory limit";
+  if (addressFree >= 0)
+    t += ", address-space limit (ulimit -v) leaves " + gb(addressFree);
+  return t;
+}
+
+std::string memoryShortfall(const nlohmann::json &desc, int64_t extraBytes,
+                            int localRanks) {
+  const int64_t plan = plannedArenaBytes(desc);
+  if (plan <= 0)
+    return "";
+  const MemoryOffer offer = memoryOffer();
+  const int64_t need = plan + extraBytes, have = offer.least(localRanks);
+  if (have < 0 || need <= have)
+    return "";
+  return "the plan needs " + gb(plan) + " of arenas per rank (" + gb(need) +
+         " with hc-run's own buffers), " + std::to_string(localRanks) +
+         " rank(s) on this node; the machine offers " + offer.text();
 }
 
 } // namespace hcrun

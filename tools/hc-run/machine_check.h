@@ -39,6 +39,25 @@ MachineView currentMachine();
 MachineCheck checkMachine(const nlohmann::json &desc, const MachineView &m,
                           bool strict);
 
+// Memory: what the plan needs per rank against what the machine offers.
+// Bytes the step's in-memory arenas take (the description's memory plan);
+// 0 when it has none.
+int64_t plannedArenaBytes(const nlohmann::json &desc);
+// What this process may still allocate: MemAvailable, the cgroup's memory
+// limit less its use (v2 memory.max/current), and the address-space limit
+// (RLIMIT_AS) less what is mapped; -1 where there is none.
+struct MemoryOffer {
+  int64_t available = -1, cgroupFree = -1, cgroupLimit = -1, addressFree = -1;
+  int64_t least(int localRanks) const;  // per rank of this node, -1: unknown
+  std::string text() const;             // "MemAvailable 20.1 GB, cgroup ..."
+};
+MemoryOffer memoryOffer();
+// The plan (and `extraBytes` hc-run holds beside it: EMA, checkpoint
+// buffer, batch) against the offer: "" when it fits (or nothing is known),
+// else one line saying what is needed and what is offered.
+std::string memoryShortfall(const nlohmann::json &desc, int64_t extraBytes,
+                            int localRanks);
+
 } // namespace hcrun
 
 #endif

@@ -1,5 +1,6 @@
 // hc-run's command line.
 #include "common.h"
+#include "preemption.h"
 
 #include <cctype>
 #include <cerrno>
@@ -18,7 +19,8 @@ const char *usageText() {
                   [--metrics FILE.jsonl] [--progress|--no-progress]
                   [--init P] [--save-params F] [--save-grads G] [--save-state S]
                   [--ckpt-dir D [--ckpt-every N] [--ckpt-keep K] [--resume]]
-                  [--ema [DECAY]]
+                  [--ema [DECAY]] [--checkpoint-on SIGS] [--checkpoint-grace S]
+                  [--allow-data-change] [--strict-memory]
   sampling:   hc-run sample SAMPLER.so --ckpt CKPT [--out GRID.png]
                   [--save-npy F.npy] ... (hc-run sample --help)
 
@@ -74,6 +76,19 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     must come from the same model, ABI, global batch, data
                     size, seed and EMA decay, else exit 2. Any rank count
                     with the same global batch may resume.
+  --checkpoint-on SIGS  with --ckpt-dir: these signals (default TERM,USR1,INT;
+                    'none': die as usual) make every rank stop at a step
+                    boundary, agree on the step, write a checkpoint and exit
+                    75 (EX_TEMPFAIL: requeue and --resume). A second signal
+                    from the same sender ends the run at once (no half-written
+                    file). See docs/multi-node.md for Slurm and mpirun.
+  --checkpoint-grace S  a step still running S seconds (default 0) after the
+                    signal is abandoned before it updates anything, and the
+                    previous step's state is saved
+  --allow-data-change  --resume on other --data/--labels than the checkpoint
+                    was trained on (else exit 2); recorded in checkpoints
+  --strict-memory   refuse (exit 2) a plan that MemAvailable or the cgroup's
+                    memory limit cannot hold (default: a warning)
   --ema [DECAY]     keep an EMA of the parameters as DiT does (initialized
                     to them, updated after every step; DECAY default 0.9999)
   --comm-cores N     reserve N of each rank's cores for a thread that drives
@@ -210,6 +225,26 @@ Options parseOptions(int argc, char **argv) {
       }
       o.emaDecay = valueFollows ? parseDecay(a, next()) : 0.9999;
       trainOnly.push_back(a);
+    } else if (a == "--checkpoint-on") {
+      o.preemption.signals = parseSignalList(next());
+      o.checkpointOnGiven = true;
+      trainOnly.push_back(a);
+    } else if (a == "--checkpoint-grace") {
+      std::string v = next();
+      char *end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x >= 0 && x <= 86400 * 7))
+        usageError("--checkpoint-grace needs seconds (0 to 604800), got '" + v + "'");
+      o.preemption.graceSeconds = x;
+      o.checkpointOnGiven = true;
+      trainOnly.push_back(a);
+    } else if (a == "--allow-data-change") {
+      noValue();
+      o.allowDataChange = true;
+      trainOnly.push_back(a);
+    } else if (a == "--strict-memory") {
+      noValue();
+      o.strictMemory = true;
     } else if (a == "--comm-cores") {
       o.commCores = parseInt(a, next(), 0, "a number of cores");
       o.commCoresGiven = true;
@@ -254,6 +289,11 @@ Options parseOptions(int argc, char **argv) {
                                                        ? "--ckpt-every"
                                                        : "--ckpt-keep") +
                " needs --ckpt-dir D");
+  if (o.checkpointOnGiven && o.ckptDir.empty())
+    usageError("--checkpoint-on/--checkpoint-grace need --ckpt-dir D (the "
+               "checkpoint a signal writes)");
+  if (o.allowDataChange && !o.resume)
+    usageError("--allow-data-change is for --resume");
   if (o.emaDecay >= 0 && o.ckptDir.empty())
     usageError("--ema needs --ckpt-dir D (the EMA is saved in checkpoints)");
   if (!o.trainMode() && !trainOnly.empty())

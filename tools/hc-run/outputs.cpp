@@ -4,6 +4,7 @@
 // spelling, a hard link or a symlink is caught too.
 #include "common.h"
 
+#include "hc/runtime/checkpoint.h"
 #include "hc/runtime/files.h"
 
 #include <cerrno>
@@ -41,6 +42,9 @@ void checkOutputPath(const std::string &flag, const std::string &path) {
   struct stat st;
   if (p.back() == '/' || (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
     usageError(flag + " " + path + " is a folder, not a file name");
+  if (hc::rt::isSymlink(p))
+    usageError(flag + " " + path + " is a symbolic link, which hc-run does not "
+               "write through: remove it or choose another file name");
   std::string dir = folderOf(p);
   if (access(dir.c_str(), W_OK) != 0)
     usageError(flag + " " + path + ": folder " + dir + " " +
@@ -74,24 +78,35 @@ void checkOutputs(const Options &opt, const StepLibrary &lib, int rank) {
       inputs.push_back({"--inputs", opt.inputs + "/" + in.name + ".npy"});
 
   checkOutputsAgainstInputs(outputs, inputs);
-  // A checkpoint name in the checkpoint folder would be replaced or pruned.
-  if (!opt.ckptDir.empty()) {
-    std::string ck = canonicalOutput(opt.ckptDir + "/x");
-    ck.resize(ck.size() - 1);
-    for (const Named &o : outputs) {
-      std::string c = canonicalOutput(o.path);
-      if (c.compare(0, ck.size(), ck) == 0 &&
-          c.compare(ck.size(), 5, "ckpt-") == 0)
-        usageError(o.flag + " " + o.path + " is a checkpoint name in --ckpt-dir " +
-                   opt.ckptDir + ": choose another file name");
-    }
+  if (!opt.ckptDir.empty())
+    refuseCheckpointNames(outputs, opt.ckptDir, "--ckpt-dir");
+}
+
+void refuseCheckpointNames(const std::vector<NamedPath> &outputs,
+                           const std::string &ckptDir, const std::string &dirFlag) {
+  // A name that starts "ckpt-" in the checkpoint folder would replace a
+  // checkpoint, be pruned as one, or (ckpt-99999999.safetensors) be taken
+  // for the newest by every later --resume.
+  std::string ck = canonicalOutput(ckptDir + "/x");
+  ck.resize(ck.size() - 1);
+  for (const Named &o : outputs) {
+    std::string c = canonicalOutput(pathForRank(o.path, 0));
+    if (c.compare(0, ck.size(), ck) == 0 && c.compare(ck.size(), 5, "ckpt-") == 0)
+      usageError(o.flag + " " + o.path + " is a checkpoint name in " + dirFlag +
+                 " " + ckptDir + ": choose another file name");
   }
 }
 
 void checkOutputsAgainstInputs(const std::vector<NamedPath> &outputs,
                                const std::vector<NamedPath> &inputs) {
-  for (const NamedPath &o : outputs)
+  for (const NamedPath &o : outputs) {
     checkOutputPath(o.flag, o.path);
+    // A checkpoint's name anywhere: another folder may become a --ckpt-dir.
+    const std::string base = o.path.substr(o.path.find_last_of('/') + 1);
+    if (hc::rt::isCheckpointName(base))
+      usageError(o.flag + " " + o.path + " is named like a checkpoint "
+                 "(ckpt-<step>.safetensors): choose another file name");
+  }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const Named &o = outputs[i];
     for (const Named &in : inputs)

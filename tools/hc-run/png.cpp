@@ -2,6 +2,8 @@
 // each chunk is length, type, data, CRC-32 of type and data.
 #include "png.h"
 
+#include "hc/runtime/files.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -67,27 +69,7 @@ bool writePng(const std::string &path, const Image &im, std::string &error) {
   chunk(file, "IDAT", packed);
   chunk(file, "IEND", {});
 
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0;
-  std::size_t done = 0;
-  while (ok && done < file.size()) {
-    ssize_t n = ::write(fd, file.data() + done, file.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    ok = n > 0;
-    done += ok ? static_cast<std::size_t>(n) : 0;
-  }
-  int saved = ok ? 0 : errno;
-  if (fd >= 0) {
-    ok = ok && ::fsync(fd) == 0;
-    ok = ::close(fd) == 0 && ok;
-  }
-  if (ok && std::rename(tmp.c_str(), path.c_str()) == 0)
-    return true;
-  error = path + ": cannot write: " + std::strerror(saved ? saved : errno);
-  std::remove(tmp.c_str());
-  return false;
+  return hc::rt::writeFileAtomic(path, file.data(), file.size(), error);
 }
 
 Image labelledGrid(const float *samples, const std::vector<int64_t> &rowLabels, int perRow,

@@ -1,5 +1,6 @@
 #include "profile.h"
 
+#include "hc/runtime/files.h"
 #include "hc/runtime/kernels.h"
 
 #include <algorithm>
@@ -159,15 +160,10 @@ void Profiler::finish(StepContext &ctx) {
     top.push_back({{"call", order[r].second}, {"where", c.where}, {"seconds_per_step", order[r].first}});
   }
   j["slowest_calls"] = top;
-  std::string tmp = opt_.profile + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << j.dump(2) << "\n";
-    if (!f)
-      throw Error(1, "--profile " + opt_.profile + ": cannot write");
-  }
-  if (std::rename(tmp.c_str(), opt_.profile.c_str()) != 0)
-    throw Error(1, "--profile " + opt_.profile + ": cannot write");
+  const std::string text = j.dump(2) + "\n";
+  std::string err;
+  if (!hc::rt::writeFileAtomic(opt_.profile, text.data(), text.size(), err))
+    throw Error(1, "--profile " + err);
 }
 
 } // namespace hcrun

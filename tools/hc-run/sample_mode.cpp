@@ -385,6 +385,10 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
     outputs.push_back({"--save-npy's labels", labelsPathFor(o.saveNpy)});
   }
   checkOutputsAgainstInputs(outputs, inputs);
+  // As train mode: no output takes a checkpoint's name in the folder the
+  // weights come from.
+  refuseCheckpointNames(outputs, o.ckpt.substr(0, o.ckpt.find_last_of('/') + 1) + ".",
+                        "the folder of --ckpt");
 
   const int64_t perCall = guided ? m.batch / 2 : m.batch;
   const int64_t N = static_cast<int64_t>(classes.size()) * o.perClass;

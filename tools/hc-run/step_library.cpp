@@ -1,6 +1,7 @@
 // Loading a step library: dlopen, ABI check, description, parameters in and
 // out (safetensors), and the collective settling of errors.
 #include "common.h"
+#include "machine_check.h"
 
 #include "hc/runtime/files.h"
 #include "hc/runtime/safetensors.h"
@@ -284,11 +285,17 @@ StepContext::StepContext(const StepLibrary &lib, hc::rt::Comm &comm,
     env_.allreduce_progress = hc::rt::hc_comm_allreduce_progress;
   }
   env_.comm = &comm;
+  preemption::attach(env_, comm);  // a no-op unless train mode armed it
   char err[512] = {0};
   step_ = lib.api->create(&env_, err, sizeof err);
-  if (!step_)
-    throw Error(1, lib.path + ": cannot create a step context: " +
-                       (err[0] ? err : "no reason given"));
+  if (!step_) {
+    std::string why = err[0] ? err : "no reason given";
+    if (why.find("allocate") != std::string::npos)
+      why += " (the plan's arenas take " +
+             std::to_string(plannedArenaBytes(lib.desc.raw)) + " bytes per rank; " +
+             memoryOffer().text() + ")";
+    throw Error(1, lib.path + ": cannot create a step context: " + why);
+  }
 }
 
 StepContext::~StepContext() {
@@ -478,9 +485,14 @@ uint64_t StepContext::parameterHash() const {
   return h;
 }
 
-double StepContext::step(const void *const *inputs, int64_t stepIndex) {
+double StepContext::step(const void *const *inputs, int64_t stepIndex,
+                         bool *stopped) {
   double loss = 0;
   int rc = lib_.api->step(step_, inputs, &loss);
+  if (rc == -4 && stopped) {
+    *stopped = true;
+    return 0;
+  }
   const char *why = lib_.api->last_error ? lib_.api->last_error(step_) : "";
   if (rc == -2)
     throw Error(1, "--check-finite: step " + std::to_string(stepIndex) +

@@ -2,9 +2,14 @@
 #include "checkpointing.h"
 #include "common.h"
 #include "data.h"
+#include "machine_check.h"
+#include "preemption.h"
 #include "profile.h"
+#include "rank_agreement.h"
 
+#include "hc/runtime/checkpoint.h"
 #include "hc/runtime/copy_engine.h"
+#include "hc/runtime/files.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -89,9 +94,11 @@ std::FILE *openMetrics(const std::string &path, int64_t resumedStep) {
       }
       std::fclose(old);
     }
-  std::FILE *f = std::fopen(path.c_str(), "w");
+  std::string err;
+  int fd = hc::rt::openNoFollow(path, O_WRONLY | O_CREAT | O_TRUNC, err);
+  std::FILE *f = fd >= 0 ? fdopen(fd, "w") : nullptr;
   if (!f)
-    usageError("--metrics " + path + ": cannot write: " + std::strerror(errno));
+    usageError("--metrics " + (fd < 0 ? err : path + ": cannot write"));
   for (const auto &l : kept)
     std::fputs(l.c_str(), f);
   return f;
@@ -230,6 +237,32 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   return p;
 }
 
+// The plan against MemAvailable, the cgroup and ulimit -v before anything
+// large is allocated: a warning, or exit 2 under --strict-memory.
+void checkMemory(const Options &opt, const StepLibrary &lib, int r) {
+  int64_t extra = 0, params = 0, state = 0;
+  for (const TensorSpec &in : lib.desc.inputs)
+    extra += static_cast<int64_t>(in.bytes());
+  for (const TensorSpec &p : lib.desc.parameters)
+    params += static_cast<int64_t>(p.bytes());
+  for (const TensorSpec &s : lib.desc.state)
+    state += static_cast<int64_t>(s.bytes());
+  if (r == 0 && opt.emaDecay >= 0)
+    extra += params;
+  if (r == 0 && !opt.ckptDir.empty())
+    extra += params + state;  // the checkpoint's write buffer
+  const std::string line =
+      memoryShortfall(lib.desc.raw, extra, currentMachine().localRanks);
+  if (line.empty())
+    return;
+  if (opt.strictMemory)
+    usageError(line + " (--strict-memory; hc-compile --mem-budget plans smaller)");
+  if (r == 0)
+    std::printf("hc-run: warning: %s: the run may be killed for memory "
+                "(--strict-memory refuses; hc-compile --mem-budget plans "
+                "smaller)\n", line.c_str());
+}
+
 // Open MPI hands ranks a pseudo-terminal for stdout, so isatty(1) says
 // nothing under mpirun, and the launcher's own stdout cannot be seen
 // reliably: under a launcher the bar is opt-in (--progress).
@@ -248,6 +281,59 @@ void progressBar(int64_t done, int64_t total, double loss, double sps) {
   std::fflush(stdout);
 }
 
+// Every rank agreed to stop after step `done` (a preemption signal): rank 0
+// writes that step's checkpoint unless it is on disk already, every rank
+// waits for it, and all exit kPreemptedExit. `abandoned`: step done + 1 was
+// stopped at its update gate.
+int stopForPreemption(const Options &opt, hc::rt::Comm &comm, Checkpointer &ckpt,
+                      StepContext &ctx, const Ema &ema, uint64_t seed,
+                      std::FILE *metrics, int sig, int64_t done,
+                      int64_t lastCheckpoint, bool abandoned) {
+  const int r = comm.rank();
+  std::string saved;
+  Error failure(0, "");
+  bool failed = false;
+  if (r == 0) {
+    try {
+      if (done > lastCheckpoint) {
+        ckpt.write(ctx, ema, done, seed);
+        saved = "checkpoint " + hc::rt::checkpointPath(opt.ckptDir, done);
+      } else {
+        saved = done > 0 ? "its checkpoint " +
+                               hc::rt::checkpointPath(opt.ckptDir, done) +
+                               " was written already"
+                         : "nothing trained yet, nothing to save";
+      }
+    } catch (const Error &e) {
+      failure = e;
+      failed = true;
+    }
+    if (metrics)
+      std::fclose(metrics);
+  }
+  // No rank leaves before rank 0's checkpoint is complete: under mpirun the
+  // first rank to exit non-zero ends the others.
+  agreeOrExit(comm, failed ? &failure : nullptr);
+  if (r == 0) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "hc-run: %s: stopped after step %lld of %lld%s; %s; continue "
+                 "with --resume (exit %d)\n",
+                 signalName(sig).c_str(), static_cast<long long>(done),
+                 static_cast<long long>(opt.steps),
+                 abandoned ? (", step " + std::to_string(done + 1) +
+                              " abandoned before its update (--checkpoint-grace " +
+                              std::to_string(static_cast<long long>(
+                                  opt.preemption.graceSeconds)) + " s passed)")
+                                 .c_str()
+                           : "",
+                 saved.c_str(), kPreemptedExit);
+    std::fflush(stderr);
+  }
+  comm.finalize();
+  return kPreemptedExit;
+}
+
 } // namespace
 
 int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) {
@@ -261,13 +347,24 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   Checkpointer ckpt(opt, lib, comm);
   Error failure(0, "");
   bool failed = false;
+  DataFiles files;
   try {
     checkOutputs(opt, lib, r);
     plan = checkData(opt, lib, R, images, labels);
+    files = dataFilesOf(opt);
+  } catch (const Error &e) {
+    failure = e;
+    failed = true;
+  }
+  agreeOrExit(comm, failed ? &failure : nullptr);
+  // Before anything large is allocated: every rank runs the same training.
+  agreeAcrossRanks(opt, lib, files, comm);
+  try {
+    checkMemory(opt, lib, r);
     ctx = std::make_unique<StepContext>(lib, comm, opt.checkFinite, !opt.profile.empty());
     ctx->loadInit(opt.init);
     if (r == 0 && ckpt.on())
-      ckpt.prepare({G, plan.n, opt.data, opt.labels});
+      ckpt.prepare({G, plan.n, opt.data, opt.labels, files.data, files.labels});
     if (r == 0 && !opt.metrics.empty())
       metrics = openMetrics(opt.metrics, ckpt.pickedStep());
   } catch (const Error &e) {
@@ -275,6 +372,8 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     failed = true;
   }
   agreeOrExit(comm, failed ? &failure : nullptr);
+  if (r == 0 && ckpt.on() && preemption::armed())
+    preemption::noteLauncherWindow(opt.preemption);
 
   uint64_t seed = opt.seed;
   Ema ema;
@@ -343,7 +442,19 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   auto windowStart = start;
   double windowLoss = 0;
   int64_t window = 0;
+  int64_t lastCheckpoint = first;  // the newest checkpoint's step on disk
+  auto stopFor = [&](int sig, int64_t done, bool abandoned) {
+    if (bar)
+      std::printf("\n");
+    return stopForPreemption(opt, comm, ckpt, *ctx, ema, seed, metrics, sig,
+                             done, lastCheckpoint, abandoned);
+  };
   for (int64_t s = first; s < opt.steps; ++s) {
+    // A preemption signal on any rank: every rank stops here, at a step
+    // boundary they agree on.
+    if (preemption::armed())
+      if (int sig = preemption::agreeAtBoundary(comm))
+        return stopFor(sig, s, false);
     // The data must stay what the run started with: a file rewritten or cut
     // under the job is named and stops it (exit 1), never read half-changed.
     for (const MappedNpy *f : {&images, &labels}) {
@@ -363,6 +474,14 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       const int64_t row = sampler.row(s, g);
       const float *x0 = reinterpret_cast<const float *>(images.data()) +
                         static_cast<std::size_t>(row) * D;
+      // Bad pixels are named where they are, not as a NaN loss later: one
+      // pass over a sample about to be read anyway.
+      for (std::size_t i = 0; i < D; ++i)
+        if (!std::isfinite(x0[i]))
+          comm.fail(2, opt.data + ": sample " + std::to_string(row) + " holds " +
+                           (std::isnan(x0[i]) ? "NaN" : "an infinity") +
+                           " at element " + std::to_string(i) + " (found building "
+                           "the batch of step " + std::to_string(s + 1) + ")");
       int64_t label = opt.labels.empty() ? plan.nullClass : labelAt(labels, row);
       Sample smp = makeSample(sched, seed, static_cast<uint64_t>(s),
                               static_cast<uint64_t>(g), x0, D, label,
@@ -377,12 +496,16 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       y32[b] = static_cast<int32_t>(smp.y);
     }
     double loss = 0;
+    bool stopped = false;
     const auto stepStart = Clock::now();
     try {
-      loss = ctx->step(ptrs.data(), s + 1);
+      preemption::beforeStep(s + 1);
+      loss = ctx->step(ptrs.data(), s + 1, &stopped);
     } catch (const Error &e) {
       comm.fail(e.code, e.what());
     }
+    if (stopped)  // abandoned at the update gate: the state is step s's
+      return stopFor(preemption::agreeAtBoundary(comm), s, true);
     profiler.afterStep(*ctx, s + 1,
                        std::chrono::duration<double>(Clock::now() - stepStart).count());
     if (!std::isfinite(loss)) {
@@ -411,6 +534,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
             std::printf("\r\033[K");
           const auto before = Clock::now();
           ckpt.write(*ctx, ema, done, seed);
+          lastCheckpoint = done;
           windowStart += Clock::now() - before; // steps/s measures training
         }
       } catch (const Error &e) {

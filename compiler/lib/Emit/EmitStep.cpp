@@ -451,6 +451,20 @@ bool Emitter::run(std::string &cpp, std::string &description,
     for (int k = 0; calls[i].kind == 0 && k < calls[i].nout; ++k)
       if (operands[calls[i].first + calls[i].nin + k] == lossDesc)
         lossCall = i;
+  // The update gate (step ABI 4, preemption) stands before the first call
+  // that writes persistent training state: a parameter or the optimizer's
+  // moments and counters. Before it, a step can still be dropped whole.
+  std::size_t gateCall = calls.size();
+  for (std::size_t i = 0; i < calls.size() && gateCall == calls.size(); ++i)
+    for (int k = 0; calls[i].kind == 0 && k < calls[i].nout; ++k) {
+      int d = operands[calls[i].first + calls[i].nin + k];
+      if (d < 0)
+        continue;
+      int arena = descs[d].arena;
+      for (const char *persistent : {"param", "m", "v", "state"})
+        if (arena == arenaCode(persistent))
+          gateCall = i;
+    }
   // Model FLOPs, the usual MFU numerator: 3x the forward's matrix products
   // (recompute inside attention's backward is not counted).
   // The forward's matrix products are the calls whose registry FLOP rule
@@ -618,6 +632,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "constexpr int32_t kNumBuckets = " << numBuckets << ";\n"
      << "constexpr size_t kLossCall = " << lossCall << ";\n"
      << "constexpr size_t kNumCalls = " << calls.size() << ";\n"
+     << "constexpr size_t kGateCall = " << gateCall << ";  // the update gate\n"
      << "constexpr int32_t kNumCopies = " << numCopies << ";\n"
      << "constexpr int64_t kDiskBytes = " << diskBytes << ";  // the disk tier\n"
      << "const char kOffloadDir[] = " << cString(offloadDir) << ";\n"

@@ -4,7 +4,7 @@
 // kTouchNuma, kRanksPerNode, kArenaBytes, kConstants, kKernels,
 // kKernelNames and the constants kLossDesc, kNumBuckets, kLossCall,
 // kNumCalls, kNumClusters, kNumArenas, kInputArena, kConstArena,
-// kNumCopies, kDiskBytes, kOffloadDir.
+// kNumCopies, kDiskBytes, kOffloadDir, kGateCall.
 #include "StepRuntime.h"
 
 namespace hc {
@@ -17,6 +17,7 @@ struct hc_step {
   char *arena[kNumArenas] = {};
   std::vector<hcrt_tensor> tensors;  // kDescs resolved to addresses
   int64_t requests[kNumBuckets + 1] = {};  // this step's bucket all-reduces
+  bool inflight[kNumBuckets + 1] = {};     // started, not yet waited for
   int32_t pending = 0;                     // started, not yet waited for
   float lossSum = 0;                       // the loss's own request
   int64_t lossRequest = -1;
@@ -27,6 +28,12 @@ struct hc_step {
   // step's base is its ordinal times kNumCalls + 1), and s->error's guard.
   std::atomic<int64_t> progress[kNumClusters] = {};
   int64_t tickets[kNumCopies + 1] = {};    // this step's tier copies
+  bool copying[kNumCopies + 1] = {};       // started, not yet waited for
+  // Preemption (env.abandon_requested / env.update_gate): this step runs
+  // no more kernels; the gate's verdict for step `gateStep` (1 stop, 0 go).
+  std::atomic<bool> abandoned{false};
+  std::atomic<int64_t> gateStep{0};
+  std::atomic<int32_t> gateVerdict{0};
   int32_t disk = -1;                       // the disk tier's file
   int64_t steps = 0;
   std::mutex errorMu;
@@ -213,16 +220,23 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
   {
     const Call &c = kCalls[ci];
     CallTimer timer(s, ci);
+    if (host && !s->abandoned.load(std::memory_order_relaxed) &&
+        s->env.abandon_requested && s->env.abandon_requested(s->env.host))
+      s->abandoned.store(true);
     if (c.kind == 0) {
-      int32_t n = c.nin + c.nout;
-      for (int32_t k = 0; k < n; ++k) {
-        int32_t d = kOperands[c.first + k];
-        args[k] = d < 0 ? absent : s->tensors[d];
+      // An abandoned step runs no kernel (its results are never used), but
+      // keeps its collectives and copies so every rank reaches the gate.
+      if (!s->abandoned.load(std::memory_order_relaxed)) {
+        int32_t n = c.nin + c.nout;
+        for (int32_t k = 0; k < n; ++k) {
+          int32_t d = kOperands[c.first + k];
+          args[k] = d < 0 ? absent : s->tensors[d];
+        }
+        kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &kAttrs[c.attrs],
+                           threads);
+        if (s->env.check_finite && !outputsFinite(s, ci, args + c.nin, c.nout))
+          return -2;
       }
-      kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &kAttrs[c.attrs],
-                         threads);
-      if (s->env.check_finite && !outputsFinite(s, ci, args + c.nin, c.nout))
-        return -2;
       if (host && s->pending && s->env.allreduce_progress)
         s->env.allreduce_progress(s->env.comm);
       if (ci == kLossCall && s->env.world_size > 1 && s->env.allreduce_start_f32 &&
@@ -241,11 +255,13 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
       int64_t offset = c.kernel == HCRT_COPY_TO_DISK     ? kDescs[to].byte_offset
                        : c.kernel == HCRT_COPY_FROM_DISK ? kDescs[from].byte_offset
                                                          : 0;
+      s->copying[c.attrs] = true;
       s->tickets[c.attrs] = hcrt_copy_start(
           c.kernel, c.kernel == HCRT_COPY_TO_DISK ? nullptr : s->tensors[to].data,
           c.kernel == HCRT_COPY_FROM_DISK ? nullptr : s->tensors[from].data, bytes,
           s->disk, offset);
     } else if (c.kind == 5) {
+      s->copying[c.attrs] = false;
       if (hcrt_copy_wait(s->tickets[c.attrs], s->error, sizeof s->error) != 0)
         return -3;
     } else if (s->env.world_size > 1) {
@@ -259,6 +275,7 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
         s->requests[c.kernel] = s->env.allreduce_start_f32(s->env.comm, data, n);
         if (s->requests[c.kernel] < 0)
           return -1;
+        s->inflight[c.kernel] = true;
         ++s->pending;
         return 0;
       }
@@ -266,6 +283,7 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
                           s->env.allreduce_sum_f32(s->env.comm, data, n) != 0))
         return -1;
       if (c.kind == 2 && async) {
+        s->inflight[c.kernel] = false;
         if (s->env.allreduce_wait(s->env.comm, s->requests[c.kernel]) != 0)
           return -1;
         --s->pending;
@@ -276,6 +294,48 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
     }
   }
   return 0;
+}
+
+// The update gate before call kGateCall, the first that writes a parameter
+// or optimizer state: 0 go on, -4 stop (every rank agreed), -1 the
+// collective failed. Decided once per step, by the host stream.
+int passGate(hc_step *s) {
+  int32_t v = 0;
+  if (s->env.update_gate) {
+    v = s->env.update_gate(s->env.host, s->abandoned.load() ? 1 : 0);
+    v = v < 0 ? -1 : v > 0 ? -4 : 0;
+  } else if (s->abandoned.load()) {
+    v = -4;  // no collective to agree through: one rank, stop alone
+  }
+  s->gateVerdict.store(v, std::memory_order_relaxed);
+  s->gateStep.store(s->steps, std::memory_order_release);
+  return v;
+}
+
+// After a stop at the gate: the requests and copies started before it are
+// waited for (the same on every rank), so nothing is left in flight.
+int drainAfterStop(hc_step *s) {
+  int rc = -4;
+  for (int32_t b = 0; b < kNumBuckets; ++b)
+    if (s->inflight[b]) {
+      s->inflight[b] = false;
+      --s->pending;
+      if (s->env.allreduce_wait(s->env.comm, s->requests[b]) != 0)
+        rc = -1;
+    }
+  if (s->lossRequest >= 0) {
+    if (s->env.allreduce_wait(s->env.comm, s->lossRequest) != 0)
+      rc = -1;
+    s->lossRequest = -1;
+    --s->pending;
+  }
+  for (int32_t t = 0; t < kNumCopies; ++t)
+    if (s->copying[t]) {
+      s->copying[t] = false;
+      char ignored[256];
+      hcrt_copy_wait(s->tickets[t], ignored, sizeof ignored);
+    }
+  return rc;
 }
 
 // CFTP: cluster k's stream, on its threads. An entry another cluster's
@@ -296,8 +356,30 @@ void runCluster(void *ctx, int32_t k, hc_threads threads) {
   int64_t done = 0;
   for (size_t ci = 0; ci < kNumCalls; ++ci) {
     const Call &c = kCalls[ci];
+    if (ci == kGateCall && k == 0) {
+      // The host stream decides; a stop walks every later entry unrun. A
+      // step failed already only lets the other streams go on walking.
+      if (ci < r.failAt.load(std::memory_order_acquire)) {
+        if (int rc = passGate(s)) {
+          std::lock_guard<std::mutex> lk(r.mu);
+          if (ci < r.failAt.load()) {
+            r.failAt.store(ci, std::memory_order_release);
+            r.rc = rc;
+          }
+        }
+      } else {
+        s->gateStep.store(s->steps, std::memory_order_release);
+      }
+    }
     if (c.cluster != k)
       continue;
+    if (ci >= kGateCall && k != 0 && c.kind != 3 &&
+               s->gateStep.load(std::memory_order_acquire) != s->steps) {
+      // Nothing of this cluster past the gate runs before its verdict.
+      for (int spin = 0; s->gateStep.load(std::memory_order_acquire) != s->steps; ++spin)
+        if (spin > 20000)
+          std::this_thread::yield();
+    }
     if (c.kind == 3) {
       CallTimer timer(s, ci);  // the profile shows time spent waiting
       const int64_t target = r.base + c.first;
@@ -330,20 +412,25 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
           kDescs[i].byte_offset;
   const float scale = 1.0f / static_cast<float>(s->env.world_size);
   s->error[0] = 0;
+  s->abandoned.store(false);
   ClusterRun run;
   run.s = s;
   run.base = ++s->steps * static_cast<int64_t>(kNumCalls + 1);
   s->errorCall = SIZE_MAX;
   if (kNumClusters > 1 && hcrt_run_clusters(kNumClusters, runCluster, &run) == 0) {
     if (run.failAt.load() != SIZE_MAX)
-      return run.rc;
+      return run.rc == -4 ? drainAfterStop(s) : run.rc;
   } else {
     // One stream (or a team smaller than the plan's clusters): program
     // order is a valid order of every stream's entries.
-    for (size_t ci = 0; ci < kNumCalls; ++ci)
+    for (size_t ci = 0; ci < kNumCalls; ++ci) {
+      if (ci == kGateCall)
+        if (int rc = passGate(s))
+          return rc == -4 ? drainAfterStop(s) : rc;
       if (kCalls[ci].kind != 3)
         if (int rc = runEntry(s, ci, hc_threads{0, 0}, true))
           return rc;
+    }
   }
   float l = *static_cast<const float *>(s->tensors[kLossDesc].data);
   if (s->lossRequest >= 0) {

@@ -29,6 +29,9 @@ namespace hc::rt {
 
 // "DIR/ckpt-00000100.safetensors" for step 100.
 std::string checkpointPath(const std::string &dir, int64_t step);
+// Whether a file name (no folder) is one listCheckpoints() takes for a
+// checkpoint: ckpt-<8 to 18 digits>.safetensors.
+bool isCheckpointName(const std::string &name);
 
 struct CheckpointFile {
   int64_t step = 0;

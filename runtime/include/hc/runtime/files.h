@@ -1,6 +1,7 @@
 // File facts shared by hc-compile and hc-run: content hashes (checkpoint
-// checksums, the step library's hash of its init file) and file identity
-// (an output must never be one of the run's inputs, however it is spelled).
+// checksums, the step library's hash of its init file), file identity
+// (an output must never be one of the run's inputs, however it is spelled)
+// and writing outputs: atomically, and never through a link.
 #ifndef HC_RUNTIME_FILES_H
 #define HC_RUNTIME_FILES_H
 
@@ -21,6 +22,14 @@ std::string hashHex(uint64_t h);
 // one-line `error` naming the file.
 bool hashFile(const std::string &path, uint64_t &hash, std::string &error);
 
+// A file's identity without reading it all (a dataset may be terabytes):
+// "size:hash" where the hash covers the first and last 64 KiB and 64 blocks
+// of 4 KiB spread evenly between (the NPY header included). Two copies of
+// one dataset on two nodes agree; another dataset, or one edited or cut,
+// differs in practice. False + one-line `error` naming the file.
+bool sampledIdentity(const std::string &path, std::string &identity,
+                     std::string &error);
+
 // Device and inode of an existing file; false when it does not exist (or
 // cannot be stat'ed).
 struct FileId {
@@ -30,6 +39,47 @@ struct FileId {
 bool fileId(const std::string &path, FileId &id);
 // Both exist and are the same file (hard links and symlinks included).
 bool sameFile(const std::string &a, const std::string &b);
+
+// Outputs never follow a link. True when `path` exists as a symbolic link
+// (lstat); the one-line refusal callers print names the flag and the path.
+bool isSymlink(const std::string &path);
+// Opens (creating, mode 0644 less the umask) a file that is not a link:
+// O_NOFOLLOW | O_CLOEXEC added to `flags`. -1 with `error` (one line naming
+// the path; a link is "is a symbolic link, which hc does not write through").
+int openNoFollow(const std::string &path, int flags, std::string &error);
+
+// A file written under a temporary name (mkostemp: created exclusively, so
+// never through a link) in the destination's folder and renamed over the
+// destination only by commit(), after fsync (the folder is fsynced after the
+// rename). open() refuses a destination that is a link. Destroyed
+// uncommitted, it removes the temporary file and leaves the destination
+// untouched; a process ended by a signal removes it through
+// removeTemporariesFromSignal().
+class AtomicFile {
+public:
+  AtomicFile() = default;
+  AtomicFile(const AtomicFile &) = delete;
+  AtomicFile &operator=(const AtomicFile &) = delete;
+  ~AtomicFile();
+  bool open(const std::string &path, std::string &error);
+  bool write(const void *data, std::size_t n);
+  bool commit(std::string &error);
+  const std::string &error() const { return error_; }
+  // Test hook (HC_CKPT_CRASH_AFTER_BYTES): SIGKILL after this many bytes.
+  int64_t crashAfterBytes = -1;
+
+private:
+  std::string path_, tmp_, error_;
+  int fd_ = -1, slot_ = -1;
+  int64_t written_ = 0;
+};
+// `data` to `path` through an AtomicFile. False + one-line `error`.
+bool writeFileAtomic(const std::string &path, const void *data, std::size_t n,
+                     std::string &error);
+// Async-signal-safe: unlinks every AtomicFile temporary still open in this
+// process (a second preemption signal ends the process without a
+// half-written file left behind).
+void removeTemporariesFromSignal();
 
 } // namespace hc::rt
 

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define HC_STEP_ABI_VERSION 3
+#define HC_STEP_ABI_VERSION 4
 
 // What the host gives a step: its place in the job and the collective.
 typedef struct hc_step_env {
@@ -48,6 +48,21 @@ typedef struct hc_step_env {
   void (*allreduce_progress)(void *comm);
   // Version 3: non-zero makes the step time every call (get_profile).
   int32_t profile;
+  // Version 4, preemption (hc-run --checkpoint-on): `host` is passed back to
+  // the two callbacks below; either may be NULL (a step then runs to its end).
+  void *host;
+  // Polled by the host stream between calls, cheap and local: non-zero asks
+  // the step to abandon itself. From then on it runs no kernel, but still
+  // makes the collectives and tier copies its schedule holds before the
+  // update gate, so every rank reaches the gate.
+  int32_t (*abandon_requested)(void *host);
+  // The update gate: called once per step, right before the first call that
+  // writes a parameter or optimizer state, by every rank at the same place
+  // of the schedule; the host makes it a collective. `abandoned`: this rank
+  // abandoned the step. Returns 0 to go on, 1 to stop (step() then waits for
+  // what it started and returns -4, parameters and optimizer state exactly
+  // as before the call), or -1 when the collective failed.
+  int32_t (*update_gate)(void *host, int32_t abandoned);
 } hc_step_env;
 
 // One call of the step's schedule, profiled (version 3).
@@ -92,7 +107,8 @@ typedef struct hc_step_api {
   // ranks. Returns 0, -1 when the collective failed, -2 when check_finite
   // found a non-finite value (last_error says where), -3 when a tier copy
   // (the disk tier's I/O) failed; the step's results are then not to be
-  // used.
+  // used. -4 (version 4): stopped at the update gate; parameters and
+  // optimizer state are the previous step's, untouched.
   int (*step)(hc_step *step, const void *const *inputs, double *loss);
   // Version 3: one line about the last failure of step(), "" if none.
   const char *(*last_error)(const hc_step *step);
