@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sys/resource.h>
@@ -170,34 +171,38 @@ int64_t readInt(const std::string &path) {
 // "Key:   N kB" from a /proc file, in bytes; -1 when absent.
 int64_t procKb(const char *file, const char *key) {
   std::ifstream f(file);
-  std::string k;
-  int64_t v;
-  std::string unit;
-  while (f >> k >> v) {
-    std::getline(f, unit);
-    if (k == key)
-      return v * 1024;
-  }
+  std::string line;
+  const std::size_t n = std::strlen(key);
+  while (std::getline(f, line))
+    if (line.compare(0, n, key) == 0)
+      return std::strtoll(line.c_str() + n, nullptr, 10) * 1024;
   return -1;
 }
 
 std::string gb(int64_t b) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  if (b >= 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
   return buf;
 }
 } // namespace
 
 int64_t plannedArenaBytes(const nlohmann::json &desc) {
-  const nlohmann::json &mp = desc.value("memory_plan", nlohmann::json::object());
+  const nlohmann::json mp = desc.value("memory_plan", nlohmann::json::object());
   if (mp.contains("planned_bytes") && mp["planned_bytes"].is_number_integer())
     return mp["planned_bytes"].get<int64_t>();
   int64_t total = 0;
-  for (const auto &tier : mp.value("tiers", nlohmann::json::array()))
-    if (tier.value("kind", "") != "disk")
-      for (const auto &[name, bytes] : tier.value("arena_bytes", nlohmann::json::object()).items())
-        if (bytes.is_number_integer())
-          total += bytes.get<int64_t>();
+  const nlohmann::json tiers = mp.value("tiers", nlohmann::json::array());
+  for (const auto &tier : tiers) {
+    if (!tier.is_object() || tier.value("kind", "") == "disk")
+      continue;
+    const nlohmann::json arenas = tier.value("arena_bytes", nlohmann::json::object());
+    for (const auto &bytes : arenas)
+      if (bytes.is_number_integer())
+        total += bytes.get<int64_t>();
+  }
   return total;
 }
 
@@ -218,8 +223,8 @@ MemoryOffer memoryOffer() {
   struct rlimit rl;
   if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
     int64_t mapped = procKb("/proc/self/status", "VmSize:");
-    m.addressFree = std::max<int64_t>(0, static_cast<int64_t>(rl.rlim_cur) -
-                                             std::max<int64_t>(0, mapped));
+    m.addressLimit = static_cast<int64_t>(rl.rlim_cur);
+    m.addressFree = std::max<int64_t>(0, m.addressLimit - std::max<int64_t>(0, mapped));
   }
   return m;
 }
@@ -242,7 +247,8 @@ std::string MemoryOffer::text() const {
   t += cgroupLimit >= 0 ? ", cgroup limit " + gb(cgroupLimit) + " (" + gb(cgroupFree) + " free)"
                         : ", no cgroup memory limit";
   if (addressFree >= 0)
-    t += ", address-space limit (ulimit -v) leaves " + gb(addressFree);
+    t += ", address-space limit (ulimit -v) " + gb(addressLimit) + " with " +
+         gb(addressFree) + " unmapped";
   return t;
 }
 

@@ -47,7 +47,8 @@ int64_t plannedArenaBytes(const nlohmann::json &desc);
 // limit less its use (v2 memory.max/current), and the address-space limit
 // (RLIMIT_AS) less what is mapped; -1 where there is none.
 struct MemoryOffer {
-  int64_t available = -1, cgroupFree = -1, cgroupLimit = -1, addressFree = -1;
+  int64_t available = -1, cgroupFree = -1, cgroupLimit = -1;
+  int64_t addressLimit = -1, addressFree = -1;
   int64_t least(int localRanks) const;  // per rank of this node, -1: unknown
   std::string text() const;             // "MemAvailable 20.1 GB, cgroup ..."
 };

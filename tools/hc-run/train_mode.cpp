@@ -240,7 +240,9 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
 // The plan against MemAvailable, the cgroup and ulimit -v before anything
 // large is allocated: a warning, or exit 2 under --strict-memory.
 void checkMemory(const Options &opt, const StepLibrary &lib, int r) {
-  int64_t extra = 0, params = 0, state = 0;
+  // hc::rt::hashFile's 8 MiB chunk checks the init file while the arenas
+  // are held.
+  int64_t extra = 8 << 20, params = 0, state = 0;
   for (const TensorSpec &in : lib.desc.inputs)
     extra += static_cast<int64_t>(in.bytes());
   for (const TensorSpec &p : lib.desc.parameters)
@@ -323,9 +325,8 @@ int stopForPreemption(const Options &opt, hc::rt::Comm &comm, Checkpointer &ckpt
                  static_cast<long long>(opt.steps),
                  abandoned ? (", step " + std::to_string(done + 1) +
                               " abandoned before its update (--checkpoint-grace " +
-                              std::to_string(static_cast<long long>(
-                                  opt.preemption.graceSeconds)) + " s passed)")
-                                 .c_str()
+                              nlohmann::json(opt.preemption.graceSeconds).dump() +
+                              " s passed)").c_str()
                            : "",
                  saved.c_str(), kPreemptedExit);
     std::fflush(stderr);
