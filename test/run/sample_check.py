@@ -302,6 +302,21 @@ def case_refusals(a):
     refused(a, base[:-2] + ["--save-npy", "sig.ckpt.safetensors"],
             ["--save-npy", "would be overwritten"])
     refused(a, base[:-2] + ["--out", "sig.so"], ["--out", "would be overwritten"])
+    # Issue 46: sample outputs obey train mode's rules: no checkpoint names
+    # (in the weights' folder or anywhere), never through a link.
+    refused(a, base[:-2] + ["--out", "ckpt-00001250.safetensors"], ["--out", "checkpoint"])
+    refused(a, base[:-2] + ["--out", "ckpt-x.png"], ["--out", "checkpoint name"])
+    os.makedirs(os.path.join(a.work, "elsewhere"), exist_ok=True)
+    refused(a, base[:-2] + ["--save-npy", "elsewhere/ckpt-00000007.safetensors"],
+            ["--save-npy", "named like a checkpoint"])
+    victim = os.path.join(a.work, "victim.txt")
+    open(victim, "w").write("precious\n")
+    link = os.path.join(a.work, "g-link.png")
+    if not os.path.lexists(link):
+        os.symlink(victim, link)
+    refused(a, base[:-2] + ["--out", "g-link.png"], ["--out", "symbolic link"])
+    if open(victim).read() != "precious\n":
+        check(False, "--out through a link wrote its target")
     # A graph whose loss has no noise input: no model output to cut at.
     import onnx
     from onnx import TensorProto, helper

@@ -96,12 +96,12 @@ void checkOutput(const std::string &input, const std::string &path) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     usageError("-o " + path + " is a folder, not a file name");
-  if (hc::rt::isSymlink(path))
-    usageError("-o " + path + " is a symbolic link, which hc-compile does not "
-               "write through: remove it or choose another output name");
   if (hc::rt::sameFile(path, input))
     usageError("-o " + path + " is the input model " + input +
                ": it would be overwritten; choose another output name");
+  if (hc::rt::isSymlink(path))
+    usageError("-o " + path + " is a symbolic link, which hc-compile does not "
+               "write through: remove it or choose another output name");
   std::size_t slash = path.find_last_of('/');
   std::string dir = slash == std::string::npos ? "."
                     : slash == 0                ? "/"
@@ -135,12 +135,13 @@ struct Temporaries {
     paths.push_back(dir + "/" + path.substr(path.find_last_of('/') + 1));
     return paths.back();
   }
-  bool keep = false;  // an internal error points the user at them
+  bool keep = false;  // an internal error points the user at the source
   ~Temporaries() {
+    for (const auto &p : paths)
+      if (!keep || p.size() < 4 || p.compare(p.size() - 4, 4, ".cpp") != 0)
+        std::remove(p.c_str());
     if (keep)
       return;
-    for (const auto &p : paths)
-      std::remove(p.c_str());
     if (!dir.empty())
       ::rmdir(dir.c_str());
   }

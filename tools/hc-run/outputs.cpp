@@ -42,9 +42,6 @@ void checkOutputPath(const std::string &flag, const std::string &path) {
   struct stat st;
   if (p.back() == '/' || (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
     usageError(flag + " " + path + " is a folder, not a file name");
-  if (hc::rt::isSymlink(p))
-    usageError(flag + " " + path + " is a symbolic link, which hc-run does not "
-               "write through: remove it or choose another file name");
   std::string dir = folderOf(p);
   if (access(dir.c_str(), W_OK) != 0)
     usageError(flag + " " + path + ": folder " + dir + " " +
@@ -119,6 +116,11 @@ void checkOutputsAgainstInputs(const std::vector<NamedPath> &outputs,
         usageError(o.flag + " and " + outputs[k].flag + " both name " + o.path +
                    ": give each output its own file");
   }
+  // After the comparisons, which name a link to an input more precisely.
+  for (const NamedPath &o : outputs)
+    if (hc::rt::isSymlink(pathForRank(o.path, 0)))
+      usageError(o.flag + " " + o.path + " is a symbolic link, which hc-run does "
+                 "not write through: remove it or choose another file name");
 }
 
 } // namespace hcrun
