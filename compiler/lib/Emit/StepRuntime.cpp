@@ -296,6 +296,11 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
   return 0;
 }
 
+// A host without preemption callbacks has no gate: no stream waits at it.
+bool gated(const hc_step *s) {
+  return s->env.update_gate || s->env.abandon_requested;
+}
+
 // The update gate before call kGateCall, the first that writes a parameter
 // or optimizer state: 0 go on, -4 stop (every rank agreed), -1 the
 // collective failed. Decided once per step, by the host stream.
@@ -356,7 +361,7 @@ void runCluster(void *ctx, int32_t k, hc_threads threads) {
   int64_t done = 0;
   for (size_t ci = 0; ci < kNumCalls; ++ci) {
     const Call &c = kCalls[ci];
-    if (ci == kGateCall && k == 0) {
+    if (ci == kGateCall && k == 0 && gated(s)) {
       // The host stream decides; a stop walks every later entry unrun. A
       // step failed already only lets the other streams go on walking.
       if (ci < r.failAt.load(std::memory_order_acquire)) {
@@ -373,7 +378,7 @@ void runCluster(void *ctx, int32_t k, hc_threads threads) {
     }
     if (c.cluster != k)
       continue;
-    if (ci >= kGateCall && k != 0 && c.kind != 3 &&
+    if (ci >= kGateCall && k != 0 && c.kind != 3 && gated(s) &&
                s->gateStep.load(std::memory_order_acquire) != s->steps) {
       // Nothing of this cluster past the gate runs before its verdict.
       for (int spin = 0; s->gateStep.load(std::memory_order_acquire) != s->steps; ++spin)
@@ -424,7 +429,7 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
     // One stream (or a team smaller than the plan's clusters): program
     // order is a valid order of every stream's entries.
     for (size_t ci = 0; ci < kNumCalls; ++ci) {
-      if (ci == kGateCall)
+      if (ci == kGateCall && gated(s))
         if (int rc = passGate(s))
           return rc == -4 ? drainAfterStop(s) : rc;
       if (kCalls[ci].kind != 3)
