@@ -115,7 +115,9 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     the element, the step and the rank. Slower: a debugging aid.
 
 Exit codes: 0 done; 1 a step failed, a non-finite loss or an output could
-not be written; 2 bad flags, library, description or data (nothing written).
+not be written; 2 bad flags, library, description or data, or ranks that
+disagree (nothing written); 75 stopped by a --checkpoint-on signal after
+writing a checkpoint (resume with --resume).
 )";
 }
 

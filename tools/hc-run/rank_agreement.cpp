@@ -44,7 +44,7 @@ json fieldsOf(const Options &opt, const StepLibrary &lib, const DataFiles &files
   f["the library's initial parameters"] = d.initHash;
   f["--init (the initial parameters loaded)"] =
       identityOf("--init", lib.initPath(opt.init));
-  f["--seed"] = opt.seedSeen ? std::to_string(opt.seed) : "default";
+  f["--seed"] = std::to_string(opt.seed);  // 0 when not given
   f["--data (content)"] = files.data;
   f["--labels (content)"] = files.labels;
   f["--hflip"] = opt.hflip ? "on" : "off";
