@@ -75,10 +75,18 @@ def wait_for_step(env, folder_or_metrics, step, p, limit=60):
 
 
 def ranks_of(p):
-    """hc-run processes started by this mpirun (its children's children)."""
-    out = subprocess.run(["pgrep", "-s", str(os.getpgid(p.pid)), "-f", "hc-run"],
-                         capture_output=True, text=True).stdout.split()
-    return [int(x) for x in out if int(x) != p.pid]
+    """hc-run processes in this mpirun's session (it leads one), from /proc."""
+    ranks = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open("/proc/%s/stat" % pid).read()
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")[0]
+        except OSError:
+            continue
+        session = int(stat.rsplit(")", 1)[1].split()[3])
+        if session == p.pid and int(pid) != p.pid and cmd.endswith(b"hc-run"):
+            ranks.append(int(pid))
+    return ranks
 
 
 def finish(p, timeout=60):
