@@ -25,7 +25,7 @@ usage: preempt_check.py CASE --hc-run BIN --toys DIR --work DIR
   resume-data a resume on other data, other labels or no labels is refused
               (exit 2) unless --allow-data-change, which is recorded.
   messages    NaN pixels name the file and the sample; an NPY header over
-              64 KiB is refused.
+              64 KiB is refused; more than 100 steps that save nothing warn.
 """
 import os
 import signal
@@ -310,6 +310,13 @@ def case_messages(env):
     line = expect_exit2(env, ["toy_b4.so", "--data", "big.npy", "--labels", "labels.npy", "--steps", "1"],
                         "big header", contains="over the 65536")
     print(line)
+    # A run of more than 100 steps that keeps nothing is warned about (#51).
+    base = ["toy_b4.so", "--data", "data.npy", "--labels", "labels.npy", "--steps", "101", "--log-every", "101"]
+    p = env.ok(base)
+    check("warning: 101 steps and nothing will be saved" in p.stdout, p.stdout)
+    for keep in (["--save-params", "p.safetensors"], ["--ckpt-dir", "K"]):
+        check("nothing will be saved" not in env.ok(base + keep).stdout, "warned with %s" % keep)
+    check("nothing will be saved" not in env.ok(base[:-4] + ["--steps", "100"]).stdout, "warned at 100 steps")
 
 
 def case_links(env):

@@ -218,6 +218,7 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context;
   hc::ImportedModel model;
   options.path = input;
+  options.userFrozen = pipeline.freeze;
   bool unsupported = false;
   if (!hc::importOnnx(context, options, model, error, &unsupported)) {
     std::fprintf(stderr, "hc-compile: %s\n", error.c_str());

@@ -19,8 +19,10 @@ const char *usageText() {
                   [--metrics FILE.jsonl] [--progress|--no-progress]
                   [--init P] [--save-params F] [--save-grads G] [--save-state S]
                   [--ckpt-dir D [--ckpt-every N] [--ckpt-keep K] [--resume]]
-                  [--ema [DECAY]] [--checkpoint-on SIGS] [--checkpoint-grace S]
-                  [--allow-data-change] [--strict-memory]
+                  [--ema [DECAY]] [--hflip] [--checkpoint-on SIGS]
+                  [--checkpoint-grace S] [--allow-data-change] [--strict-memory]
+  both modes:     [--profile FILE] [--check-finite] [--comm-cores N]
+                  [--offload-dir D] [--strict-topology]
   sampling:   hc-run sample SAMPLER.so --ckpt CKPT [--out GRID.png]
                   [--save-npy F.npy] ... (hc-run sample --help)
 

@@ -432,6 +432,12 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     if (first == opt.steps)
       std::printf("hc-run: the checkpoint is at --steps %lld already; nothing "
                   "to train\n", (long long)opt.steps);
+    // A long run that keeps nothing is almost always a forgotten flag.
+    if (opt.steps - first > 100 && opt.ckptDir.empty() && opt.saveParams.empty() &&
+        opt.saveState.empty())
+      std::printf("hc-run: warning: %lld steps and nothing will be saved (no "
+                  "--ckpt-dir, --save-params or --save-state): the trained "
+                  "weights end with the run\n", (long long)(opt.steps - first));
     std::fflush(stdout);
   }
 

@@ -725,6 +725,8 @@ void Importer::warnLooksFrozen() {
     if (!name || f.getArgAttr(i, "hc.frozen"))
       continue;
     std::string n = name.str();
+    if (llvm::is_contained(options.userFrozen, n))
+      continue;  // --freeze names it: frozen, as the warning would advise
     auto it = out.params.find(n);
     if (it != out.params.end() && it->second.data && isSinCosTable(it->second))
       out.warnings.push_back(

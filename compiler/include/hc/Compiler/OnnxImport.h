@@ -18,6 +18,9 @@ namespace hc {
 struct ImportOptions {
   std::string path;   // the .onnx file
   int64_t batch = 0;  // per-rank batch fixing a dynamic batch axis; 0: none
+  // Parameters the user freezes (hc-compile --freeze): the importer's
+  // "looks frozen" warnings skip them.
+  std::vector<std::string> userFrozen;
 };
 
 // An initializer's values, viewed in place (in the protobuf or a memory-mapped
