@@ -1,6 +1,7 @@
 #include "AutoMemRewrite.h"
 
 #include "BufferLiveness.h"
+#include "hc/Schedule/KernelRegistry.h"
 
 using namespace mlir;
 namespace hs = hc::schedule;
@@ -34,8 +35,9 @@ bool writes(Operation *op, hs::BufferOp b) {
 }
 
 bool isPureProducer(hs::CallOp call) {
-  StringRef k = call.getKernel();
-  if (k == "adamw" || k == "adam" || k == "sgd" || k == "random_uniform")
+  // Only a pure kernel may run again: kernels.def's effect column.
+  const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(call.getKernel());
+  if (!k || k->effect != hs::KernelEffect::Pure)
     return false;
   for (Value out : call.getOuts()) {
     auto b = out.getDefiningOp<hs::BufferOp>();

@@ -2,7 +2,8 @@
 // @step is cut into one stream of calls per cluster of the rank's core
 // budget: each hcs.call either runs whole on one cluster or is replaced by
 // one sub-call per cluster on hcs.view slices of its operands (the rule per
-// kernel is CftpRules.cpp's table), and hcs.cluster_wait orders a stream
+// kernel is kernels.def's split column, CftpRules.cpp applies it), and
+// hcs.cluster_wait orders a stream
 // after another only where bytes cross clusters (CftpAccess.h). Which of
 // the two each call gets is decided by a list-scheduling cost model fed by
 // measured kernel rates (Rates below; bench/cftp-rates-*.txt).

@@ -7,69 +7,7 @@ using namespace mlir;
 namespace hc::cftp {
 namespace {
 
-// Kernels not listed run whole: mse_loss (one scalar), mse_loss_grad (its
-// scale is 1 / the whole prediction's size), random_uniform (draws keyed
-// by the sample's index within the call), gather, scatter_add and
-// slice_grad (small, index-driven).
-const SplitRule kRules[] = {
-    // Elementwise with NumPy broadcasting.
-    {"add", Rule::Bcast, 0, false},
-    {"sub", Rule::Bcast, 0, false},
-    {"mul", Rule::Bcast, 0, false},
-    {"div", Rule::Bcast, 0, false},
-    {"pow", Rule::Bcast, 0, false},
-    {"max", Rule::Bcast, 0, false},
-    {"min", Rule::Bcast, 0, false},
-    {"less", Rule::Bcast, 0, false},
-    {"equal", Rule::Bcast, 0, false},
-    {"where", Rule::Bcast, 0, false},
-    {"neg", Rule::Bcast, 0, false},
-    {"sqrt", Rule::Bcast, 0, false},
-    {"exp", Rule::Bcast, 0, false},
-    {"log", Rule::Bcast, 0, false},
-    {"tanh", Rule::Bcast, 0, false},
-    {"sigmoid", Rule::Bcast, 0, false},
-    {"sin", Rule::Bcast, 0, false},
-    {"cos", Rule::Bcast, 0, false},
-    {"erf", Rule::Bcast, 0, false},
-    {"reciprocal", Rule::Bcast, 0, false},
-    {"silu", Rule::Bcast, 0, false},
-    {"gelu", Rule::Bcast, 0, false},
-    {"cast", Rule::Bcast, 0, false},
-    {"copy", Rule::Bcast, 0, false},
-    {"silu_grad", Rule::Bcast, 0, false},
-    {"gelu_grad", Rule::Bcast, 0, false},
-    {"softmax", Rule::Bcast, 0, true},
-    {"softmax_grad", Rule::Bcast, 0, true},
-    // Reductions: along the first axis they keep (a bias gradient's sum
-    // over all rows is cut along its features).
-    {"reduce_sum", Rule::Reduce, 0, false},
-    {"reduce_mean", Rule::Reduce, 0, false},
-    // Row-wise DiT kernels: dim 0 is the sample.
-    {"layer_norm", Rule::Rows, 0x1, true},
-    {"layer_norm_grad", Rule::Rows, 0x3, true},  // not with dscale/dshift
-    {"modulate", Rule::Lead, 0, false},
-    {"modulate_grad", Rule::Lead, 0, false},
-    {"gated_residual", Rule::Lead, 0, false},
-    {"gated_residual_grad", Rule::Lead, 0, false},
-    {"concat", Rule::Lead, 0, true},
-    // Attention by sample (all heads of a sample on one cluster).
-    {"attention", Rule::Lead, 0, false},
-    {"attention_grad", Rule::Lead, 0, false},
-    // GEMMs by rows of A; weight gradients by output feature.
-    {"linear", Rule::Rows, 0x1, false},
-    {"linear_gelu", Rule::Rows, 0x1, false},
-    {"linear_grad_input", Rule::Rows, 0x1, false},
-    {"linear_grad_input_gelu", Rule::Rows, 0x5, false},
-    {"linear_grad_weight", Rule::Features, 0, false},
-    {"matmul", Rule::Matmul, 0, false},
-    // Optimizers over flat arenas: elementwise (a 0-d step is read whole).
-    {"adamw", Rule::Lead, 0, false},
-    {"adam", Rule::Lead, 0, false},
-    {"sgd", Rule::Lead, 0, false},
-};
-
-const SplitRule kWhole = {"", Rule::None, 0, false};
+const SplitRule kWhole = {};
 
 int64_t intAttr(DictionaryAttr attrs, StringRef key, int64_t dflt) {
   if (auto a = attrs.getAs<IntegerAttr>(key))
@@ -80,10 +18,8 @@ int64_t intAttr(DictionaryAttr attrs, StringRef key, int64_t dflt) {
 } // namespace
 
 const SplitRule &splitRuleOf(StringRef kernel) {
-  for (const SplitRule &r : kRules)
-    if (kernel == r.kernel)
-      return r;
-  return kWhole;
+  const hc::schedule::KernelInfo *k = hc::schedule::KernelRegistry::builtin().lookup(kernel);
+  return k ? k->split : kWhole;
 }
 
 bool planSplit(const SplitRule &r, ArrayRef<ArrayRef<int64_t>> ins,

@@ -1,8 +1,10 @@
-// How each runtime kernel may be split across CFTP clusters: the one table
-// of split rules (CftpRules.cpp), keyed by kernels.def's names. A kernel
-// missing from it runs whole on one cluster.
+// How a call is cut across CFTP clusters: each kernel's rule is the split
+// column of the one registry (runtime/include/hc/runtime/kernels.def, read
+// by hc/Schedule/KernelRegistry.h); planSplit applies it to shapes.
 #ifndef HC_PASSES_CFTPRULES_H
 #define HC_PASSES_CFTPRULES_H
+
+#include "hc/Schedule/KernelRegistry.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -11,25 +13,11 @@
 
 namespace hc::cftp {
 
-enum class Rule {
-  None,      // runs whole (a scalar result, per-call sample numbering, ...)
-  Bcast,     // NumPy broadcasting: out dim 0 rows; an input of the output's
-             // rank with that dim is cut too, any other is read whole
-  Lead,      // dim 0 of every ranked operand is the sample: all cut
-  Rows,      // dim 0 of the inputs in `mask` and of every output
-  Features,  // linear_grad_weight: dw's rows = dy's last dim; x read whole
-  Reduce,    // the first kept axis of the input, and of the output
-  Matmul,    // NumPy matmul: A's rows (2-D) or the batch dim 0
-};
+using Rule = hc::schedule::SplitRule;
+using SplitRule = hc::schedule::KernelSplit;
 
-struct SplitRule {
-  const char *kernel;
-  Rule rule;
-  unsigned mask;      // Rows: inputs cut along dim 0
-  bool axisNotFirst;  // the `axis` attribute must not be dim 0
-};
-
-// The rule of `kernel` (None when it has no entry).
+// The rule of `kernel`: kernels.def's split column (None for a name the
+// registry does not have).
 const SplitRule &splitRuleOf(llvm::StringRef kernel);
 
 // A partition of one call: the axis each operand is cut along (-1: read

@@ -53,7 +53,7 @@ struct RuntimeEntry {
   OpFn fn;
 };
 const RuntimeEntry kRuntimeTable[] = {
-#define HCRT_KERNEL(name, flops, attrs) {#name, hcrt_op_##name},
+#define HCRT_KERNEL(name, flops, split, effect, ...) {#name, hcrt_op_##name},
 #include "hc/runtime/kernels.def"
 #include "throwaway_kernel.def"
 #undef HCRT_KERNEL
@@ -91,6 +91,37 @@ TEST_F(KernelRegistryTest, ThrowawayKernelIsKnownOnlyWhereItsEntryIsRead) {
   // Every builtin kernel is read the same way in both registries.
   EXPECT_EQ(withThrowaway().kernels().size(),
             KernelRegistry::builtin().kernels().size() + 1);
+}
+
+TEST_F(KernelRegistryTest, SplitAndEffectColumnsAreRead) {
+  // The throwaway entry's own columns.
+  const KernelInfo *t = withThrowaway().lookup("throwaway_axpb");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->split.rule, SplitRule::Bcast);
+  EXPECT_EQ(t->effect, KernelEffect::Pure);
+  // Builtin entries: each column word becomes its rule, mask and flag.
+  const KernelRegistry &r = KernelRegistry::builtin();
+  const KernelInfo *lngrad = r.lookup("layer_norm_grad");
+  ASSERT_NE(lngrad, nullptr);
+  EXPECT_EQ(lngrad->split.rule, SplitRule::Rows);
+  EXPECT_EQ(lngrad->split.mask, 0x3u);
+  EXPECT_TRUE(lngrad->split.axisNotFirst);
+  EXPECT_EQ(r.lookup("linear_grad_input_gelu")->split.mask, 0x5u);
+  EXPECT_EQ(r.lookup("linear_grad_weight")->split.rule, SplitRule::Features);
+  EXPECT_EQ(r.lookup("mse_loss")->split.rule, SplitRule::None);
+  EXPECT_TRUE(r.lookup("softmax")->split.axisNotFirst);
+  EXPECT_FALSE(r.lookup("add")->split.axisNotFirst);
+  // Effects: exactly the optimizers update state, exactly random_uniform
+  // draws; everything else is pure.
+  std::vector<std::string> optimizers, random;
+  for (const KernelInfo &k : r.kernels()) {
+    if (k.effect == KernelEffect::Optimizer)
+      optimizers.push_back(k.name);
+    if (k.effect == KernelEffect::Random)
+      random.push_back(k.name);
+  }
+  EXPECT_EQ(optimizers, (std::vector<std::string>{"adamw", "adam", "sgd"}));
+  EXPECT_EQ(random, (std::vector<std::string>{"random_uniform"}));
 }
 
 TEST_F(KernelRegistryTest, ThrowawayAttributesAreVerifiedAndPacked) {

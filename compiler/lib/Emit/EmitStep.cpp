@@ -596,7 +596,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
   {
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const auto &[kernel, nodes] = callWhere[i];
-      std::string phase = kernel == "adamw" || kernel == "adam" || kernel == "sgd"
+      const hs::KernelInfo *info = hs::KernelRegistry::builtin().lookup(kernel);
+      std::string phase = info && info->effect == hs::KernelEffect::Optimizer
                               ? "optimizer"
                               : i <= lossCall ? "forward" : "backward";
       std::string label =

@@ -1,7 +1,8 @@
 // The runtime's kernel registry (runtime/include/hc/runtime/kernels.def) as
-// the compiler reads it: names, attribute layouts and FLOP rules. hcs.call's
-// verifier, the emitter's attribute packing and the profile's FLOP counts
-// all come from here, so a kernel is described once.
+// the compiler reads it: names, attribute layouts, FLOP rules, CFTP split
+// rules and effects. hcs.call's verifier, the emitter's attribute packing,
+// the profile's FLOP counts, hc-cftp's cuts, hc-automem's recomputation and
+// the step's update gate all come from here, so a kernel is described once.
 #ifndef HC_SCHEDULE_KERNELREGISTRY_H
 #define HC_SCHEDULE_KERNELREGISTRY_H
 
@@ -36,9 +37,35 @@ enum class FlopRule {
   ATTENTION_GRAD
 };
 
+// How hc-cftp may cut one call across clusters (kernels.def's split column;
+// the cut itself is passes/lib/CftpRules.cpp's planSplit).
+enum class SplitRule {
+  None,      // runs whole (a scalar result, per-call sample numbering, ...)
+  Bcast,     // NumPy broadcasting: out dim 0 rows; an input of the output's
+             // rank with that dim is cut too, any other is read whole
+  Lead,      // dim 0 of every ranked operand is the sample: all cut
+  Rows,      // dim 0 of the inputs in `mask` and of every output
+  Features,  // linear_grad_weight: dw's rows = dy's last dim; x read whole
+  Reduce,    // the first kept axis of the input, and of the output
+  Matmul,    // NumPy matmul: A's rows (2-D) or the batch dim 0
+};
+
+struct KernelSplit {
+  SplitRule rule = SplitRule::None;
+  unsigned mask = 0;         // Rows: inputs cut along dim 0
+  bool axisNotFirst = false;  // the `axis` attribute must not be dim 0
+};
+
+// What running a call again, or elsewhere, would change (kernels.def's
+// effect column): Pure calls may be recomputed; Random draws are keyed by
+// the call and Optimizer calls update the training state in place.
+enum class KernelEffect { Pure, Random, Optimizer };
+
 struct KernelInfo {
   const char *name;
   FlopRule flops;
+  KernelSplit split;
+  KernelEffect effect;
   std::vector<AttrSlot> attrs;
 };
 

@@ -53,7 +53,7 @@ typedef struct hcrt_attrs {
 
 // Every kernel of runtime/include/hc/runtime/kernels.def (the registry, with
 // each kernel's operands and attribute layout documented there).
-#define HCRT_KERNEL(name, flops, attrs) HCRT_OP(name);
+#define HCRT_KERNEL(name, flops, split, effect, ...) HCRT_OP(name);
 #include "hc/runtime/kernels.def"
 #undef HCRT_KERNEL
 
