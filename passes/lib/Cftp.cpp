@@ -3,8 +3,8 @@
 // budget: each hcs.call either runs whole on one cluster or is replaced by
 // one sub-call per cluster on hcs.view slices of its operands (the rule per
 // kernel is kernels.def's split column, CftpRules.cpp applies it), and
-// hcs.cluster_wait orders a stream
-// after another only where bytes cross clusters (CftpAccess.h). Which of
+// hcs.cluster_wait orders a stream after another only where bytes cross
+// clusters (CftpAccess.h). Which of
 // the two each call gets is decided by a list-scheduling cost model fed by
 // measured kernel rates (Rates below; bench/cftp-rates-*.txt).
 #include "hc/Passes/Passes.h"
