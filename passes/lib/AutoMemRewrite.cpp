@@ -24,14 +24,11 @@ Uses usesOf(func::FuncOp f) {
 }
 
 bool writes(Operation *op, hs::BufferOp b) {
-  SmallVector<Value> outs;
-  if (auto call = dyn_cast<hs::CallOp>(op))
-    outs.assign(call.getOuts().begin(), call.getOuts().end());
-  else if (auto c = dyn_cast<hs::OffloadOp>(op))
-    outs.push_back(c.getTarget());
-  else if (auto c = dyn_cast<hs::PrefetchOp>(op))
-    outs.push_back(c.getTarget());
-  return llvm::any_of(outs, [&](Value v) { return baseBuffer(v) == b; });
+  // Where a write starts (a call's output, a copy's target), not the wait
+  // that completes one.
+  return llvm::any_of(hs::accessesOf(op), [&](const hs::Access &a) {
+    return a.write && !a.completes && baseBuffer(a.value) == b;
+  });
 }
 
 bool isPureProducer(hs::CallOp call) {

@@ -16,30 +16,14 @@ hs::BufferOp baseBuffer(Value v) {
 
 void forEachTouch(func::FuncOp f,
                   llvm::function_ref<void(unsigned, Operation *, hs::BufferOp)> fn) {
-  llvm::DenseMap<Value, std::pair<Value, Value>> copyOf;  // token -> buffers
   unsigned pos = 0;
   for (Operation &op : f.getBody().front()) {
     ++pos;
-    auto touch = [&](Value v) {
-      if (hs::BufferOp buf = baseBuffer(v))
+    // The access model: an asynchronous op touches its buffers where it
+    // starts and again at its wait, so they stay live in between.
+    for (const hs::Access &a : hs::accessesOf(&op))
+      if (hs::BufferOp buf = baseBuffer(a.value))
         fn(pos, &op, buf);
-    };
-    if (isa<hs::BufferOp, hs::ViewOp>(op))
-      continue;
-    if (auto c = dyn_cast<hs::OffloadOp>(op))
-      copyOf[c.getToken()] = {c.getSource(), c.getTarget()};
-    if (auto c = dyn_cast<hs::PrefetchOp>(op))
-      copyOf[c.getToken()] = {c.getSource(), c.getTarget()};
-    if (auto wait = dyn_cast<hs::WaitOp>(op)) {
-      auto it = copyOf.find(wait.getToken());
-      if (it != copyOf.end()) {
-        touch(it->second.first);
-        touch(it->second.second);
-      }
-      continue;
-    }
-    for (Value v : op.getOperands())
-      touch(v);
   }
 }
 

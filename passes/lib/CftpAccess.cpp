@@ -8,15 +8,14 @@ namespace hc::cftp {
 int Places::rootOf(Operation *def, int64_t &base) const {
   base = 0;
   if (auto buf = dyn_cast_or_null<hs::BufferOp>(def)) {
-    static const char *arenas[] = {"act", "param", "grad", "m", "v", "state"};
     base = buf.getOffset() ? static_cast<int64_t>(*buf.getOffset()) : 0;
-    for (int i = 0; i < 6; ++i)
-      if (buf.getArena() == arenas[i])
+    for (int i = 0; i < hs::kNumArenas; ++i)
+      if (buf.getArena() == hs::kArenaNames[i])
         return i;
     return -2;
   }
   if (auto in = dyn_cast_or_null<hs::InputOp>(def))
-    return 16 + static_cast<int>(in.getIndex());
+    return kFirstInputRoot + static_cast<int>(in.getIndex());
   if (isa_and_nonnull<hs::ConstantOp>(def))
     return -1;
   return -2;
@@ -42,24 +41,20 @@ bool Places::placeOf(Value v, Place &out) const {
 }
 
 void Places::accessesOf(Operation *op, SmallVectorImpl<Access> &out) const {
+  // The access model's memrefs as byte ranges. A request's wait reports
+  // its accesses again: the bytes are the request's until then.
   Place p;
-  if (auto call = dyn_cast<hs::CallOp>(op)) {
-    for (Value v : call.getIns())
-      if (placeOf(v, p))
-        add(p, false, out);
-    for (Value v : call.getOuts())
-      if (placeOf(v, p))
-        add(p, true, out);
-  } else if (auto start = dyn_cast<hs::AllReduceStartOp>(op)) {
-    if (placeOf(start.getBucket(), p)) {
-      add(p, false, out);
-      add(p, true, out);
-    }
-  } else if (auto wait = dyn_cast<hs::WaitOp>(op)) {
-    if (auto start = wait.getToken().getDefiningOp<hs::AllReduceStartOp>())
-      if (placeOf(start.getBucket(), p))
-        add(p, true, out);
-  }
+  for (const hs::Access &a : hs::accessesOf(op))
+    if (placeOf(a.value, p))
+      add(p, a.write, out);
+}
+
+std::string Places::rootName(int root) {
+  if (root >= kFirstInputRoot)
+    return "input " + std::to_string(root - kFirstInputRoot);
+  if (root >= 0 && root < hs::kNumArenas)
+    return std::string("arena '") + hs::kArenaNames[root] + "'";
+  return "constant";
 }
 
 } // namespace hc::cftp

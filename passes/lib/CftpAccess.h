@@ -10,10 +10,13 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <string>
+
 namespace hc::cftp {
 
-// Where a memref value lives: its root (an arena or a host input; constants
-// are read-only and have none), the root's byte base, and its layout.
+// Where a memref value lives: its root (an arena or a host input, see
+// Places::kFirstInputRoot; constants are read-only and have none), the
+// root's byte base, and its layout.
 struct Place {
   int root = -1;  // -1: no bytes anyone writes (a constant)
   int64_t base = 0, elemBytes = 4, offset = 0;  // offset in elements
@@ -50,9 +53,12 @@ class Places {
 public:
   // False when `v` is none of buffer, input, constant or a view of one.
   bool placeOf(mlir::Value v, Place &out) const;
-  // Reads and writes of a call, allreduce_start (the bucket, both) or wait
-  // (the bucket of its start, written). Other ops: none.
+  // The byte ranges of an op's accesses (hcs AccessOpInterface).
   void accessesOf(mlir::Operation *op, llvm::SmallVectorImpl<Access> &out) const;
+  // Roots: the arenas by their index in hs::kArenaNames, then the host's
+  // inputs from kFirstInputRoot.
+  static constexpr int kFirstInputRoot = schedule::kNumArenas;
+  static std::string rootName(int root);  // "arena 'act'", "input 2"
   void add(const Place &p, bool write, llvm::SmallVectorImpl<Access> &out) const {
     int64_t lo, hi;
     if (rangeOf(p, lo, hi))

@@ -65,60 +65,6 @@ struct PlanBuffersPass : impl::PlanBuffersBase<PlanBuffersPass> {
   }
 };
 
-// Byte range [first, second) of a buffer in its arena.
-std::pair<int64_t, int64_t> bytesOf(hs::BufferOp b) {
-  int64_t at = b.getOffset() ? static_cast<int64_t>(*b.getOffset()) : 0;
-  return {at, at + hs::byteSize(b.getType())};
-}
-
-// Between a bucket's all-reduce start and its wait the comm thread owns the
-// bucket's bytes: no kernel may read or write them, no other bucket may
-// share them. Fails naming the op.
-LogicalResult checkBucketsInFlight(func::FuncOp f) {
-  llvm::DenseMap<Value, hs::BufferOp> bufferOf;  // buffer or view -> buffer
-  struct InFlight {
-    hs::AllReduceStartOp start;
-    std::pair<int64_t, int64_t> range;
-  };
-  std::vector<InFlight> inFlight;
-  for (Operation &op : f.getBody().front()) {
-    if (auto buf = dyn_cast<hs::BufferOp>(op)) {
-      bufferOf[buf] = buf;
-      continue;
-    }
-    if (auto view = dyn_cast<hs::ViewOp>(op)) {
-      if (hs::BufferOp base = bufferOf.lookup(view.getSource()))
-        bufferOf[view] = base;
-      continue;
-    }
-    if (auto wait = dyn_cast<hs::WaitOp>(op)) {
-      llvm::erase_if(inFlight, [&](InFlight &b) {
-        return b.start.getToken() == wait.getToken();
-      });
-      continue;
-    }
-    for (Value v : op.getOperands()) {
-      hs::BufferOp buf = bufferOf.lookup(v);
-      if (!buf || buf.getArena() != "grad")
-        continue;
-      auto [lo, hi] = bytesOf(buf);
-      for (InFlight &b : inFlight)
-        if (lo < b.range.second && b.range.first < hi) {
-          InFlightDiagnostic d = op.emitError("touches gradient bytes [")
-                                 << lo << ", " << hi << ") of bucket "
-                                 << b.start.getBucketId()
-                                 << " while its all-reduce is in flight";
-          d.attachNote(b.start.getLoc()) << "the all-reduce starts here";
-          return failure();
-        }
-    }
-    if (auto start = dyn_cast<hs::AllReduceStartOp>(op))
-      if (hs::BufferOp buf = bufferOf.lookup(start.getBucket()))
-        inFlight.push_back({start, bytesOf(buf)});
-  }
-  return success();
-}
-
 // A CFTP plan (hc-cftp): every byte a stream reads or writes after another
 // stream wrote it, or writes after another read it, is ordered by an
 // hcs.cluster_wait in its stream naming that op or a later one of the other
@@ -134,7 +80,6 @@ LogicalResult checkClusterStreams(func::FuncOp f) {
   }
   if (K == 0)
     return success();
-  static const char *roots[] = {"act", "param", "grad", "m", "v", "state"};
   struct Done {
     int64_t idx;
     Operation *op;
@@ -171,9 +116,7 @@ LogicalResult checkClusterStreams(func::FuncOp f) {
           for (const cftp::Access &b : it->acc) {
             if (!cftp::conflicts(a, b))
               continue;
-            std::string where =
-                a.root < 6 ? std::string("arena '") + roots[a.root] + "'"
-                           : "input " + std::to_string(a.root - 16);
+            std::string where = cftp::Places::rootName(a.root);
             InFlightDiagnostic d =
                 op.emitError("cluster ")
                 << k << " " << (a.write ? "writes" : "reads") << " bytes ["
@@ -194,8 +137,8 @@ LogicalResult checkClusterStreams(func::FuncOp f) {
 struct VerifyPlanPass : impl::VerifyPlanBase<VerifyPlanPass> {
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>()) {
-      if (failed(checkBucketsInFlight(f)) || failed(checkClusterStreams(f)) ||
-          failed(verifyTierCopies(f)) || failed(verifyWrittenBeforeRead(f)) ||
+      if (failed(verifyRequestsInFlight(f)) || failed(checkClusterStreams(f)) ||
+          failed(verifyWrittenBeforeRead(f)) ||
           failed(verifyMemoryBudget(f)))
         return signalPassFailure();
       auto sizes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes");

@@ -28,24 +28,16 @@ std::optional<ByteRange> rangeOf(Value v) {
   return ByteRange{b.getArena(), at, at + hs::byteSize(b.getType())};
 }
 
-// Values an op writes: a call's outputs, a tier copy's target.
-SmallVector<Value> writesOf(Operation &op) {
-  if (auto call = dyn_cast<hs::CallOp>(op))
-    return SmallVector<Value>(call.getOuts());
-  if (auto c = dyn_cast<hs::OffloadOp>(op))
-    return {c.getTarget()};
-  if (auto c = dyn_cast<hs::PrefetchOp>(op))
-    return {c.getTarget()};
-  return {};
-}
-
 } // namespace
 
-LogicalResult verifyTierCopies(func::FuncOp f) {
+LogicalResult verifyRequestsInFlight(func::FuncOp f) {
+  // Requests in flight (the access model's pending accesses): nothing may
+  // touch the bytes one writes, nor write the bytes one reads, before its
+  // hcs.wait.
   struct InFlight {
-    Operation *copy;
+    Operation *start;
     Value token;
-    ByteRange source, target;
+    SmallVector<ByteRange, 2> reads, writes;
   };
   std::vector<InFlight> inFlight;
   for (Operation &op : f.getBody().front()) {
@@ -53,52 +45,67 @@ LogicalResult verifyTierCopies(func::FuncOp f) {
       llvm::erase_if(inFlight, [&](InFlight &c) { return c.token == wait.getToken(); });
       continue;
     }
-    if (isa<hs::BufferOp, hs::ViewOp, hs::InputOp, hs::ConstantOp>(op))
-      continue;
-    SmallVector<Value> writes = writesOf(op);
-    for (Value v : op.getOperands()) {
-      std::optional<ByteRange> r = rangeOf(v);
+    llvm::SmallVector<hs::Access, 4> accesses = hs::accessesOf(&op);
+    for (const hs::Access &a : accesses) {
+      std::optional<ByteRange> r = rangeOf(a.value);
       if (!r)
         continue;
-      bool written = llvm::is_contained(writes, v);
       for (InFlight &c : inFlight) {
-        const char *what = r->overlaps(c.target) ? "touches the target"
-                           : written && r->overlaps(c.source) ? "writes the source"
-                                                              : nullptr;
-        if (!what)
+        const ByteRange *touched = nullptr, *overwritten = nullptr;
+        for (const ByteRange &w : c.writes)
+          if (!touched && r->overlaps(w))
+            touched = &w;
+        for (const ByteRange &rd : c.reads)
+          if (!overwritten && a.write && r->overlaps(rd))
+            overwritten = &rd;
+        if (!touched && !overwritten)
           continue;
-        InFlightDiagnostic d = op.emitError() << what << " ('" << c.target.arena
-                                              << "' bytes [" << c.target.lo << ", "
-                                              << c.target.hi
-                                              << ")) of a tier copy in flight";
-        d.attachNote(c.copy->getLoc()) << "the copy starts here";
+        if (auto start = dyn_cast<hs::AllReduceStartOp>(c.start)) {
+          // The bucket is read and written in place: any touch conflicts.
+          InFlightDiagnostic d = op.emitError("touches gradient bytes [")
+                                 << r->lo << ", " << r->hi << ") of bucket "
+                                 << start.getBucketId()
+                                 << " while its all-reduce is in flight";
+          d.attachNote(start.getLoc()) << "the all-reduce starts here";
+          return failure();
+        }
+        const ByteRange &hit = touched ? *touched : *overwritten;
+        InFlightDiagnostic d = op.emitError()
+                               << (touched ? "touches the target" : "writes the source")
+                               << " ('" << hit.arena << "' bytes [" << hit.lo << ", "
+                               << hit.hi << ")) of a tier copy in flight";
+        d.attachNote(c.start->getLoc()) << "the copy starts here";
         return failure();
       }
     }
-    if (auto c = dyn_cast<hs::OffloadOp>(op))
-      inFlight.push_back({c, c.getToken(), *rangeOf(c.getSource()),
-                          *rangeOf(c.getTarget())});
-    if (auto c = dyn_cast<hs::PrefetchOp>(op))
-      inFlight.push_back({c, c.getToken(), *rangeOf(c.getSource()),
-                          *rangeOf(c.getTarget())});
+    InFlight started{&op, op.getNumResults() ? op.getResult(0) : Value(), {}, {}};
+    for (const hs::Access &a : accesses)
+      if (a.pending)
+        if (std::optional<ByteRange> r = rangeOf(a.value))
+          (a.write ? started.writes : started.reads).push_back(*r);
+    if (!started.reads.empty() || !started.writes.empty())
+      inFlight.push_back(started);
   }
   if (!inFlight.empty())
-    return inFlight.front().copy->emitError("tier copy is never waited for");
+    return inFlight.front().start->emitError()
+           << (isa<hs::AllReduceStartOp>(inFlight.front().start) ? "all-reduce"
+                                                                 : "tier copy")
+           << " is never waited for";
   return success();
 }
 
 LogicalResult verifyWrittenBeforeRead(func::FuncOp f) {
   llvm::DenseSet<Operation *> written;
   for (Operation &op : f.getBody().front()) {
-    if (isa<hs::BufferOp, hs::ViewOp, hs::WaitOp>(op))
-      continue;
-    SmallVector<Value> writes = writesOf(op);
-    for (Value v : writes)
-      if (hs::BufferOp b = baseBuffer(v))
-        written.insert(b);
-    for (Value v : op.getOperands()) {
-      hs::BufferOp b = baseBuffer(v);
-      if (!b || !hs::isLivenessArena(b.getArena()) || written.count(b))
+    llvm::SmallVector<hs::Access, 4> accesses = hs::accessesOf(&op);
+    // Writes first: an in-place output may be read by its own call.
+    for (const hs::Access &a : accesses)
+      if (a.write && !a.completes)
+        if (hs::BufferOp b = baseBuffer(a.value))
+          written.insert(b);
+    for (const hs::Access &a : accesses) {
+      hs::BufferOp b = baseBuffer(a.value);
+      if (a.completes || !b || !hs::isLivenessArena(b.getArena()) || written.count(b))
         continue;
       InFlightDiagnostic d =
           op.emitError("reads an '")

@@ -1,5 +1,6 @@
-// hc-verify-plan's memory proofs (VerifyMemory.cpp): tier copies in flight,
-// no buffer read before it is written, each tier within its budget.
+// hc-verify-plan's memory proofs (VerifyMemory.cpp), on the hcs access
+// model (AccessOpInterface): requests in flight, no buffer read before it
+// is written, each tier within its budget.
 #ifndef HC_PASSES_VERIFYMEMORY_H
 #define HC_PASSES_VERIFYMEMORY_H
 
@@ -7,9 +8,11 @@
 
 namespace hc {
 
-// Between an hcs.offload/hcs.prefetch and its hcs.wait no op touches the
-// target's bytes or writes the source's; every copy is waited for.
-mlir::LogicalResult verifyTierCopies(mlir::func::FuncOp f);
+// Between an asynchronous op (a tier copy, a bucket's all-reduce) and its
+// hcs.wait, no op touches the bytes it writes or writes the bytes it reads
+// (a bucket, read and written in place, is not touched at all, nor shared
+// by another bucket); every request is waited for.
+mlir::LogicalResult verifyRequestsInFlight(mlir::func::FuncOp f);
 // The first op touching an "act" or "offload" buffer writes it (a call's
 // output, a recomputation, a prefetch or offload's target).
 mlir::LogicalResult verifyWrittenBeforeRead(mlir::func::FuncOp f);

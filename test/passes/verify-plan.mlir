@@ -43,6 +43,18 @@ func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64}} {
 
 // -----
 
+// The access model makes every asynchronous op a request the verifier
+// follows to its wait: an all-reduce never waited for is refused like a tier
+// copy is.
+func.func @step() attributes {hcs.arena_bytes = {grad = 256 : i64}} {
+  %g = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  // expected-error @+1 {{all-reduce is never waited for}}
+  %t = hcs.allreduce_start %g {bucket_id = 0 : i64} : memref<64xf32>
+  return
+}
+
+// -----
+
 // A kernel writing into a gradient bucket whose all-reduce is in flight.
 func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, grad = 512 : i64}} {
   %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
@@ -106,7 +118,8 @@ func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, offload = 256 
   %s = hcs.buffer "offload" {offset = 0 : i64} : memref<64xf32>
   // expected-note @+1 {{the copy starts here}}
   %t = hcs.offload %a to %s : memref<64xf32> to memref<64xf32>
-  // expected-error @+1 {{writes the source ('offload' bytes [0, 256)) of a tier copy in flight}}
+  // The source's bytes are named (before the access model, the target's were).
+  // expected-error @+1 {{writes the source ('act' bytes [0, 256)) of a tier copy in flight}}
   hcs.call "exp"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
   hcs.wait %t
   return

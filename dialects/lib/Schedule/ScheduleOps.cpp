@@ -135,5 +135,63 @@ int64_t hc::schedule::clusterOf(Operation *op) {
   return a ? a.getInt() : 0;
 }
 
+//===----------------------------------------------------------------------===//
+// AccessOpInterface: what each op reads and writes (AccessInterface.td).
+//===----------------------------------------------------------------------===//
+
+#include "hc/Schedule/AccessInterface.cpp.inc"
+
+namespace hc::schedule {
+
+llvm::SmallVector<Access, 4> accessesOf(Operation *op) {
+  llvm::SmallVector<Access, 4> out;
+  if (auto a = dyn_cast<AccessOpInterface>(op))
+    a.getAccesses(out);
+  return out;
+}
+
+void CallOp::getAccesses(llvm::SmallVectorImpl<Access> &out) {
+  for (Value v : getIns())
+    out.push_back({v, /*write=*/false});
+  for (Value v : getOuts())
+    out.push_back({v, /*write=*/true});
+}
+
+// The bucket is read and summed in place until the wait.
+void AllReduceStartOp::getAccesses(llvm::SmallVectorImpl<Access> &out) {
+  out.push_back({getBucket(), /*write=*/false, /*pending=*/true});
+  out.push_back({getBucket(), /*write=*/true, /*pending=*/true});
+}
+
+// The source is read and the target written until the wait.
+void OffloadOp::getAccesses(llvm::SmallVectorImpl<Access> &out) {
+  out.push_back({getSource(), /*write=*/false, /*pending=*/true});
+  out.push_back({getTarget(), /*write=*/true, /*pending=*/true});
+}
+
+void PrefetchOp::getAccesses(llvm::SmallVectorImpl<Access> &out) {
+  out.push_back({getSource(), /*write=*/false, /*pending=*/true});
+  out.push_back({getTarget(), /*write=*/true, /*pending=*/true});
+}
+
+// The accesses of the request it waits for, complete here.
+void WaitOp::getAccesses(llvm::SmallVectorImpl<Access> &out) {
+  Operation *start = getToken().getDefiningOp();
+  auto async = dyn_cast_or_null<AccessOpInterface>(start);
+  if (!async)
+    return;
+  llvm::SmallVector<Access, 4> started;
+  async.getAccesses(started);
+  for (Access a : started)
+    if (a.pending)
+      out.push_back({a.value, a.write, /*pending=*/false, /*completes=*/true});
+}
+
+void LossOp::getAccesses(llvm::SmallVectorImpl<Access> &out) {
+  out.push_back({getValue(), /*write=*/false});
+}
+
+} // namespace hc::schedule
+
 #define GET_OP_CLASSES
 #include "hc/Schedule/ScheduleOps.cpp.inc"

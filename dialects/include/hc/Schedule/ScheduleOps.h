@@ -9,6 +9,24 @@
 
 #include "hc/Schedule/ScheduleDialect.h.inc"
 
+namespace hc::schedule {
+// One access of a schedule op (AccessInterface.td): a memref it reads or
+// writes. `pending`: the access starts here and goes on after the op, until
+// the hcs.wait on its token, which reports it again with `completes`: the
+// bytes are touched until then, but nothing new is read or written there.
+struct Access {
+  mlir::Value value;
+  bool write = false;
+  bool pending = false;
+  bool completes = false;
+};
+// CFTP: the cluster whose stream runs `op` (its `cluster` attribute; 0
+// when absent). See hcs.cluster_wait.
+int64_t clusterOf(mlir::Operation *op);
+} // namespace hc::schedule
+
+#include "hc/Schedule/AccessInterface.h.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "hc/Schedule/ScheduleTypes.h.inc"
 
@@ -31,9 +49,9 @@ inline constexpr int kNumArenas = 7;
 inline bool isLivenessArena(llvm::StringRef arena) {
   return arena == "act" || arena == "offload";
 }
-// CFTP: the cluster whose stream runs `op` (its `cluster` attribute; 0
-// when absent). See hcs.cluster_wait.
-int64_t clusterOf(mlir::Operation *op);
+// An op's accesses (empty for ops without AccessOpInterface, which touch
+// nothing: buffer, view, input, constant, cluster_wait).
+llvm::SmallVector<Access, 4> accessesOf(mlir::Operation *op);
 } // namespace hc::schedule
 
 #endif // HC_SCHEDULE_SCHEDULEOPS_H

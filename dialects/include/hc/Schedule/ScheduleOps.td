@@ -5,6 +5,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ViewLikeInterface.td"
+include "hc/Schedule/AccessInterface.td"
 
 def HCS_Dialect : Dialect {
   let name = "hcs";
@@ -75,7 +76,7 @@ def HCS_ViewOp : HCS_Op<"view", [Pure]> {
   let hasVerifier = 1;
 }
 
-def HCS_CallOp : HCS_Op<"call", [AttrSizedOperandSegments]> {
+def HCS_CallOp : HCS_Op<"call", [AttrSizedOperandSegments, DeclareOpInterfaceMethods<HCS_AccessOpInterface>]> {
   let summary = "a runtime kernel: hcrt_op_<kernel>(ins, outs, attrs)";
   let description = [{
     `kernel` names an entry point of the runtime, one of the list in
@@ -95,14 +96,14 @@ def HCS_CallOp : HCS_Op<"call", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def HCS_AllReduceStartOp : HCS_Op<"allreduce_start"> {
+def HCS_AllReduceStartOp : HCS_Op<"allreduce_start", [DeclareOpInterfaceMethods<HCS_AccessOpInterface>]> {
   let summary = "start averaging a gradient bucket over ranks (in place)";
   let arguments = (ins AnyStaticShapeMemRef:$bucket, I64Attr:$bucket_id);
   let results = (outs HCS_TokenType:$token);
   let assemblyFormat = "$bucket attr-dict `:` type($bucket)";
 }
 
-def HCS_WaitOp : HCS_Op<"wait"> {
+def HCS_WaitOp : HCS_Op<"wait", [DeclareOpInterfaceMethods<HCS_AccessOpInterface>]> {
   let summary = "block until an asynchronous request completes";
   let arguments = (ins HCS_TokenType:$token);
   let assemblyFormat = "$token attr-dict";
@@ -113,7 +114,7 @@ def HCS_WaitOp : HCS_Op<"wait"> {
 // token's hcs.wait returns. Until then nothing may touch the target, nor
 // write the source (hc-verify-plan proves it).
 class HCS_TierCopyOp<string mnemonic, string summaryText>
-    : HCS_Op<mnemonic> {
+    : HCS_Op<mnemonic, [DeclareOpInterfaceMethods<HCS_AccessOpInterface>]> {
   let summary = summaryText;
   let arguments = (ins AnyStaticShapeMemRef:$source,
                        AnyStaticShapeMemRef:$target);
@@ -144,7 +145,7 @@ def HCS_ClusterWaitOp : HCS_Op<"cluster_wait"> {
   let hasVerifier = 1;
 }
 
-def HCS_LossOp : HCS_Op<"loss"> {
+def HCS_LossOp : HCS_Op<"loss", [DeclareOpInterfaceMethods<HCS_AccessOpInterface>]> {
   let summary = "marks the buffer holding this step's loss (0-d)";
   let arguments = (ins AnyStaticShapeMemRef:$value);
   let assemblyFormat = "$value attr-dict `:` type($value)";
