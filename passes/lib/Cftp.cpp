@@ -34,6 +34,9 @@ namespace {
 struct Rates {
   KernelRates kernel;
   double sync = 1e-6;  // a cross-cluster wait that blocks (not measured)
+  // hc-automem's tier copies on the copy engine (CostModel.h's defaults):
+  // between memory tiers, and to or from the disk tier.
+  double copyBytes = MachineRates{}.copyBytes, diskBytes = MachineRates{}.diskBytes;
   std::string source = "built-in";
 };
 
@@ -70,6 +73,10 @@ bool readRates(const std::string &path, Rates &r, std::string &error) {
       r.kernel.fork = v * 1e-6;
     else if (key == "sync_us")
       r.sync = v * 1e-6;
+    else if (key == "copy_gbps")
+      r.copyBytes = v * 1e9;
+    else if (key == "disk_gbps")
+      r.diskBytes = v * 1e9;
     else {
       error = "--cftp-rates " + path + ": unknown key '" + key + "'";
       return false;
@@ -87,6 +94,7 @@ struct Sub {
   SmallVector<cftp::Place> ins, outs;
   SmallVector<cftp::Access> acc;
   double dur = 0;
+  double notBefore = 0;  // a copy's wait: when the copy engine is done
   SmallVector<std::pair<int, int64_t>> waits;  // (cluster, count)
   double finish = 0;
 };
@@ -121,7 +129,9 @@ private:
   std::vector<int64_t> count;
   std::vector<std::vector<int64_t>> seen;  // seen[k][j]: k waited for j's count
   std::vector<std::vector<Done>> log;
-  int64_t nSplit = 0, nWhole = 0, nWaits = 0;
+  llvm::DenseMap<Value, double> copyDone;  // a tier copy's token -> its end
+  bool diskTier = false;                   // the offload arena is a file
+  int64_t nSplit = 0, nWhole = 0, nWaits = 0, nCopies = 0;
   double unsplit = 0;  // the same calls whole on every thread (--cftp off)
 };
 
@@ -163,7 +173,7 @@ void Planner::evaluate(Sub &s) const {
       }
     }
   }
-  s.finish = start + s.dur;
+  s.finish = std::max(start + s.dur, s.notBefore);
 }
 
 Value Planner::sliceOf(OpBuilder &b, Value v, const cftp::Place &p,
@@ -215,12 +225,17 @@ void Planner::commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
 }
 
 LogicalResult Planner::run() {
+  if (auto memory = f->getAttrOfType<DictionaryAttr>("hcs.memory"))
+    if (auto dir = memory.getAs<StringAttr>("offload_dir"))
+      diskTier = !dir.getValue().empty();
   Value loss;
   std::vector<Operation *> work;
   for (Operation &op : f.getBody().front()) {
     if (auto l = dyn_cast<hs::LossOp>(op))
       loss = l.getValue();
-    if (isa<hs::CallOp, hs::AllReduceStartOp, hs::WaitOp>(op))
+    // Every op the access model gives bytes is a stream entry (hcs.loss
+    // only marks a buffer).
+    if (isa<hs::AccessOpInterface>(op) && !isa<hs::LossOp>(op))
       work.push_back(&op);
     if (isa<hs::ClusterWaitOp>(op))
       return op.emitError("hc-cftp: the schedule is already split");
@@ -238,7 +253,8 @@ LogicalResult Planner::run() {
   }();
   for (Operation *op : work) {
     auto call = dyn_cast<hs::CallOp>(op);
-    // Communication and the loss stay with cluster 0 (the host's thread).
+    // Communication, tier copies and the loss stay with cluster 0 (the
+    // host's thread, which owns the collectives and the copy engine).
     bool pinned = !call;
     Sub whole;
     if (call) {
@@ -268,6 +284,9 @@ LogicalResult Planner::run() {
       Sub s = whole;
       s.k = c;
       s.dur = call ? duration(kernel, s, threads[c]) : rates.kernel.call;
+      // A tier copy's wait ends when the copy engine has moved its bytes.
+      if (auto wait = dyn_cast<hs::WaitOp>(op))
+        s.notBefore = copyDone.lookup(wait.getToken());
       evaluate(s);
       if (best.empty() || s.finish < bestFinish) {
         best.assign(1, s);
@@ -316,6 +335,13 @@ LogicalResult Planner::run() {
       }
     }
     commit(op, call, best, bestPart);
+    if (isa<hs::OffloadOp, hs::PrefetchOp>(op)) {
+      // Started where it stands in stream 0; the engine runs it meanwhile.
+      const int64_t bytes = hs::byteSize(cast<MemRefType>(op->getOperand(0).getType()));
+      copyDone[op->getResult(0)] =
+          best.front().finish + bytes / (diskTier ? rates.diskBytes : rates.copyBytes);
+      ++nCopies;
+    }
   }
   double predicted = 0;
   for (double c : clock)
@@ -331,6 +357,8 @@ LogicalResult Planner::run() {
       b.getNamedAttr("predicted_seconds", b.getF64FloatAttr(predicted)),
       b.getNamedAttr("unsplit_seconds", b.getF64FloatAttr(unsplit)),
       b.getNamedAttr("rates", b.getStringAttr(rates.source))};
+  if (nCopies > 0)  // hc-automem's tier copies, ordered like any access
+    attrs.push_back(b.getNamedAttr("copies", b.getI64IntegerAttr(nCopies)));
   f->setAttr("hcs.cftp", b.getDictionaryAttr(attrs));
   return success();
 }
@@ -363,18 +391,6 @@ struct CftpPass : impl::CftpBase<CftpPass> {
       K = std::min(K, cores);
       if (K <= 1)
         continue;
-      // hc-automem's tier copies run on the host stream, and the split's
-      // cross-cluster analysis does not yet order their bytes (a copy is
-      // done at its hcs.wait, not where it starts): such a step stays one
-      // stream, as under --cftp off, and says so in the plan.
-      if (!f.getBody().front().getOps<hs::OffloadOp>().empty() ||
-          !f.getBody().front().getOps<hs::PrefetchOp>().empty()) {
-        Builder b(f.getContext());
-        f->setAttr("hcs.cftp",
-                   b.getDictionaryAttr({b.getNamedAttr(
-                       "off", b.getStringAttr("hc-automem's tier copies run on one stream"))}));
-        continue;
-      }
       for (auto in : f.getBody().front().getOps<hs::InputOp>()) {
         auto shape = in.getType().getShape();
         if (shape.empty())

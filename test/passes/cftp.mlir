@@ -124,3 +124,47 @@ func.func @step() {
   hcs.loss %l : memref<f32>
   return
 }
+
+// -----
+
+// hc-automem's tier copies on two streams (the access model): a copy runs
+// on stream 0 and its bytes are ordered like any access. The offload reads
+// what both clusters' gelu wrote (it waits for cluster 1); the exp that
+// reuses the offloaded buffer's bytes waits, on cluster 1, for the copy's
+// hcs.wait (stream 0's third entry), not for the copy's start; the mul on
+// cluster 1 reads the prefetched buffer only after the prefetch's wait
+// (entry 6). verify-plan.mlir rejects the plan without the second wait.
+// CHECK-LABEL: func.func @step()
+// CHECK-SAME: copies = 2 : i64
+// CHECK: hcs.call "gelu"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK: hcs.cluster_wait {cluster = 0 : i64, count = 1 : i64, source = 1 : i64}
+// CHECK-NEXT: %[[T0:.*]] = hcs.offload {{.*}} {cluster = 0 : i64}
+// CHECK-NEXT: hcs.wait %[[T0]] {cluster = 0 : i64}
+// CHECK: hcs.call "exp"({{.*}}cluster = 0 : i64, split = "rows"
+// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 3 : i64, source = 0 : i64}
+// CHECK-NOT: hcs.call
+// CHECK: hcs.call "exp"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK: %[[T1:.*]] = hcs.prefetch {{.*}} {cluster = 0 : i64}
+// CHECK-NEXT: hcs.wait %[[T1]] {cluster = 0 : i64}
+// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 6 : i64, source = 0 : i64}
+// CHECK-NOT: hcs.call
+// CHECK: hcs.call "mul"({{.*}}cluster = 1 : i64, split = "rows"
+func.func @step() attributes {hcs.memory = {budget = 0 : i64, reserve = 0 : i64, tiers = [{arenas = ["act"], capacity = 0 : i64, kind = "DRAM", name = "fast"}, {arenas = ["offload"], capacity = 0 : i64, kind = "DRAM", name = "slow"}]}} {
+  %x = hcs.input "x" {index = 0 : i64} : memref<64x512xf32>
+  %a = hcs.buffer "act" : memref<64x512xf32>
+  hcs.call "gelu"(%x) -> (%a) {approximate = "tanh"} : (memref<64x512xf32>) -> memref<64x512xf32>
+  %o = hcs.buffer "offload" : memref<64x512xf32>
+  %t0 = hcs.offload %a to %o : memref<64x512xf32> to memref<64x512xf32>
+  hcs.wait %t0
+  %b = hcs.buffer "act" : memref<64x512xf32>
+  hcs.call "exp"(%x) -> (%b) {} : (memref<64x512xf32>) -> memref<64x512xf32>
+  %c = hcs.buffer "act" : memref<64x512xf32>
+  %t1 = hcs.prefetch %o to %c : memref<64x512xf32> to memref<64x512xf32>
+  hcs.wait %t1
+  %d = hcs.buffer "act" : memref<64x512xf32>
+  hcs.call "mul"(%b, %c) -> (%d) {} : (memref<64x512xf32>, memref<64x512xf32>) -> memref<64x512xf32>
+  %l = hcs.buffer "act" : memref<f32>
+  hcs.call "reduce_mean"(%d) -> (%l) {axes = array<i64: 0, 1>, keepdims = false} : (memref<64x512xf32>) -> memref<f32>
+  hcs.loss %l : memref<f32>
+  return
+}

@@ -228,3 +228,42 @@ func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : 
   hcs.call "tanh"(%p) -> (%a) {} {cluster = 0 : i64} : (memref<64xf32>) -> memref<64xf32>
   return
 }
+
+// -----
+
+// A CFTP plan with tier copies (cftp.mlir's last case, smaller) without the
+// wait that orders cluster 1's write of the offloaded bytes after the
+// copy's hcs.wait: the copy reads them until then.
+func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, offload = 4096 : i64}} {
+  %x = hcs.input "x" {index = 0 : i64} : memref<4x8xf32>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
+  hcs.call "gelu"(%x) -> (%a) {approximate = "tanh"} {cluster = 0 : i64} : (memref<4x8xf32>) -> memref<4x8xf32>
+  %o = hcs.buffer "offload" {offset = 0 : i64} : memref<4x8xf32>
+  %t0 = hcs.offload %a to %o {cluster = 0 : i64} : memref<4x8xf32> to memref<4x8xf32>
+  // expected-note @+1 {{the other cluster's op}}
+  hcs.wait %t0 {cluster = 0 : i64}
+  %b = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
+  %b1 = hcs.view %b : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+  %x1 = hcs.view %x : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+  // expected-error @+1 {{cluster 1 writes bytes [64, 128) of arena 'act' that cluster 0 read in its op 2, with no hcs.cluster_wait ordering them}}
+  hcs.call "exp"(%x1) -> (%b1) {} {cluster = 1 : i64, split = "rows"} : (memref<2x8xf32, strided<[8, 1], offset: 16>>) -> memref<2x8xf32, strided<[8, 1], offset: 16>>
+  return
+}
+
+// -----
+
+// The same plan with the wait: it verifies.
+func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, offload = 4096 : i64}} {
+  %x = hcs.input "x" {index = 0 : i64} : memref<4x8xf32>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
+  hcs.call "gelu"(%x) -> (%a) {approximate = "tanh"} {cluster = 0 : i64} : (memref<4x8xf32>) -> memref<4x8xf32>
+  %o = hcs.buffer "offload" {offset = 0 : i64} : memref<4x8xf32>
+  %t0 = hcs.offload %a to %o {cluster = 0 : i64} : memref<4x8xf32> to memref<4x8xf32>
+  hcs.wait %t0 {cluster = 0 : i64}
+  %b = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
+  %b1 = hcs.view %b : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+  %x1 = hcs.view %x : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>
+  hcs.cluster_wait {cluster = 1 : i64, count = 3 : i64, source = 0 : i64}
+  hcs.call "exp"(%x1) -> (%b1) {} {cluster = 1 : i64, split = "rows"} : (memref<2x8xf32, strided<[8, 1], offset: 16>>) -> memref<2x8xf32, strided<[8, 1], offset: 16>>
+  return
+}

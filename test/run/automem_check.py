@@ -34,8 +34,10 @@ The tiny DiT is exported (models/export_dit.py) and compiled plain, then
   cftp       both compiled with --clusters 2 (CFTP: one stream per cluster),
              the planned one also with the recompute budget: recomputed
              calls are cut across the clusters like any other, and the two
-             still train bit-identically; with --fast-mem copies as well,
-             the plan stays one stream (hcs.cftp says why) and trains;
+             still train bit-identically; with --fast-mem copies as well
+             (and again with them on a disk tier), the plan keeps two
+             streams, its tier copies ordered across them by cluster waits
+             (the access model), and trains bit-identically too;
   too-small  with --mem-budget below the parameters alone: exit 2, one line
              naming --mem-budget, and no library written.
 The first three train 3 steps in train mode (2 kernel threads) beside the
@@ -47,6 +49,7 @@ copy moves bytes).
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +65,34 @@ from step_description import description  # noqa: E402
 def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
+
+
+def cross_stream_copy_waits(schedule):
+    """hcs.cluster_wait ops by which another cluster waits for stream 0 up
+    to (and including) the hcs.wait of a tier copy: the cross-stream order
+    of a copy's bytes. Counts stream 0's entries as the generated step does
+    (every op with accesses but hcs.loss, on cluster 0)."""
+    entries, copy_wait_counts, tokens = 0, set(), set()
+    found = 0
+    for line in schedule.splitlines():
+        s = line.strip()
+        on0 = "cluster = " not in s or "cluster = 0" in s
+        if "hcs.offload" in s or "hcs.prefetch" in s:
+            tokens.add(s.split("=")[0].strip())
+            entries += 1
+        elif s.startswith("hcs.wait "):
+            tok = s.split()[1]
+            entries += 1 if on0 else 0
+            if tok in tokens and on0:
+                copy_wait_counts.add(entries)
+        elif s.startswith("hcs.cluster_wait"):
+            src = re.search(r"source = (\d+)", s)
+            cnt = re.search(r"count = (\d+)", s)
+            if src and cnt and src.group(1) == "0" and int(cnt.group(1)) in copy_wait_counts:
+                found += 1
+        elif ("hcs.call" in s or "hcs.allreduce_start" in s) and on0:
+            entries += 1
+    return found
 
 
 def main():
@@ -195,12 +226,23 @@ def main():
         sched = run([hc_compile, "tiny.onnx", "--batch", "8", "--emit=schedule"] + extra).stdout
         if "hcs.recompute" not in sched or "cluster = 1" not in sched:
             fail("want recomputed calls in a two-stream plan")
-        r = run([hc_compile, "tiny.onnx", "--batch", "8", "--emit=schedule", "--clusters", "2",
-                 "--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"])
-        if r.returncode != 0 or "hcs.offload" not in r.stdout or \
-                "hc-automem's tier copies run on one stream" not in r.stdout or \
-                "cluster = 1" in r.stdout:
-            fail("want a one-stream plan with copies, saying why:\n" + r.stderr)
+        os.makedirs(os.path.join(a.work, "offload"), exist_ok=True)
+        for name, tier in (("copies", ["--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"]),
+                           ("diskcopies", ["--mem-budget", str(budget), "--mem-rates", "memory=0.001",
+                                           "--offload-dir", os.path.join(a.work, "offload")])):
+            flags = ["--clusters", "2"] + tier
+            r = run([hc_compile, "tiny.onnx", "--batch", "8", "--emit=schedule"] + flags)
+            cftp_attr = [l for l in r.stdout.splitlines() if "hcs.cftp = " in l]
+            copy_waits = cross_stream_copy_waits(r.stdout)
+            if r.returncode != 0 or "hcs.offload" not in r.stdout or "cluster = 1" not in r.stdout \
+                    or not cftp_attr or "copies = " not in cftp_attr[0] or copy_waits < 1:
+                fail("%s: want a two-stream plan whose tier copies are ordered across streams "
+                     "(%d cross-stream waits on a copy):\n%s%s"
+                     % (name, copy_waits, r.stderr, "\n".join(cftp_attr)))
+            print("%s: two streams with tier copies; %d cluster waits order a copy's wait" % (name, copy_waits))
+            r = compile_(name, flags)
+            if r.returncode != 0:
+                fail(name + " compile: " + r.stdout + r.stderr)
     if a.case in ("recompute", "cftp"):
         if mem["recomputed_calls"] < 1 or mem["planned_bytes"] > budget:
             fail("want recomputation within the budget %d: %s" % (budget, mem))
@@ -236,7 +278,7 @@ def main():
     np.save(os.path.join(a.work, "y.npy"), rng.integers(0, 10, 16).astype(np.int64))
     env = dict(os.environ, HC_NUM_THREADS="2")
     results = {}
-    for name in ("plain", "planned"):
+    for name in ("plain", "planned") + (("copies", "diskcopies") if a.case == "cftp" else ()):
         r = run([a.hc_run, name + ".so", "--data", "x.npy", "--labels", "y.npy", "--steps", "3",
                  "--log-every", "1", "--no-progress", "--metrics", name + ".jsonl",
                  "--save-params", name + ".params.safetensors",
@@ -254,17 +296,21 @@ def main():
                                    rows[-1]["copy_stall_s"], rows[-1]["copy_hidden"]))
         results[name] = (losses, st.load(os.path.join(a.work, name + ".params.safetensors")),
                          st.load(os.path.join(a.work, name + ".state.safetensors")))
-    (l0, p0, s0), (l1, p1, s1) = results["plain"], results["planned"]
-    if len(l0) != 3 or l0 != l1:
-        fail("losses differ: %s vs %s" % (l0, l1))
-    for what, x, y in (("parameters", p0, p1), ("state", s0, s1)):
-        if sorted(x) != sorted(y):
-            fail(what + ": different names")
-        for k in x:
-            if x[k].tobytes() != y[k].tobytes():
-                fail("%s %s differs (max |diff| %g)" % (what, k, float(np.max(np.abs(
-                    x[k].astype(np.float64) - y[k].astype(np.float64))))))
-    print("ok:", a.case, "bit-identical over 3 steps; losses", l1)
+    l0, p0, s0 = results["plain"]
+    for other in sorted(results):
+        if other == "plain":
+            continue
+        l1, p1, s1 = results[other]
+        if len(l0) != 3 or l0 != l1:
+            fail("%s: losses differ: %s vs %s" % (other, l0, l1))
+        for what, x, y in (("parameters", p0, p1), ("state", s0, s1)):
+            if sorted(x) != sorted(y):
+                fail(what + ": different names")
+            for k in x:
+                if x[k].tobytes() != y[k].tobytes():
+                    fail("%s: %s %s differs (max |diff| %g)" % (other, what, k, float(np.max(np.abs(
+                        x[k].astype(np.float64) - y[k].astype(np.float64))))))
+        print("ok:", a.case, other, "bit-identical to plain over 3 steps; losses", l1)
 
 
 if __name__ == "__main__":
