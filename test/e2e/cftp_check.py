@@ -10,7 +10,11 @@ off), 3 training steps of the compiled library through hc-run:
     no split changes a reduction's order);
   - the CFTP library on 1 thread (fewer threads than clusters: program
     order): bit-equal too;
-  - CFTP twice: bit-equal (deterministic).
+  - CFTP twice: bit-equal (deterministic);
+  - with --budget F: also compiled under an hc-automem budget holding F of
+    the activations, its overflow on a disk tier (--offload-dir): the plan
+    must keep 2 streams with tier copies ordered across them, and train
+    bit-equal to the unbudgeted CFTP library (a copy moves bytes).
 The schedule must actually be cut (calls split, waits present), so the
 check cannot pass on an unsplit plan."""
 import argparse
@@ -34,6 +38,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--budget", type=float, default=0)
     ap.add_argument("export_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -54,6 +59,24 @@ def main():
         print("schedule: %s calls cut, %s waits" % (m.group(1), m.group(2)))
     run(compile_ + ["-o", w("on.so")])
     run(compile_ + ["--cftp", "off", "-o", w("off.so")])
+    if a.budget:
+        # Persistent arenas, the reserve (from a plan with an unbounded
+        # budget) and F of the activations.
+        arenas = {k: int(v) for k, v in re.findall(
+            r"(\w+) = (\d+) : i64", re.search(r"hcs.arena_bytes = \{([^}]*)\}", sched).group(1))}
+        probe = run(compile_ + ["--mem-budget", str(1 << 50), "--emit=schedule"])
+        reserve = int(re.search(r"reserve = (\d+) : i64", probe).group(1))
+        budget = sum(v for k, v in arenas.items() if k != "act") + reserve + int(a.budget * arenas["act"])
+        os.makedirs(w("offload"))
+        tier = ["--mem-budget", str(budget), "--offload-dir", w("offload"), "--mem-rates", "memory=0.001"]
+        budgeted = run(compile_ + tier + ["--emit=schedule"])
+        m = re.search(r"hcs.cftp = \{clusters = 2 : i64, copies = (\d+) : i64", budgeted)
+        if not m or "hcs.offload" not in budgeted or "cluster = 1 : i64" not in budgeted:
+            errors.append("the budgeted plan (%d bytes) is not two streams with tier copies" % budget)
+        else:
+            print("budget %d bytes (%.0f%% of the activations): two streams, %s tier copies"
+                  % (budget, 100 * a.budget, m.group(1)))
+        run(compile_ + tier + ["-o", w("budget.so")])
 
     def train(so, threads, tag):
         env = dict(os.environ, HC_NUM_THREADS=str(threads))
@@ -70,6 +93,8 @@ def main():
     off2, p_off2 = train(w("off.so"), 2, "off-2t")
     off1, p_off1 = train(w("off.so"), 1, "off-1t")
     on_seq, p_on_seq = train(w("on.so"), 1, "on-1t")
+    if a.budget:
+        bud, p_bud = train(w("budget.so"), 2, "budget")
     print("losses CFTP:", on1, " --cftp off:", off2)
 
     def same(p, q):
@@ -97,6 +122,11 @@ def main():
             errors.append("CFTP is not bit-equal to " + name)
         else:
             print("CFTP vs %s: bit-identical" % name)
+    if a.budget:
+        if bud != on1 or not same(p_bud, p_on1):
+            errors.append("the budgeted two-stream step is not bit-equal to the unbudgeted CFTP step")
+        else:
+            print("budgeted (copies on two streams) vs unbudgeted CFTP: bit-identical over %d steps" % steps)
     for e in errors:
         print("FAIL:", e)
     return 1 if errors else 0
