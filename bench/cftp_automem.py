@@ -1,0 +1,145 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""CFTP and AutoMem composed (issue 47): a budgeted step with tier copies on
+two cluster streams against the same budget on one stream (--cftp off, the
+plan hc-cftp fell back to before the access model), and both against the
+unbudgeted two-stream step.
+
+usage: /usr/bin/python3 bench/cftp_automem.py --bin build/bin --work DIR
+           [--model DiT-S/2] [--batch 32] [--fraction 0.6] [--rounds 5]
+           [--steps 4] [--precision fp32|bf16] [--disk]
+
+The budget is --fraction of the unbudgeted plan's planned bytes (arenas and
+reserve, from a compile with an unbounded budget); --disk puts the
+overflow on a disk tier in WORK/offload. The libraries run interleaved
+round by round in train mode on random data, 2 kernel threads; a run's
+step time is the median of its steps after the first. Timings are not
+assertions: run it on a quiet machine.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PY = "/usr/bin/python3"
+sys.path.insert(0, os.path.join(ROOT, "models"))
+from step_description import description  # noqa: E402
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.exit("failed (%d): %s\n%s" % (r.returncode, " ".join(cmd), r.stdout[-3000:]))
+    return r.stdout
+
+
+def cpu():
+    name, flags = platform.processor(), ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and not name.strip("x86_64 "):
+                name = line.split(":", 1)[1].strip()
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                flags = line
+                break
+    isa = "avx512_bf16" if "avx512_bf16" in flags else "avx512f" if "avx512f" in flags else \
+        "avx2" if "avx2" in flags else "generic"
+    return "%s (%s)" % (name, isa)
+
+
+def train(args, lib, data, labels, tag):
+    metrics = os.path.join(args.work, "metrics-%s.jsonl" % tag)
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    env = dict(os.environ, HC_NUM_THREADS=str(args.threads))
+    run([os.path.join(args.bin, "hc-run"), lib, "--data", data, "--labels", labels,
+         "--steps", str(args.steps), "--log-every", "1", "--metrics", metrics,
+         "--no-progress"], env)
+    rows = [json.loads(line) for line in open(metrics)]
+    times = [1.0 / r["steps_per_sec"] for r in rows[1:]]
+    return statistics.median(times), rows[-1]["loss"], rows[-1].get("copy_mb_disk", 0) + \
+        rows[-1].get("copy_mb", 0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--model", default="DiT-S/2")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--fraction", type=float, default=0.6)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--disk", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    libdir = os.path.join(os.path.dirname(os.path.abspath(args.bin)), "lib")
+    onnx = os.path.join(args.work, "model.onnx")
+    if not os.path.exists(onnx):
+        run([PY, os.path.join(ROOT, "models", "export_dit.py"), "--model", args.model,
+             "--image-size", "32", "--in-channels", "4", "--dynamic-batch", "--quiet", "-o", onnx])
+    import numpy as np
+    rng = np.random.default_rng(0)
+    data, labels = os.path.join(args.work, "x.npy"), os.path.join(args.work, "y.npy")
+    np.save(data, rng.standard_normal((8 * args.batch, 4, 32, 32), dtype=np.float32))
+    np.save(labels, rng.integers(0, 1000, 8 * args.batch).astype(np.int64))
+    base = [os.path.join(args.bin, "hc-compile"), onnx, "--batch", str(args.batch),
+            "--precision", args.precision]
+    probe = run(base + ["--mem-budget", str(1 << 50), "--emit=schedule"])
+    planned = int(re.search(r"planned_bytes = (\d+) : i64", probe).group(1)) if \
+        "planned_bytes" in probe else None
+    if planned is None:
+        arenas = {k: int(v) for k, v in re.findall(
+            r"(\w+) = (\d+) : i64", re.search(r"hcs.arena_bytes = \{([^}]*)\}", probe).group(1))}
+        planned = sum(arenas.values()) + int(re.search(r"reserve = (\d+) : i64", probe).group(1))
+    budget = int(args.fraction * planned)
+    tier = ["--mem-budget", str(budget)]
+    if args.disk:
+        os.makedirs(os.path.join(args.work, "offload"), exist_ok=True)
+        tier += ["--offload-dir", os.path.join(args.work, "offload")]
+    libs = {}
+    for name, flags in (("unbudgeted", []), ("budget-2streams", tier), ("budget-1stream", tier + ["--cftp", "off"])):
+        so = os.path.join(args.work, "%s-%s.so" % (name, args.precision))
+        run(base + flags + ["-o", so])
+        d = description(so, libdir)
+        libs[name] = so
+        mem = d["memory_plan"]
+        sched = run(base + flags + ["--emit=schedule"])
+        cftp = re.search(r"hcs.cftp = (\{[^}]*\})", sched)
+        print("%-16s planned %.0f MB, copies offload %.0f MB prefetch %.0f MB per step, hcs.cftp %s" % (
+            name, mem.get("planned_bytes", 0) / 1e6, mem.get("offload_bytes_per_step", 0) / 1e6,
+            mem.get("prefetch_bytes_per_step", 0) / 1e6,
+            cftp.group(1)[:160] if cftp else "(none)"))
+    print("cftp_automem: %s, %s batch %d %s, budget %.2f x %d = %d bytes%s, %d threads, %s" % (
+        cpu(), args.model, args.batch, args.precision, args.fraction, planned, budget,
+        " (disk tier)" if args.disk else "", args.threads,
+        subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                       stdout=subprocess.PIPE, text=True).stdout.strip()))
+    times = {n: [] for n in libs}
+    losses = {n: [] for n in libs}
+    for r in range(args.rounds):
+        line = []
+        for n, so in libs.items():
+            t, loss, mb = train(args, so, data, labels, n)
+            times[n].append(t)
+            losses[n].append(loss)
+            line.append("%s %.3f s (loss %.6f, %.0f MB copied)" % (n, t, loss, mb))
+        print("round %d: %s" % (r + 1, " | ".join(line)))
+    med = {n: statistics.median(v) for n, v in times.items()}
+    print("median s/step: " + ", ".join("%s %.3f" % (n, m) for n, m in med.items()))
+    print("two streams / one stream (same budget): %.3fx (bar 1.02x); two streams budgeted / "
+          "unbudgeted: %.3fx" % (med["budget-2streams"] / med["budget-1stream"],
+                                med["budget-2streams"] / med["unbudgeted"]))
+
+
+if __name__ == "__main__":
+    main()
