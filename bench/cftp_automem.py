@@ -6,7 +6,7 @@ unbudgeted two-stream step.
 
 usage: /usr/bin/python3 bench/cftp_automem.py --bin build/bin --work DIR
            [--model DiT-S/2] [--batch 32] [--fraction 0.6] [--rounds 5]
-           [--steps 4] [--precision fp32|bf16] [--disk]
+           [--steps 4] [--precision fp32|bf16] [--disk] [--mem-rates R]
 
 The budget is --fraction of the unbudgeted plan's planned bytes (arenas and
 reserve, from a compile with an unbounded budget); --disk puts the
@@ -80,6 +80,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--disk", action="store_true")
+    ap.add_argument("--mem-rates", default="",
+                    help="hc-automem's rates (memory=0.001 prices recomputation out, so the "
+                         "budget is met by tier copies)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     libdir = os.path.join(os.path.dirname(os.path.abspath(args.bin)), "lib")
@@ -102,7 +105,7 @@ def main():
             r"(\w+) = (\d+) : i64", re.search(r"hcs.arena_bytes = \{([^}]*)\}", probe).group(1))}
         planned = sum(arenas.values()) + int(re.search(r"reserve = (\d+) : i64", probe).group(1))
     budget = int(args.fraction * planned)
-    tier = ["--mem-budget", str(budget)]
+    tier = ["--mem-budget", str(budget)] + (["--mem-rates", args.mem_rates] if args.mem_rates else [])
     if args.disk:
         os.makedirs(os.path.join(args.work, "offload"), exist_ok=True)
         tier += ["--offload-dir", os.path.join(args.work, "offload")]
@@ -115,8 +118,9 @@ def main():
         mem = d["memory_plan"]
         sched = run(base + flags + ["--emit=schedule"])
         cftp = re.search(r"hcs.cftp = (\{[^}]*\})", sched)
-        print("%-16s planned %.0f MB, copies offload %.0f MB prefetch %.0f MB per step, hcs.cftp %s" % (
-            name, mem.get("planned_bytes", 0) / 1e6, mem.get("offload_bytes_per_step", 0) / 1e6,
+        print("%-16s planned %.0f MB, recomputed calls %d, copies offload %.0f MB prefetch %.0f MB "
+              "per step, hcs.cftp %s" % (
+            name, mem.get("planned_bytes", 0) / 1e6, mem.get("recomputed_calls", 0), mem.get("offload_bytes_per_step", 0) / 1e6,
             mem.get("prefetch_bytes_per_step", 0) / 1e6,
             cftp.group(1)[:160] if cftp else "(none)"))
     print("cftp_automem: %s, %s batch %d %s, budget %.2f x %d = %d bytes%s, %d threads, %s" % (

@@ -63,6 +63,8 @@ bool readRates(const std::string &path, Rates &r, std::string &error) {
     }
     if (key == "gemm_gflops_per_thread")
       r.kernel.gemmFlops = v * 1e9;
+    else if (key == "gemm_bf16_gflops_per_thread")
+      r.kernel.gemmBf16Flops = v * 1e9;
     else if (key == "attention_gflops_per_thread")
       r.kernel.attentionFlops = v * 1e9;
     else if (key == "stream_gbps_per_thread")
@@ -114,7 +116,7 @@ public:
   LogicalResult run();
 
 private:
-  double duration(StringRef kernel, const Sub &s, int nthreads) const;
+  double duration(hs::CallOp call, const Sub &s, int nthreads) const;
   void evaluate(Sub &s) const;
   void commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
               const cftp::Part *part);
@@ -135,7 +137,7 @@ private:
   double unsplit = 0;  // the same calls whole on every thread (--cftp off)
 };
 
-double Planner::duration(StringRef kernel, const Sub &s, int n) const {
+double Planner::duration(hs::CallOp call, const Sub &s, int n) const {
   Shapes ins, outs;
   double bytes = 0;
   auto add = [&](const cftp::Place &p, Shapes &shapes) {
@@ -149,7 +151,7 @@ double Planner::duration(StringRef kernel, const Sub &s, int n) const {
     add(p, ins);
   for (const cftp::Place &p : s.outs)
     add(p, outs);
-  return kernelSeconds(kernel, ins, outs, bytes, rates.kernel, n);
+  return kernelSeconds(call.getKernel(), ins, outs, bytes, rates.kernel, n, call.getAttrs());
 }
 
 // The waits `s` needs before it runs on cluster s.k, and when it finishes.
@@ -274,7 +276,7 @@ LogicalResult Planner::run() {
     places.accessesOf(op, whole.acc);
     StringRef kernel = call ? call.getKernel() : StringRef();
     if (call)
-      unsplit += duration(kernel, whole, all);
+      unsplit += duration(call, whole, all);
 
     // Candidates: whole on cluster c, and (when its rule allows) cut.
     std::vector<Sub> best;
@@ -283,7 +285,7 @@ LogicalResult Planner::run() {
     for (int c = 0; c < (pinned ? 1 : K); ++c) {
       Sub s = whole;
       s.k = c;
-      s.dur = call ? duration(kernel, s, threads[c]) : rates.kernel.call;
+      s.dur = call ? duration(call, s, threads[c]) : rates.kernel.call;
       // A tier copy's wait ends when the copy engine has moved its bytes.
       if (auto wait = dyn_cast<hs::WaitOp>(op))
         s.notBefore = copyDone.lookup(wait.getToken());
@@ -323,7 +325,7 @@ LogicalResult Planner::run() {
             s.outs.push_back(cut(whole.outs[i], part.outAxis[i]));
             places.add(s.outs.back(), true, s.acc);
           }
-          s.dur = duration(kernel, s, threads[k]);
+          s.dur = duration(call, s, threads[k]);
           evaluate(s);
           finish = std::max(finish, s.finish);
         }

@@ -23,13 +23,14 @@ bool parseRates(const std::string &text, MachineRates &rates, std::string &error
     char *end = nullptr;
     double v = eq == std::string::npos ? 0 : std::strtod(item.c_str() + eq + 1, &end);
     double *slot = key == "gemm"        ? &rates.kernel.gemmFlops
+                   : key == "gemm_bf16" ? &rates.kernel.gemmBf16Flops
                    : key == "attention" ? &rates.kernel.attentionFlops
                    : key == "memory"    ? &rates.kernel.memoryBytes
                    : key == "copy"      ? &rates.copyBytes
                    : key == "disk"      ? &rates.diskBytes
                                         : nullptr;
     if (!slot || !end || *end || !(v > 0) || !std::isfinite(v)) {
-      error = "rates: expected gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS "
+      error = "rates: expected gemm=GFLOPS,gemm_bf16=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS "
               "with positive numbers, got '" + item + "'";
       return false;
     }
@@ -40,12 +41,16 @@ bool parseRates(const std::string &text, MachineRates &rates, std::string &error
 
 double kernelSeconds(StringRef kernel, ArrayRef<ArrayRef<int64_t>> ins,
                      ArrayRef<ArrayRef<int64_t>> outs, double bytes,
-                     const KernelRates &rates, int threads) {
+                     const KernelRates &rates, int threads, DictionaryAttr attrs) {
   double flops = 0, rate = rates.gemmFlops;
   if (const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(kernel)) {
     flops = hs::KernelRegistry::flops(*k, ins, outs);
     if (k->flops == hs::FlopRule::ATTENTION || k->flops == hs::FlopRule::ATTENTION_GRAD)
       rate = rates.attentionFlops;
+    // The GEMM class's precision flag (kernels.def: HCRT_FLAG(precision, ...)).
+    if (auto p = attrs ? attrs.getAs<StringAttr>("precision") : StringAttr();
+        p && p.getValue() == "bf16")
+      rate = rates.gemmBf16Flops;
   }
   const double n = std::max(threads, 1);
   return std::max(flops / (rate * n), bytes / (rates.memoryBytes * n)) + rates.call +
@@ -63,7 +68,7 @@ double callSeconds(hs::CallOp call, const MachineRates &rates) {
   for (Value v : call->getOperands())
     bytes += static_cast<double>(hs::byteSize(cast<MemRefType>(v.getType())));
   return kernelSeconds(call.getKernel(), shapes(call.getIns()), shapes(call.getOuts()), bytes,
-                       rates.kernel, rates.threads);
+                       rates.kernel, rates.threads, call.getAttrs());
 }
 
 // A tier copy is handed to the copy thread and waited for: priced like a

@@ -16,6 +16,11 @@ namespace hc {
 // --cftp-rates FILE, hc-automem with --mem-rates.
 struct KernelRates {
   double gemmFlops = 230.1e9;       // linear, its gradients, matmul: FLOP/s
+  // The same GEMMs with precision = "bf16" (hc_gemm_bf16, vdpbf16ps): the
+  // median of hc-bench-gemm's S/2 shapes on 1 thread of the same Zen 5,
+  // bench/results-bf16-zen5-2core.txt. Where the CPU has no bf16 dot
+  // product the runtime emulates it; a --cftp-rates file says so.
+  double gemmBf16Flops = 490.0e9;
   double attentionFlops = 180.6e9;  // flash attention forward and backward
   double memoryBytes = 28.49e9;     // memory-bound kernels: bytes touched/s
   double call = 2.47e-6;            // seconds per kernel call
@@ -39,10 +44,12 @@ bool parseRates(const std::string &text, MachineRates &rates, std::string &error
 
 // Seconds a kernel (by registry name) takes on `threads` threads, on
 // operands of these shapes touching `bytes`: the larger of its FLOPs at its
-// class's rate and its bytes at the memory rate, plus the call's overhead.
+// class's rate (a GEMM's at the bf16 rate when `attrs` ask for bf16) and
+// its bytes at the memory rate, plus the call's overhead.
 double kernelSeconds(llvm::StringRef kernel, llvm::ArrayRef<llvm::ArrayRef<int64_t>> ins,
                      llvm::ArrayRef<llvm::ArrayRef<int64_t>> outs, double bytes,
-                     const KernelRates &rates, int threads);
+                     const KernelRates &rates, int threads,
+                     mlir::DictionaryAttr attrs = {});
 // The same for a whole call on the rank's team.
 double callSeconds(schedule::CallOp call, const MachineRates &rates);
 // Seconds to copy `bytes` once between memory tiers, or to or from disk.
