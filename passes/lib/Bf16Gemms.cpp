@@ -1,13 +1,16 @@
 // hc-bf16-gemms: bf16 mixed precision (hc-compile --precision bf16; an
 // extension beyond the paper). Marks the GEMM-class graph ops with
 // precision = "bf16": their two GEMM operands (operands 0 and 1 of each)
-// are rounded to bf16 and the products accumulated in float32. The
-// tensors themselves stay float32 (fp32 arenas; the runtime rounds while it
-// packs the operands), so nothing else in the pipeline changes: lowering
-// copies the attribute onto the hcs.call, kernels.def declares it, the
+// are rounded to bf16 and the products accumulated in float32. The GEMM
+// class is the registry's: a graph op lowers to the kernel of its mnemonic,
+// and the kernels whose kernels.def layout has HCRT_FLAG(precision, ...) are
+// the ones that read it. The tensors themselves stay float32 (fp32 arenas;
+// the runtime rounds while it packs the operands), so nothing else in the
+// pipeline changes: lowering copies the attribute onto the hcs.call, the
 // evaluators and the runtime read it.
 #include "hc/Graph/GraphOps.h"
 #include "hc/Passes/Passes.h"
+#include "hc/Schedule/KernelRegistry.h"
 
 using namespace mlir;
 using namespace hc::graph;
@@ -30,8 +33,12 @@ bool isF32Tensor(Value v) {
 struct Bf16Gemms : impl::Bf16GemmsBase<Bf16Gemms> {
   void runOnOperation() override {
     getOperation().walk([&](Operation *op) {
-      if (!isa<LinearOp, LinearGradInputOp, LinearGradWeightOp, MatmulOp,
-               LinearGeluOp, LinearGradInputGeluOp>(op))
+      if (!op->getDialect() || op->getDialect()->getNamespace() != "hc")
+        return;
+      const hc::schedule::KernelInfo *k =
+          hc::schedule::KernelRegistry::builtin().lookup(
+              op->getName().stripDialect());
+      if (!k || !k->hasSlot(kPrecision))
         return;
       // Both GEMM operands and the result float32 (the kernels' type).
       if (op->getNumOperands() < 2 || !isF32Tensor(op->getOperand(0)) ||

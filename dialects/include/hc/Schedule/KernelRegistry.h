@@ -67,6 +67,13 @@ struct KernelInfo {
   KernelSplit split;
   KernelEffect effect;
   std::vector<AttrSlot> attrs;
+  // Whether the layout has a slot `key` (e.g. the GEMM class's "precision").
+  bool hasSlot(llvm::StringRef key) const {
+    for (const AttrSlot &s : attrs)
+      if (key == s.key)
+        return true;
+    return false;
+  }
 };
 
 // The hcrt_attrs a call passes: ints then floats, in the layout's order.
