@@ -1,0 +1,86 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""One DiT step, two builds of hc, the same machine, interleaved rounds: a
+regression check for changes that touch every step (issue 46's update
+gate, issue 47's access model).
+
+usage: /usr/bin/python3 bench/step_ab.py --bin-a OLD/build/bin --bin-b build/bin
+           --work DIR [--model DiT-S/2] [--batch 32] [--rounds 5] [--steps 3]
+
+Each build compiles the same export with its own hc-compile and trains it
+with its own hc-run (2 kernel threads, train mode, random data). B also
+runs with --ckpt-dir (preemption armed: the step's update gate is on).
+A run's time is the median of its steps after the first; the table gives
+each round and the medians over rounds. Timings are not assertions.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = "/usr/bin/python3"
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.exit("failed (%d): %s\n%s" % (r.returncode, " ".join(cmd), r.stdout[-3000:]))
+    return r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-a", required=True)
+    ap.add_argument("--bin-b", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--model", default="DiT-S/2")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=3)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    onnx = os.path.join(a.work, "model.onnx")
+    if not os.path.exists(onnx):
+        run([PY, os.path.join(ROOT, "models", "export_dit.py"), "--model", a.model, "--image-size", "32",
+             "--in-channels", "4", "--dynamic-batch", "--quiet", "-o", onnx])
+    import numpy as np
+    rng = np.random.default_rng(0)
+    data, labels = os.path.join(a.work, "x.npy"), os.path.join(a.work, "y.npy")
+    np.save(data, rng.standard_normal((4 * a.batch, 4, 32, 32), dtype=np.float32))
+    np.save(labels, rng.integers(0, 1000, 4 * a.batch).astype(np.int64))
+    libs = {}
+    for tag, bin_ in (("A", a.bin_a), ("B", a.bin_b)):
+        so = os.path.join(a.work, "%s.so" % tag)
+        run([os.path.join(bin_, "hc-compile"), onnx, "--batch", str(a.batch), "-o", so])
+        libs[tag] = (bin_, so)
+    variants = [("A", "A", []), ("B", "B", []), ("B+ckpt", "B", ["--ckpt-dir", os.path.join(a.work, "ck")])]
+    times = {v[0]: [] for v in variants}
+    env = dict(os.environ, HC_NUM_THREADS="2")
+    cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0]
+    print("step_ab: %s (%s), %s batch %d, 2 threads; A = %s, B = %s" % (
+        cpu, platform.machine(), a.model, a.batch, a.bin_a, a.bin_b))
+    for r in range(a.rounds):
+        line = []
+        for name, tag, extra in variants:
+            bin_, so = libs[tag]
+            metrics = os.path.join(a.work, "m-%s.jsonl" % name)
+            if os.path.exists(metrics):
+                os.remove(metrics)
+            subprocess.run(["rm", "-rf", os.path.join(a.work, "ck")])
+            run([os.path.join(bin_, "hc-run"), so, "--data", data, "--labels", labels, "--steps",
+                 str(a.steps), "--log-every", "1", "--metrics", metrics, "--no-progress"] + extra, env)
+            rows = [json.loads(l) for l in open(metrics)]
+            t = statistics.median(1.0 / x["steps_per_sec"] for x in rows[1:])
+            times[name].append(t)
+            line.append("%s %.3f s (loss %.6f)" % (name, t, rows[-1]["loss"]))
+        print("round %d: %s" % (r + 1, " | ".join(line)))
+    med = {n: statistics.median(v) for n, v in times.items()}
+    print("median s/step: " + ", ".join("%s %.3f" % kv for kv in med.items()))
+    print("B / A: %.3fx; B with --ckpt-dir / A: %.3fx (bar 1.02x)" % (med["B"] / med["A"], med["B+ckpt"] / med["A"]))
+
+
+if __name__ == "__main__":
+    main()
