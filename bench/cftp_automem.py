@@ -18,7 +18,6 @@ assertions: run it on a quiet machine.
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -30,28 +29,16 @@ PY = "/usr/bin/python3"
 sys.path.insert(0, os.path.join(ROOT, "models"))
 from step_description import description  # noqa: E402
 
-
-def run(cmd, env=None):
-    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        sys.exit("failed (%d): %s\n%s" % (r.returncode, " ".join(cmd), r.stdout[-3000:]))
-    return r.stdout
+sys.path.insert(0, HERE)
+from automem_budget import cpu_name, run  # noqa: E402
 
 
 def cpu():
-    name, flags = platform.processor(), ""
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name") and not name.strip("x86_64 "):
-                name = line.split(":", 1)[1].strip()
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-            if line.startswith("flags"):
-                flags = line
-                break
+    """The CPU's name (automem_budget.cpu_name) and the widest ISA it offers."""
+    flags = next((l for l in open("/proc/cpuinfo") if l.startswith("flags")), "")
     isa = "avx512_bf16" if "avx512_bf16" in flags else "avx512f" if "avx512f" in flags else \
         "avx2" if "avx2" in flags else "generic"
-    return "%s (%s)" % (name, isa)
+    return "%s (%s)" % (cpu_name(), isa)
 
 
 def train(args, lib, data, labels, tag):

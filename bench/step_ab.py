@@ -20,15 +20,11 @@ import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
-
-
-def run(cmd, env=None):
-    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        sys.exit("failed (%d): %s\n%s" % (r.returncode, " ".join(cmd), r.stdout[-3000:]))
-    return r.stdout
+sys.path.insert(0, HERE)
+from automem_budget import cpu_name, run  # noqa: E402
 
 
 def main():
@@ -59,7 +55,7 @@ def main():
     variants = [("A", "A", []), ("B", "B", []), ("B+ckpt", "B", ["--ckpt-dir", os.path.join(a.work, "ck")])]
     times = {v[0]: [] for v in variants}
     env = dict(os.environ, HC_NUM_THREADS="2")
-    cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0]
+    cpu = cpu_name()
     print("step_ab: %s (%s), %s batch %d, 2 threads; A = %s, B = %s" % (
         cpu, platform.machine(), a.model, a.batch, a.bin_a, a.bin_b))
     for r in range(a.rounds):
