@@ -11,10 +11,10 @@ usage: preempt_check.py CASE --hc-run BIN --toys DIR --work DIR
   term-np1    SIGTERM at -np 1: checkpoint, exit 75, the resumed run's
               parameters, optimizer state and EMA after N steps bit-identical
               to an uninterrupted run's.
-  term-np2    SIGTERM to mpirun and both ranks at once (as Slurm sends it):
-              the same, at -np 2.
-  usr1-np2    SIGUSR1 to mpirun alone (it forwards USR1): the same; mpirun
-              exits 75. Also SIGTERM to rank 1 only.
+  term-np2    SIGTERM to mpirun and every rank at once (as Slurm sends it):
+              the same, at mpirun -np 2 and -np 1.
+  usr1-np2    SIGUSR1 to mpirun alone (it forwards USR1): the same, at -np 2
+              and -np 1; mpirun exits 75. Also SIGTERM to rank 1 only.
   grace       a grace shorter than a step: the step in flight is abandoned
               before its update and the previous step is saved; a grace
               longer than a step lets it finish; a second signal from the
@@ -157,10 +157,18 @@ def case_term_np2(env):
     # the ranks' 75 and the checkpoint are what the recipe relies on.
     preempt_and_resume(env, "toy_b2.so", 2, "t2", slurm, 1, SIGKILL_WINDOW)
 
+    def slurm1(p):  # one rank under mpirun
+        ranks = ranks_of(p)
+        check(len(ranks) == 1, "ranks: %s" % ranks)
+        for pid in [p.pid] + ranks:
+            os.kill(pid, signal.SIGTERM)
+    preempt_and_resume(env, "toy_b4.so", 1, "t1m", slurm1, 1, SIGKILL_WINDOW)
+
 
 def case_usr1_np2(env):
     make_data(env)
     preempt_and_resume(env, "toy_b2.so", 2, "u2", lambda p: p.send_signal(signal.SIGUSR1), 75)
+    preempt_and_resume(env, "toy_b4.so", 1, "u1m", lambda p: p.send_signal(signal.SIGUSR1), 75)
 
     def rank1_only(p):
         ranks = sorted(ranks_of(p))
