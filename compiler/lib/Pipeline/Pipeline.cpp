@@ -71,8 +71,9 @@ const char *pipelineFlagsHelp() {
                    --topology, if any); activations that do not fit are
                    offloaded to DRAM and prefetched back, or recomputed,
                    whichever the cost model finds cheaper
-  --mem-rates R    the cost model's rates, gemm=GFLOPS,attention=GFLOPS,
-                   memory=GBPS (per thread of the rank's cores), copy=GBPS,
+  --mem-rates R    the cost model's rates, gemm=GFLOPS,gemm_bf16=GFLOPS,
+                   attention=GFLOPS, memory=GBPS (per thread of the rank's
+                   cores), copy=GBPS,
                    disk=GBPS (defaults: measured on a 2-core Zen 5,
                    passes/lib/CostModel.h)
   --offload-dir D  a disk tier in folder D (an NVMe file system on a
