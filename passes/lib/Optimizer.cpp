@@ -1,5 +1,6 @@
 // One fused optimizer update of every parameter that has a gradient.
 #include "StepNames.h"
+#include "hc/Passes/Optimizers.h"
 #include "hc/Passes/Passes.h"
 
 #include "mlir/IR/Verifier.h"
@@ -17,15 +18,18 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
   using OptimizerBase::OptimizerBase;
 
   void runOnOperation() override {
-    if (optimizer != "adamw" && optimizer != "adam" && optimizer != "sgd") {
+    spec = findOptimizer(optimizer);
+    if (!spec) {
       getOperation().emitError("unknown optimizer '")
-          << optimizer << "' (adamw, adam or sgd)";
+          << optimizer << "' (" << optimizerNames() << ")";
       return signalPassFailure();
     }
     for (auto f : getOperation().getOps<func::FuncOp>())
       if (f->hasAttr(kResultNamesAttr) && failed(update(f)))
         return signalPassFailure();
   }
+
+  const OptimizerSpec *spec = nullptr;
 
   BlockArgument addState(func::FuncOp f, Type type, const std::string &key) {
     unsigned index = f.getNumArguments();
@@ -67,7 +71,7 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     SmallVector<Type> paramTypes;
     for (Value p : ps)
       paramTypes.push_back(p.getType());
-    if (optimizer == "sgd") {
+    if (spec->kind == OptimizerKind::Sgd) {
       SmallVector<Value> operands(ps);
       operands.append(gs);
       auto op = b.create<SgdOp>(loc, paramTypes, operands, b.getF64FloatAttr(lr),
@@ -77,8 +81,8 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
         resultKeys.push_back("param:" + p);
     } else {
       // AdamW and Adam: a step counter and two moments per parameter.
-      bool onnx = optimizer == "adam";
-      double epsilon = eps >= 0 ? double(eps) : onnx ? 1e-6 : 1e-8;
+      bool onnx = spec->kind == OptimizerKind::Adam;
+      double epsilon = eps >= 0 ? double(eps) : spec->defaultEps;
       std::string counter = onnx ? kAdamStep : kAdamWStep;
       std::string first = onnx ? kAdamFirst : kAdamWFirst;
       std::string second = onnx ? kAdamSecond : kAdamWSecond;

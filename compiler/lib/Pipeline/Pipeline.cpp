@@ -1,5 +1,6 @@
 #include "hc/Compiler/Pipeline.h"
 
+#include "hc/Passes/Optimizers.h"
 #include "hc/Passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -173,21 +174,26 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
     o.fuseGemmEpilogues = true;
     return 1;
   }
-  static const char *valued[] = {"--freeze", "--optimizer", "--lr", "--beta1",
-                                 "--beta2", "--eps", "--weight-decay",
-                                 "--weight-decay-post", "--bucket-mb", "--link",
-                                 "--precision", "--topology", "--clusters",
-                                 "--ranks-per-node", "--comm-cores", "--cftp",
-                                 "--cftp-rates", "--mem-budget", "--fast-mem", "--mem-rates",
-                                 "--offload-dir", "--mem-segments"};
-  if (std::find(std::begin(valued), std::end(valued), arg) == std::end(valued))
+  // Every flag that takes a value; `machine` ones do not change the
+  // optimizer's arithmetic (the others conflict with a training_info).
+  struct ValuedFlag {
+    const char *name;
+    bool machine;
+  };
+  static const ValuedFlag valued[] = {
+      {"--freeze", false},       {"--optimizer", false},     {"--lr", false},
+      {"--beta1", false},        {"--beta2", false},         {"--eps", false},
+      {"--weight-decay", false}, {"--weight-decay-post", false},
+      {"--bucket-mb", true},     {"--link", true},           {"--precision", true},
+      {"--topology", true},      {"--clusters", true},       {"--ranks-per-node", true},
+      {"--comm-cores", true},    {"--cftp", true},           {"--cftp-rates", true},
+      {"--mem-budget", true},    {"--fast-mem", true},       {"--mem-rates", true},
+      {"--offload-dir", true},   {"--mem-segments", true}};
+  const ValuedFlag *flag = std::find_if(std::begin(valued), std::end(valued),
+                                        [&](const ValuedFlag &f) { return arg == f.name; });
+  if (flag == std::end(valued))
     return 0;
-  // Flags that do not change the optimizer's arithmetic.
-  static const char *machine[] = {"--bucket-mb", "--link", "--precision", "--topology",
-                                  "--clusters", "--ranks-per-node", "--comm-cores",
-                                  "--cftp", "--cftp-rates", "--mem-budget", "--fast-mem",
-                                  "--mem-rates", "--offload-dir", "--mem-segments"};
-  if (std::find(std::begin(machine), std::end(machine), arg) == std::end(machine))
+  if (!flag->machine)
     o.optimizerFlags.push_back(arg);
   if (!inlineValue) {
     if (i + 1 >= argc) {
@@ -282,8 +288,8 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
     return 1;
   }
   if (arg == "--optimizer") {
-    if (value != "adamw" && value != "adam" && value != "sgd") {
-      error = "--optimizer must be adamw, adam or sgd, got '" + value + "'";
+    if (!findOptimizer(value)) {
+      error = "--optimizer must be " + optimizerNames() + ", got '" + value + "'";
       return -1;
     }
     o.optimizer = value;
@@ -356,8 +362,8 @@ bool effectiveOptimizer(mlir::ModuleOp module, const PipelineOptions &in,
   out = in;
   auto info = module->getAttrOfType<mlir::DictionaryAttr>(kTrainingInfoAttr);
   if (!info) {
-    if (out.optimizer == "adam" && !out.epsGiven)
-      out.eps = 1e-6;
+    if (const OptimizerSpec *spec = findOptimizer(out.optimizer); spec && !out.epsGiven)
+      out.eps = spec->defaultEps;
     return true;
   }
   if (!in.optimizerFlags.empty()) {
@@ -388,7 +394,8 @@ std::string optimizerJson(mlir::ModuleOp module, const PipelineOptions &in) {
     o = in;
   std::string source = module->hasAttr(kTrainingInfoAttr) ? "training_info" : "flags";
   char buf[640];
-  if (o.optimizer == "adam")  // the operator's names, at the float32 it uses
+  const OptimizerSpec *spec = findOptimizer(o.optimizer);
+  if (spec && spec->kind == OptimizerKind::Adam)  // the operator's names, at the float32 it uses
     std::snprintf(buf, sizeof buf,
                   "{\"name\": \"adam\", \"domain\": \"ai.onnx.preview.training\", "
                   "\"R\": %.9g, \"alpha\": %.9g, \"beta\": %.9g, "
