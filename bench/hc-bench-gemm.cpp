@@ -185,7 +185,7 @@ void benchFused(const std::vector<Lib> &libs, int threads, int reps,
 } // namespace
 
 int main(int argc, char **argv) {
-  bool quick = false, fused = true, plain = true;
+  bool quick = false, fused = true, plain = true, peakOnly = false;
   int reps = 5;
   std::vector<int64_t> threadList = {1, 2}, ms = {2048, 8192};
   std::string model = "all", passes = "fwd,dX,dW";
@@ -193,6 +193,8 @@ int main(int argc, char **argv) {
     std::string a = argv[i];
     if (a == "--quick")
       quick = true;
+    else if (a == "--peak-only")  // the peaks alone, for other benchmarks' MFU
+      peakOnly = true;
     else if (a == "--no-fused")
       fused = false;
     else if (a == "--fused-only")
@@ -218,11 +220,22 @@ int main(int argc, char **argv) {
     }
     else {
       fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads 1,2] [--m 2048,8192] "
-                      "[--model S|XL|all] [--no-fused | --fused-only] [--precision fp32|bf16] [--pass fwd,dX,dW]\n", argv[0]);
+                      "[--model S|XL|all] [--no-fused | --fused-only] [--precision fp32|bf16] [--pass fwd,dX,dW] "
+                      "[--peak-only]\n", argv[0]);
       return 2;
     }
   }
   quietLibraryThreads();
+  if (peakOnly) {
+    // One line per thread count: the FMA peak of the widest vector unit, and
+    // the vdpbf16ps peak where the CPU has it (0 where not).
+    const bool wide = __builtin_cpu_supports("avx512f");
+    for (int64_t th : threadList)
+      printf("peak threads=%lld isa=%s fma_gflops=%.1f bf16_gflops=%.1f\n",
+             static_cast<long long>(th), wide ? "avx512" : "avx2", peak(static_cast<int>(th), wide),
+             hcrt_bf16_peak_gflops(static_cast<int32_t>(th)));
+    return 0;
+  }
   if (quick) {
     reps = std::min(reps, 3);
     ms = {2048};

@@ -422,7 +422,8 @@ class DiTLoss(nn.Module):
     torch 1.13). With with_output=True, forward returns (loss, prediction),
     prediction being the full DiT output [B, out_channels, H, W]."""
 
-    def __init__(self, dit, in_channels=None, with_output=False, objective="mse"):
+    def __init__(self, dit, in_channels=None, with_output=False, objective="mse",
+                 stop_gradient=None):
         super().__init__()
         if objective not in OBJECTIVES:
             raise ValueError("unknown objective %r (expected %s)" % (objective, " or ".join(OBJECTIVES)))
@@ -432,20 +433,29 @@ class DiTLoss(nn.Module):
         self.in_channels = dit.in_channels if in_channels is None else in_channels
         self.with_output = with_output
         self.objective = objective
+        # How the stop survives export: StopGradient's symbolic for the
+        # TorchScript exporter, a custom op for dynamo (export_torch2.py).
+        self.stop_gradient = stop_gradient or StopGradient.apply
 
     def forward(self, x_t, t, y, noise, x_start=None):
         out = self.dit(x_t, t, y)
-        eps = out[:, :self.in_channels]
-        diff = eps - noise
-        loss = (diff * diff).mean()
-        if self.objective == "mse+vlb":
-            import diffusion
-            vb = diffusion.vlb_terms(StopGradient.apply(eps), out[:, self.in_channels:],
-                                     x_start, x_t, t)
-            loss = loss + vb.mean()
+        loss = objective_loss(out, self.in_channels, self.objective, self.stop_gradient,
+                              x_t, t, noise, x_start)
         if self.with_output:
             return loss, out
         return loss
+
+
+def objective_loss(out, in_channels, objective, stop_gradient, x_t, t, noise, x_start=None):
+    """The training loss of DiT's output `out` (see DiTLoss)."""
+    eps = out[:, :in_channels]
+    diff = eps - noise
+    loss = (diff * diff).mean()
+    if objective == "mse+vlb":
+        import diffusion
+        vb = diffusion.vlb_terms(stop_gradient(eps), out[:, in_channels:], x_start, x_t, t)
+        loss = loss + vb.mean()
+    return loss
 
 
 def make_dit(model="tiny", image_size=32, in_channels=4, num_classes=1000,

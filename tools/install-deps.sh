@@ -18,6 +18,7 @@ packages=(
   libopenblas-dev libblis-dev libdnnl-dev
   # python tooling (always used as /usr/bin/python3)
   python3 python3-torch python3-onnx python3-numpy python3-matplotlib
+  python3-venv  # tools/install-anchors.sh's environments (PyPI)
   # data for the embedded demo
   dataset-fashion-mnist
 )

@@ -102,3 +102,16 @@ def compare_step(ref, grads, params, tol, mask_roundoff=False):
           "(%d zero or round-off gradient entries left out)"
           % (len(want_grads), worst_g, worst_p, masked))
     return errors
+
+
+def anchors_python(which="torch"):
+    """The python of an anchors environment (tools/install-anchors.sh; CI's
+    tools/check.sh installs them first): `torch` (PyTorch 2.x, onnx,
+    onnxscript, onnxruntime, ...) or `ort-training`. A missing one is a
+    failure naming the script, never a skip."""
+    lines = run([os.path.join(ROOT, "tools", "install-anchors.sh"), "--where"]).splitlines()
+    path = lines[-1] if which == "torch" else lines[0].split(": ", 1)[1]
+    if not os.access(path, os.X_OK):
+        sys.exit("FAILED: the %s anchors environment is not installed (%s): run "
+                 "tools/install-anchors.sh" % (which, path))
+    return path

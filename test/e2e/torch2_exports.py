@@ -26,7 +26,12 @@ PyTorch results stored beside it (NAME.ref.npz):
     label table).
 
 The folder is ../shared/exports-torch2 from the repository (CI has it
-there); a missing folder or file is a failure, never a skip."""
+there); a missing folder or file is a failure, never a skip.
+
+--live "ARGS": a live export instead (issue 48): models/export_torch2.py ARGS
+run by the anchors environment's PyTorch 2.x writes NAME's three files into
+WORK.export first, with PyTorch's own step beside them, and they are checked
+the same way."""
 import argparse
 import collections
 import os
@@ -37,7 +42,7 @@ import sys
 
 import numpy as np
 
-from common import ROOT, read_safetensors, rel, run
+from common import ROOT, anchors_python, read_safetensors, rel, run
 
 DEFAULT_DIR = os.path.join(os.path.dirname(ROOT), "shared", "exports-torch2")
 OPTIMIZERS = {
@@ -57,7 +62,15 @@ def main():
     ap.add_argument("--blocks", type=int, default=2, help="attention blocks in the model")
     ap.add_argument("--map-params", action="store_true",
                     help="an optimized dynamo export: refused as is, then mapped")
+    ap.add_argument("--live", metavar="ARGS",
+                    help="export with the anchors' PyTorch 2.x: models/export_torch2.py ARGS")
     a = ap.parse_args()
+    if a.live:
+        a.dir = a.work + ".export"
+        shutil.rmtree(a.dir, ignore_errors=True)
+        os.makedirs(a.dir)
+        print(run([anchors_python(), os.path.join(ROOT, "models", "export_torch2.py"),
+                   "--out", a.dir, "--name", a.name] + a.live.split()).strip().splitlines()[-1])
     model = os.path.join(a.dir, a.name + ".onnx")
     inputs = os.path.join(a.dir, a.name + ".inputs")
     for path in (model, inputs, os.path.join(a.dir, a.name + ".ref.npz")):
@@ -185,6 +198,8 @@ def main():
           % (worst["loss"], worst["grad"], worst_name.get("grad"), worst["adamw3"],
              worst_name.get("adamw3"), worst["sgd3"], worst_name.get("sgd3")))
     shutil.rmtree(a.work, ignore_errors=True)
+    if a.live:
+        shutil.rmtree(a.dir, ignore_errors=True)
     if errors:
         sys.exit("FAILED: " + "; ".join(errors[:10]))
 

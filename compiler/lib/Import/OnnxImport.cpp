@@ -123,6 +123,7 @@ private:
   int64_t hcOpset = 0;  // the "hc" domain's imported version, 0 if none
   std::set<std::string> initializerNames;
   std::set<std::string> trainingState;  // training_info's R, T, V, H
+  std::set<std::string> exportConstants;  // torchExportConstants()
 };
 
 void Importer::load() {
@@ -480,7 +481,7 @@ void Importer::buildFunction() {
   for (const auto &t : g.initializer()) {
     if (trainingState.count(t.name()))
       continue;
-    if (t.data_type() != onnx::TensorProto::FLOAT) {
+    if (t.data_type() != onnx::TensorProto::FLOAT || exportConstants.count(t.name())) {
       constInits.push_back(&t);
       continue;
     }
@@ -525,6 +526,11 @@ void Importer::buildFunction() {
         c.data[i] = t->has_raw_data()
                         ? reinterpret_cast<const int32_t *>(raw.data())[i]
                         : t->int32_data(i);
+        break;
+      case onnx::TensorProto::FLOAT:
+        c.data[i] = t->has_raw_data()
+                        ? reinterpret_cast<const float *>(raw.data())[i]
+                        : t->float_data(i);
         break;
       case onnx::TensorProto::DOUBLE:
         c.data[i] = t->has_raw_data()
@@ -652,6 +658,7 @@ void Importer::run() {
   if (model().training_info_size() > 0)
     applyTrainingInfo();
   refuseUnnamedDynamoWeights();
+  exportConstants = hc::import::torchExportConstants(model());
   bool folded = false;
   for (const auto &t : model().graph().initializer())
     folded |= t.name().rfind("onnx::", 0) == 0;

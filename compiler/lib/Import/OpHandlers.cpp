@@ -547,6 +547,49 @@ void gatherOp(GraphImporter &gi) {
                    {gi.b.getNamedAttr("axis", gi.b.getI64IntegerAttr(axis))}));
 }
 
+// GatherND as PyTorch's dynamo exporter writes `table[t]` (aten.index with
+// one index tensor): batch_dims 0 and indices [..., 1], which is Gather on
+// axis 0 with the indices' last dim dropped. Deeper index tuples and
+// batch_dims are refused.
+void gatherNdOp(GraphImporter &gi) {
+  if (gi.attrInt("batch_dims", 0) != 0)
+    gi.fail("batch_dims " + std::to_string(gi.attrInt("batch_dims", 0)) +
+            " is not supported (only 0)");
+  std::vector<int64_t> dataShape = shapeOfInput(gi, 0), idxShape = shapeOfInput(gi, 1);
+  if (idxShape.empty() || idxShape.back() != 1)
+    gi.fail("indices of shape [..., 1] only (one index into the first dim), "
+            "got a last dim of " +
+            (idxShape.empty() ? std::string("none") : std::to_string(idxShape.back())));
+  if (dataShape.empty())
+    gi.fail("data must have a dim to index");
+  std::vector<int64_t> flat(idxShape.begin(), idxShape.end() - 1);
+  const Const *idx = gi.inputConst(1);
+  if (idx && !idx->isInteger())
+    gi.fail("indices must be int32 or int64");
+  if (const Const *data = gi.inputConst(0); data && idx) {
+    int64_t inner = 1;
+    for (size_t d = 1; d < dataShape.size(); ++d)
+      inner *= dataShape[d];
+    std::vector<int64_t> shape = flat;
+    shape.insert(shape.end(), dataShape.begin() + 1, dataShape.end());
+    Const r = makeConst(shape, data->dtype, {});
+    for (double v : idx->data) {
+      if (v < -dataShape[0] || v >= dataShape[0])
+        gi.fail("index " + std::to_string(static_cast<int64_t>(v)) +
+                " out of range for dim " + std::to_string(dataShape[0]));
+      const int64_t i = static_cast<int64_t>(v < 0 ? v + dataShape[0] : v);
+      for (int64_t k = 0; k < inner; ++k)
+        r.data.push_back(data->data[i * inner + k]);
+    }
+    gi.outputConst(0, r);
+    return;
+  }
+  Value indices = gi.reshape(gi.input(1), flat);
+  gi.output(0, gi.build<GatherOp>(
+                   {gi.input(0), indices},
+                   {gi.b.getNamedAttr("axis", gi.b.getI64IntegerAttr(0))}));
+}
+
 void castOp(GraphImporter &gi) {
   castTo(gi, static_cast<int32_t>(gi.attrInt("to", TP::FLOAT)));
 }
@@ -705,6 +748,7 @@ const std::map<std::string, OpHandler> &opHandlers() {
       {"Concat", concatOp},
       {"Split", splitOp},
       {"Gather", gatherOp},
+      {"GatherND", gatherNdOp},
       {"Cast", castOp},
       {"Constant", constantOp},
       {"ConstantOfShape", constantOfShapeOp},

@@ -43,6 +43,22 @@ OpHandler binary(std::function<double(double, double)> fold,
   };
 }
 
+// Max and Min are variadic. PyTorch's dynamo exporter writes Max(t) with
+// one input (table[t]'s index bound), which is the identity; two inputs are
+// the binary op; more are refused.
+OpHandler variadic(OpHandler two) {
+  return [=](GraphImporter &gi) {
+    if (gi.hasInput(2))
+      gi.fail("more than 2 inputs are not supported");
+    if (gi.hasInput(1))
+      return two(gi);
+    if (const Const *c = gi.inputConst(0))
+      gi.outputConst(0, *c);
+    else
+      gi.output(0, gi.input(0));
+  };
+}
+
 // Unary ops on small known constants fold like the binary ones: the
 // exporters compute attention scales as Sqrt/Reciprocal of a shape
 // (torch's SDPA: 1 / Sqrt(Cast(Shape(q)[-1:]))), and the fusion passes
@@ -293,8 +309,8 @@ void addMathHandlers(std::map<std::string, OpHandler> &table) {
       {"Mul", binary<MulOp>([](double a, double b) { return a * b; })},
       {"Div", binary<DivOp>([](double a, double b) { return a / b; })},
       {"Pow", binary<PowOp>([](double a, double b) { return std::pow(a, b); })},
-      {"Max", binary<MaxOp>([](double a, double b) { return std::max(a, b); })},
-      {"Min", binary<MinOp>([](double a, double b) { return std::min(a, b); })},
+      {"Max", variadic(binary<MaxOp>([](double a, double b) { return std::max(a, b); }))},
+      {"Min", variadic(binary<MinOp>([](double a, double b) { return std::min(a, b); }))},
       {"Less", binary<LessOp>([](double a, double b) { return double(a < b); }, true)},
       {"Greater", binary<LessOp>([](double a, double b) { return double(a < b); }, true, true)},
       {"Equal", binary<EqualOp>([](double a, double b) { return double(a == b); }, true)},

@@ -15,6 +15,8 @@
 // ONNX checker would have enforced for the node's form.
 #include "OpsetSchemas.h"
 
+#include "google/protobuf/unknown_field_set.h"
+
 #include <algorithm>
 #include <initializer_list>
 #include <map>
@@ -99,6 +101,7 @@ const std::map<std::string, Schema> &schemas() {
       {"SplitToSequence", {{11}, 1, 2, 1, 1, {{"axis", I}, {"keepdims", I}}}},
       {"SequenceAt", {{11}, 2, 2, 1, 1, {}}},
       {"Gather", {{1, 11, 13}, 2, 2, 1, 1, {{"axis", I}}}},
+      {"GatherND", {{11, 12, 13}, 2, 2, 1, 1, {{"batch_dims", I, false, 12}}}},
       {"Cast", {{1, 6, 9, 13, 19, 21}, 1, 1, 1, 1,
                 {{"to", I, true}, {"saturate", I, false, 19}}}},
       {"CastLike", {{15, 19, 21}, 2, 2, 1, 1, {{"saturate", I, false, 19}}}},
@@ -238,6 +241,34 @@ std::string generatedInitializer(const onnx::ModelProto &model, int64_t opset) {
       return n;
   }
   return "";
+}
+
+std::set<std::string> torchExportConstants(const onnx::ModelProto &model) {
+  // ValueInfoProto.metadata_props is field 4 since ONNX 1.16; Debian's
+  // libonnx 1.12 predates it and keeps it as an unknown field, which is
+  // parsed here as the StringStringEntryProto it is.
+  constexpr int kValueInfoMetadataProps = 4;
+  std::set<std::string> out;
+  auto scan = [&](const onnx::ValueInfoProto &vi) {
+    const google::protobuf::UnknownFieldSet &unknown =
+        vi.GetReflection()->GetUnknownFields(vi);
+    for (int i = 0; i < unknown.field_count(); ++i) {
+      const google::protobuf::UnknownField &f = unknown.field(i);
+      onnx::StringStringEntryProto entry;
+      if (f.number() != kValueInfoMetadataProps ||
+          f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED ||
+          !entry.ParseFromString(f.length_delimited()))
+        continue;
+      if (entry.key() == "pkg.torch.export.graph_signature.InputSpec.kind" &&
+          (entry.value() == "BUFFER" || entry.value() == "CONSTANT_TENSOR"))
+        out.insert(vi.name());
+    }
+  };
+  for (const auto &vi : model.graph().value_info())
+    scan(vi);
+  for (const auto &vi : model.graph().input())
+    scan(vi);
+  return out;
 }
 
 } // namespace hc::import

@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 namespace hc::import {
@@ -35,6 +36,12 @@ int opVersion(const std::string &op, int64_t opset);
 // unsqueeze_1, scalar_tensor_default_1; parameters are module paths), or
 // "" when there is none (optimize=False, or models/map_params.py's output).
 std::string generatedInitializer(const onnx::ModelProto &model, int64_t opset);
+
+// The initializers that PyTorch's dynamo exporter marks as not parameters:
+// torch.export's input kind BUFFER or CONSTANT_TENSOR (a registered buffer,
+// a tensor attribute), which it writes into the value's metadata_props
+// (ONNX IR 10). PyTorch never trains them, so neither does hc.
+std::set<std::string> torchExportConstants(const onnx::ModelProto &model);
 
 } // namespace hc::import
 
