@@ -6,6 +6,8 @@ usage: /usr/bin/python3 models/train_torch.py --data DIR --model tiny|demo|DiT-S
            [--batch 32] [--steps K] [--lr 1e-4] [--seed S] [--log-every N]
            [--metrics FILE.jsonl] [--threads T] [--learn-sigma|--no-learn-sigma]
            [--ema DECAY] [--save-weights FILE.safetensors] [--checkpoint-blocks]
+           [--init-weights FILE.safetensors] [--compile] [--autocast bf16]
+           [--fused-adamw]
 
 DIR holds images.npy (float32 [N,C,H,W]) and labels.npy (integer [N]), as
 models/fashion_mnist.py writes them (a path to images.npy works too; its
@@ -32,7 +34,16 @@ A last partial window is logged too. --ema keeps DiT's EMA of every
 parameter (ema = ema*decay + (1-decay)*param after each step, in float32).
 --save-weights writes the parameters under their state_dict names (and the
 EMA under `ema:NAME`) as safetensors after the last step: the layout of an
-hc-run checkpoint's tensors, so `hc-run sample --ckpt` can read it. OMP_WAIT_POLICY defaults to PASSIVE
+hc-run checkpoint's tensors, so `hc-run sample --ckpt` can read it.
+
+As a speed anchor (bench/anchors.py), with PyTorch 2.x as its documentation
+recommends for CPU training: --compile wraps the loss module in
+torch.compile (inductor, default mode; the first steps compile), --autocast
+bf16 runs forward and loss under torch.autocast("cpu", torch.bfloat16) with
+float32 parameters and optimizer, --fused-adamw uses AdamW(fused=True).
+--init-weights starts from given parameters (e.g. the NAME.so.init.safetensors
+hc-compile writes), so every system starts from the same weights. Each
+metrics line also holds peak_rss_mb (the process's peak resident memory). OMP_WAIT_POLICY defaults to PASSIVE
 (set it to ACTIVE to get OpenMP's spinning back on an otherwise idle machine). A non-finite loss stops training with
 exit 1, naming the step; bad command-line input or data exits 2.
 """
@@ -90,7 +101,17 @@ def parse_args(argv):
                     help="torch.utils.checkpoint on every DiT block: activations "
                          "only at block inputs, each block's forward run again "
                          "in backward")
+    ap.add_argument("--init-weights", default=None, metavar="FILE.safetensors",
+                    help="start from these parameters (state_dict names)")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the loss module (PyTorch >= 2.0)")
+    ap.add_argument("--autocast", choices=("bf16",), default=None,
+                    help="forward and loss under torch.autocast('cpu', bfloat16)")
+    ap.add_argument("--fused-adamw", action="store_true",
+                    help="AdamW(fused=True) (PyTorch >= 2.4 on CPU)")
     a = ap.parse_args(argv)
+    if a.compile and not hasattr(torch, "compile"):
+        ap.error("--compile needs PyTorch >= 2.0 (this is %s)" % torch.__version__)
     if a.model not in ditlib.MODEL_CONFIGS:
         ap.error("unknown --model %r (expected one of: %s)"
                  % (a.model, ", ".join(ditlib.MODEL_CONFIGS)))
@@ -120,6 +141,30 @@ def save_weights(path, model, ema):
     safetensors_np.save(path, tensors, {"hc.written_by": "models/train_torch.py",
                                         "hc.dit_config": json.dumps(model.config,
                                                                     sort_keys=True)})
+
+
+def load_weights(path, model):
+    """Parameters from a safetensors file; every trainable one must be there."""
+    import safetensors_np
+    try:
+        tensors = safetensors_np.load(path)
+    except (OSError, ValueError) as e:
+        fail("cannot read --init-weights %s: %s" % (path, e))
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n not in tensors:
+                if p.requires_grad:
+                    fail("--init-weights %s has no tensor %s" % (path, n))
+                continue
+            if tuple(tensors[n].shape) != tuple(p.shape):
+                fail("--init-weights %s: %s is %s, the model's is %s"
+                     % (path, n, list(tensors[n].shape), list(p.shape)))
+            p.copy_(torch.from_numpy(np.array(tensors[n], dtype=np.float32)))
+
+
+def peak_rss_mb():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def load_data(a):
@@ -178,10 +223,20 @@ def main(argv=None):
                             num_classes=a.num_classes, learn_sigma=a.learn_sigma,
                             init="default", seed=a.seed)
     model.checkpoint_blocks = a.checkpoint_blocks
+    if a.init_weights:
+        load_weights(a.init_weights, model)
     loss_fn = ditlib.DiTLoss(model)
     loss_fn.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.0,
+                            **({"fused": True} if a.fused_adamw else {}))
+    step_loss = torch.compile(loss_fn) if a.compile else loss_fn
+    if a.autocast:
+        compute = step_loss
+
+        def step_loss(*args):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return compute(*args)
     ema = None
     if a.ema is not None:
         ema = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -197,10 +252,12 @@ def main(argv=None):
     if not a.quiet:
         cfg = model.config
         print("DiT %s: depth %d hidden %d heads %d patch %d, %d params; %d images %s, "
-              "batch %d, lr %g, seed %d, %d threads"
+              "batch %d, lr %g, seed %d, %d threads; torch %s%s%s"
               % (a.model, cfg["depth"], cfg["hidden_size"], cfg["num_heads"], cfg["patch_size"],
                  sum(p.numel() for p in params), images.shape[0], list(images.shape[1:]),
-                 a.batch, a.lr, a.seed, torch.get_num_threads()), flush=True)
+                 a.batch, a.lr, a.seed, torch.get_num_threads(), torch.__version__,
+                 ", compiled" if a.compile else "",
+                 ", bf16 autocast" if a.autocast else ""), flush=True)
 
     stream = batches(images.shape[0], a.batch, gen)
     t_start = time.perf_counter()
@@ -212,7 +269,7 @@ def main(argv=None):
             idx = next(stream)
             x0, y0 = images[idx], labels[idx]
             x_t, t, y, eps = diffusion.training_batch(x0, y0, a.num_classes, gen)
-            loss = loss_fn(x_t, t, y, eps)
+            loss = step_loss(x_t, t, y, eps)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -235,7 +292,8 @@ def main(argv=None):
                 if metrics:
                     metrics.write(json.dumps({
                         "step": step, "loss": avg, "steps_per_sec": sps,
-                        "img_per_sec": sps * a.batch, "wall_s": now - t_start}) + "\n")
+                        "img_per_sec": sps * a.batch, "wall_s": now - t_start,
+                        "peak_rss_mb": peak_rss_mb()}) + "\n")
                     metrics.flush()
                 running, window = 0.0, 0
                 t_window = time.perf_counter()
