@@ -12,9 +12,10 @@ sigma, the `mse` objective) at global batch --batch from the same initial
 weights (the ones hc-compile writes beside the library) on random latents,
 with AdamW at lr 1e-4, on --threads threads (default: every core). A step
 is the whole of it: drawing t, noise and the label dropout, forward, loss,
-backward and the update. Each run takes 1 warm-up step (2 for
-torch.compile, whose first steps compile) and then --steps timed ones; its
-time is their median. Rounds interleave the systems; the table gives the
+backward and the update. Each run takes --warmup steps (default 4: PyTorch
+eager's fp32 step falls from 11-13 s to 7.4 s over its first 5 steps on S/2
+while its allocator settles, and torch.compile's first step compiles) and
+then --steps timed ones; its time is their median. Rounds interleave the systems; the table gives the
 median over rounds, MFU against the FMA peak measured in each round
 (model FLOPs: 3x the forward's matrix products, from hc's step
 description), the largest peak RSS, and each time over hc's at the same
@@ -27,6 +28,9 @@ torch.set_num_threads(cores), torch.compile with inductor's default mode,
 torch.autocast("cpu", bfloat16) over forward and loss with float32 master
 weights, AdamW(fused=True) in 2.x (1.13 has no fused CPU AdamW); ONNX
 Runtime training with intra_op_num_threads = cores (bench/anchors_ort.py).
+PyTorch rows run with OMP_WAIT_POLICY=ACTIVE (OpenMP threads spin between
+parallel regions): on S/2, compiled bf16 took 3.78-3.87 s/step with it
+against 3.96-4.09 s passive (train_torch.py's own default).
 """
 import argparse
 import json
@@ -94,7 +98,7 @@ def metrics_of(path, warmup):
 
 
 def systems(a, torch_py, ort_py):
-    """(key, label, precision, warm-up steps, command builder)."""
+    """(key, label, precision, extra environment, command builder)."""
     def hc(precision):
         def cmd(m, metrics, steps):
             return [os.path.join(a.bin, "hc-run"), m["so"][precision], "--data", m["x"],
@@ -118,18 +122,20 @@ def systems(a, torch_py, ort_py):
                 "--metrics", metrics]
     t2, t1 = torch_version(torch_py), torch_version(DEBIAN_PY)
     fused = ["--fused-adamw"]
+    omp = {"OMP_WAIT_POLICY": "ACTIVE"}
     return [
-        ("hc-fp32", "hc fp32", "fp32", 1, hc("fp32")),
-        ("hc-bf16", "hc bf16", "bf16", 1, hc("bf16")),
-        ("torch-eager", "PyTorch %s eager fp32" % t2, "fp32", 1, torch_row(torch_py, fused)),
-        ("torch-compile", "PyTorch %s torch.compile fp32" % t2, "fp32", 2,
+        ("hc-fp32", "hc fp32", "fp32", {}, hc("fp32")),
+        ("hc-bf16", "hc bf16", "bf16", {}, hc("bf16")),
+        ("torch-eager", "PyTorch %s eager fp32" % t2, "fp32", omp, torch_row(torch_py, fused)),
+        ("torch-compile", "PyTorch %s torch.compile fp32" % t2, "fp32", omp,
          torch_row(torch_py, fused + ["--compile"])),
-        ("torch-bf16", "PyTorch %s eager bf16 autocast" % t2, "bf16", 1,
+        ("torch-bf16", "PyTorch %s eager bf16 autocast" % t2, "bf16", omp,
          torch_row(torch_py, fused + ["--autocast", "bf16"])),
-        ("torch-compile-bf16", "PyTorch %s torch.compile bf16 autocast" % t2, "bf16", 2,
+        ("torch-compile-bf16", "PyTorch %s torch.compile bf16 autocast" % t2, "bf16", omp,
          torch_row(torch_py, fused + ["--compile", "--autocast", "bf16"])),
-        ("ort", "ONNX Runtime training 1.19.2 fp32", "fp32", 1, ort),
-        ("torch113", "PyTorch %s eager fp32 (Debian)" % t1, "fp32", 1, torch_row(DEBIAN_PY, [])),
+        ("ort", "ONNX Runtime training 1.19.2 fp32", "fp32", {}, ort),
+        ("torch113", "PyTorch %s eager fp32 (Debian)" % t1, "fp32", omp,
+         torch_row(DEBIAN_PY, [])),
     ]
 
 
@@ -174,6 +180,7 @@ def main():
     ap.add_argument("--models", default="DiT-S/2,DiT-B/2")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=4)
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--systems", default=None, help="keys, comma-separated (default: all)")
@@ -192,8 +199,8 @@ def main():
         rows = [r for r in rows if r[0] in keep]
     cpu, isa = cpu_facts()
     env = dict(os.environ, HC_NUM_THREADS=str(a.threads), OMP_NUM_THREADS=str(a.threads))
-    print("anchors: %s, %d threads, ISA %s; batch %d, %d rounds of %d timed steps; %s"
-          % (cpu, a.threads, " ".join(isa), a.batch, a.rounds, a.steps,
+    print("anchors: %s, %d threads, ISA %s; batch %d, %d rounds of %d warm-up and %d timed "
+          "steps; %s" % (cpu, a.threads, " ".join(isa), a.batch, a.rounds, a.warmup, a.steps,
              time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())), flush=True)
     for model in a.models.split(","):
         m = prepare(a, model)
@@ -202,15 +209,16 @@ def main():
         for rnd in range(a.rounds):
             peaks.append(peak(a))
             line = []
-            for key, label, precision, warm, cmd in rows:
+            for key, label, precision, extra_env, cmd in rows:
                 if key in why:
                     continue
                 metrics = os.path.join(m["dir"], "m-%s.jsonl" % key)
                 if os.path.exists(metrics):
                     os.remove(metrics)
                 try:
-                    execute(cmd(m, metrics, warm + a.steps), env, a.timeout)
-                    t, r, l = metrics_of(metrics, warm)
+                    execute(cmd(m, metrics, a.warmup + a.steps), dict(env, **extra_env),
+                            a.timeout)
+                    t, r, l = metrics_of(metrics, a.warmup)
                 except Failed as e:
                     why[key] = str(e)
                     line.append("%s failed" % key)
