@@ -28,9 +28,11 @@ torch.set_num_threads(cores), torch.compile with inductor's default mode,
 torch.autocast("cpu", bfloat16) over forward and loss with float32 master
 weights, AdamW(fused=True) in 2.x (1.13 has no fused CPU AdamW); ONNX
 Runtime training with intra_op_num_threads = cores (bench/anchors_ort.py).
-PyTorch rows run with OMP_WAIT_POLICY=ACTIVE (OpenMP threads spin between
-parallel regions): on S/2, compiled bf16 took 3.78-3.87 s/step with it
-against 3.96-4.09 s passive (train_torch.py's own default).
+PyTorch 2.x rows run with OMP_WAIT_POLICY=ACTIVE (OpenMP threads spin
+between parallel regions): on S/2, compiled bf16 took 3.78-3.87 s/step with
+it against 3.96-4.09 s passive. Debian's 1.13 keeps PASSIVE (train_torch.py's
+default): its GEMMs run on OpenBLAS's own threads, which spinning OpenMP
+threads starve (30.1 s/step active against 12.2 s passive, same machine).
 """
 import argparse
 import json
@@ -134,8 +136,8 @@ def systems(a, torch_py, ort_py):
         ("torch-compile-bf16", "PyTorch %s torch.compile bf16 autocast" % t2, "bf16", omp,
          torch_row(torch_py, fused + ["--compile", "--autocast", "bf16"])),
         ("ort", "ONNX Runtime training 1.19.2 fp32", "fp32", {}, ort),
-        ("torch113", "PyTorch %s eager fp32 (Debian)" % t1, "fp32", omp,
-         torch_row(DEBIAN_PY, [])),
+        ("torch113", "PyTorch %s eager fp32 (Debian)" % t1, "fp32",
+         {"OMP_WAIT_POLICY": "PASSIVE"}, torch_row(DEBIAN_PY, [])),
     ]
 
 
