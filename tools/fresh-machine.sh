@@ -5,7 +5,8 @@
 # Catches a package the build or a test needs that install-deps.sh does not
 # name (a green run on a developer machine hides those).
 #
-# Not part of ctest: it needs root, mounts and about 30 minutes.
+# Not part of ctest: it needs root, mounts and about 35 minutes (PyTorch's
+# anchors environments, tools/install-anchors.sh, add a few of them).
 #
 # usage: tools/fresh-machine.sh [--dir DIR] [--keep] [--mirror URL]
 #   --dir DIR     where the chroot goes (default: a new /var/tmp/hc-fresh.XXXX)
@@ -68,6 +69,17 @@ t1=$(date +%s)
 echo "fresh-machine: debootstrap minbase bookworm: $((t1 - t0)) s"
 
 cp /etc/resolv.conf "$dir/etc/resolv.conf"
+# A fresh machine of this kind comes with its registries' settings: pip's
+# configuration and the local CA certificates it trusts (an egress proxy's),
+# which tools/install-anchors.sh's PyPI downloads need.
+if [ -f /etc/pip.conf ]; then
+  cp /etc/pip.conf "$dir/etc/pip.conf"
+fi
+if [ -d /usr/local/share/ca-certificates ]; then
+  mkdir -p "$dir/usr/local/share/ca-certificates" "$dir/etc/ssl/certs"
+  cp -r /usr/local/share/ca-certificates/. "$dir/usr/local/share/ca-certificates/"
+  cp /etc/ssl/certs/ca-certificates.crt "$dir/etc/ssl/certs/ca-certificates.crt"
+fi
 for m in proc sys dev dev/pts dev/shm; do
   mkdir -p "$dir/$m"
   mount --bind "/$m" "$dir/$m"

@@ -22,6 +22,7 @@
 #include "AutoMemSegments.h"
 #include "BufferLiveness.h"
 #include "CostModel.h"
+#include "hc/Schedule/Placement.h"
 
 #include "hc/runtime/topology.h"
 
@@ -361,8 +362,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     };
     auto adopt = [&](Trial &r) {
       f.getBody().takeBody(r.f.getBody());
-      if (Attribute memory = r.f->getAttr("hcs.memory"))
-        f->setAttr("hcs.memory", memory);
+      if (Attribute memory = r.f->getAttr(hs::kMemoryAttr))
+        f->setAttr(hs::kMemoryAttr, memory);
       r.f->erase();
       r.f = nullptr;
     };
@@ -428,10 +429,13 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       r.f->erase();
     }
     adopt(*best);
-    auto memory = cast<DictionaryAttr>(f->getAttr("hcs.memory"));
-    NamedAttrList entries(memory);
-    entries.set("other_plan", StringAttr::get(f.getContext(), others));
-    f->setAttr("hcs.memory", entries.getDictionary(f.getContext()));
+    auto m = cast<hs::MemoryPlanAttr>(f->getAttr(hs::kMemoryAttr));
+    f->setAttr(hs::kMemoryAttr,
+               hs::MemoryPlanAttr::get(
+                   f.getContext(), m.getBudget(), m.getReserve(), m.getTiers(),
+                   m.getOffloadDir(), m.getRecomputedCalls(), m.getRecomputeSeconds(),
+                   m.getSegments(), m.getCopySeconds(), m.getOffloadBytes(),
+                   m.getPrefetchBytes(), m.getRecomputedOverMove(), others));
     return success();
   }
 
@@ -524,11 +528,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       SmallVector<Attribute> names;
       for (StringRef a : arenas)
         names.push_back(b.getStringAttr(a));
-      return b.getDictionaryAttr(
-          {b.getNamedAttr("name", b.getStringAttr(name)),
-           b.getNamedAttr("kind", b.getStringAttr(kind)),
-           b.getNamedAttr("capacity", b.getI64IntegerAttr(capacity)),
-           b.getNamedAttr("arenas", b.getArrayAttr(names))});
+      return static_cast<Attribute>(hs::MemoryTierAttr::get(b.getContext(), name, kind,
+                                                            capacity, b.getArrayAttr(names)));
     };
     // Tiers, fastest first: the fast one (the activations), DRAM (the
     // rest; with a budget, its capacity is what the budget leaves), then
@@ -553,21 +554,13 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
         tiers.push_back(tier(kind, kind, bytes, {}));
     if (toDisk)
       tiers.push_back(tier("disk", "disk", diskBytes, {"offload"}));
-    f->setAttr("hcs.memory",
-               b.getDictionaryAttr(
-                   {b.getNamedAttr("budget", b.getI64IntegerAttr(memBudget)),
-                    b.getNamedAttr("reserve", b.getI64IntegerAttr(reserve)),
-                    b.getNamedAttr("tiers", b.getArrayAttr(tiers)),
-                    b.getNamedAttr("recomputed_calls",
-                                   b.getI64IntegerAttr(t.recomputes + t.segments.calls)),
-                    b.getNamedAttr("recompute_seconds",
-                                   b.getF64FloatAttr(t.recomputeSeconds + t.segments.seconds)),
-                    b.getNamedAttr("segments", b.getI64IntegerAttr(t.segments.segments)),
-                    b.getNamedAttr("copy_seconds", b.getF64FloatAttr(t.moveSeconds)),
-                    b.getNamedAttr("offload_bytes", b.getI64IntegerAttr(t.moved)),
-                    b.getNamedAttr("prefetch_bytes", b.getI64IntegerAttr(t.prefetched)),
-                    b.getNamedAttr("recomputed_over_move", b.getI64IntegerAttr(t.overMove)),
-                    b.getNamedAttr("offload_dir", b.getStringAttr(offloadDir))}));
+    f->setAttr(hs::kMemoryAttr,
+               hs::MemoryPlanAttr::get(
+                   b.getContext(), memBudget, reserve, b.getArrayAttr(tiers), offloadDir,
+                   t.recomputes + t.segments.calls,
+                   b.getF64FloatAttr(t.recomputeSeconds + t.segments.seconds),
+                   t.segments.segments, b.getF64FloatAttr(t.moveSeconds), t.moved,
+                   t.prefetched, t.overMove, /*other_plan=*/""));
     return success();
   }
 };

@@ -227,9 +227,8 @@ void Planner::commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
 }
 
 LogicalResult Planner::run() {
-  if (auto memory = f->getAttrOfType<DictionaryAttr>("hcs.memory"))
-    if (auto dir = memory.getAs<StringAttr>("offload_dir"))
-      diskTier = !dir.getValue().empty();
+  if (auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr))
+    diskTier = !memory.getOffloadDir().empty();
   Value loss;
   std::vector<Operation *> work;
   for (Operation &op : f.getBody().front()) {

@@ -1,6 +1,7 @@
 #include "VerifyMemory.h"
 
 #include "BufferLiveness.h"
+#include "hc/Schedule/Placement.h"
 
 #include "llvm/ADT/DenseSet.h"
 
@@ -120,52 +121,38 @@ LogicalResult verifyWrittenBeforeRead(func::FuncOp f) {
 }
 
 LogicalResult verifyMemoryBudget(func::FuncOp f) {
-  auto memory = f->getAttrOfType<DictionaryAttr>("hcs.memory");
+  auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr);
   if (!memory)
     return success();
   auto sizes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes");
-  auto tiers = memory.getAs<ArrayAttr>("tiers");
-  if (!sizes || !tiers)
-    return f.emitError("hcs.memory needs hcs.arena_bytes and a tier list");
+  if (!sizes)
+    return f.emitError("hcs.memory needs hcs.arena_bytes");
   auto bytesOf = [&](StringRef arena) -> int64_t {
     auto v = sizes.getAs<IntegerAttr>(arena);
     return v ? v.getInt() : 0;
   };
   // The budget is memory: arenas of a disk tier do not count.
-  llvm::SmallVector<StringRef> onDisk;
-  for (Attribute t : tiers)
-    if (auto tier = dyn_cast<DictionaryAttr>(t))
-      if (auto kind = tier.getAs<StringAttr>("kind"); kind && kind.getValue() == "disk")
-        if (auto arenas = tier.getAs<ArrayAttr>("arenas"))
-          for (Attribute a : arenas)
-            onDisk.push_back(cast<StringAttr>(a).getValue());
   int64_t total = 0;
-  for (NamedAttribute a : sizes)
-    if (!llvm::is_contained(onDisk, a.getName().getValue()))
+  for (NamedAttribute a : sizes) {
+    hs::MemoryTierAttr tier = memory.tierOf(a.getName().getValue());
+    if (!tier || !tier.isDisk())
       total += cast<IntegerAttr>(a.getValue()).getInt();
-  for (Attribute t : tiers) {
-    auto tier = dyn_cast<DictionaryAttr>(t);
-    auto name = tier ? tier.getAs<StringAttr>("name") : StringAttr();
-    auto capacity = tier ? tier.getAs<IntegerAttr>("capacity") : IntegerAttr();
-    auto arenas = tier ? tier.getAs<ArrayAttr>("arenas") : ArrayAttr();
-    if (!name || !capacity || !arenas)
-      return f.emitError("hcs.memory: a tier needs name, capacity and arenas");
-    int64_t used = 0;
-    for (Attribute a : arenas)
-      used += bytesOf(cast<StringAttr>(a).getValue());
-    if (capacity.getInt() > 0 && used > capacity.getInt())
-      return f.emitError("memory tier '")
-             << name.getValue() << "' needs " << used
-             << " bytes, over its capacity of " << capacity.getInt();
   }
-  auto budget = memory.getAs<IntegerAttr>("budget");
-  auto reserve = memory.getAs<IntegerAttr>("reserve");
-  int64_t need = total + (reserve ? reserve.getInt() : 0);
-  if (budget && budget.getInt() > 0 && need > budget.getInt())
+  for (Attribute t : memory.getTiers()) {
+    auto tier = cast<hs::MemoryTierAttr>(t);
+    int64_t used = 0;
+    for (Attribute a : tier.getArenas())
+      used += bytesOf(cast<StringAttr>(a).getValue());
+    if (tier.getCapacity() > 0 && used > tier.getCapacity())
+      return f.emitError("memory tier '")
+             << tier.getName() << "' needs " << used << " bytes, over its capacity of "
+             << tier.getCapacity();
+  }
+  int64_t need = total + memory.getReserve();
+  if (memory.getBudget() > 0 && need > memory.getBudget())
     return f.emitError("the plan needs ")
-           << need << " bytes (arenas " << total << " + reserve "
-           << (reserve ? reserve.getInt() : 0) << "), over the budget of "
-           << budget.getInt();
+           << need << " bytes (arenas " << total << " + reserve " << memory.getReserve()
+           << "), over the budget of " << memory.getBudget();
   return success();
 }
 

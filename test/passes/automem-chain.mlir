@@ -9,7 +9,7 @@
 
 // BUDGET-LABEL: func.func @step()
 // BUDGET-SAME: hcs.arena_bytes = {act = 1024 : i64}
-// BUDGET-SAME: recomputed_calls = 2 : i64
+// BUDGET-SAME: recomputed_calls = 2,
 // BUDGET: %[[X:.*]] = hcs.constant
 // BUDGET: %[[N:.*]] = hcs.buffer "act"
 // BUDGET-NEXT: hcs.call "tanh"(%[[X]]) -> (%[[N]]) {} :

@@ -11,7 +11,7 @@
 // add, where freeing %s would only lower the positions up to the second.
 // So %a is recomputed, before the last add, and %s stays (a tie in cost
 // alone would go to %s, the first produced).
-// SPAN-SAME: recomputed_calls = 1 : i64
+// SPAN-SAME: recomputed_calls = 1,
 // SPAN: hcs.call "sin"
 // SPAN-NOT: hcs.recompute
 // SPAN: hcs.call "cos"
@@ -49,9 +49,8 @@ func.func @span() {
 // prefetch); the second finds the prefetched copy live across it and
 // frees that too: a second prefetch from the same file slot, with no
 // second offload (the bytes on disk are still %a's).
-// REFILL-SAME: offload_bytes = 256 : i64
-// REFILL-SAME: prefetch_bytes = 512 : i64
-// REFILL-SAME: recomputed_calls = 0 : i64
+// REFILL-SAME: recomputed_calls = 0,
+// REFILL-SAME: offload_bytes = 256, prefetch_bytes = 512,
 // REFILL: hcs.call "exp"
 // REFILL-NEXT: %[[SLOW:.*]] = hcs.buffer "offload"
 // REFILL-NEXT: hcs.offload %{{.*}} to %[[SLOW]]

@@ -13,7 +13,7 @@
 // The backward reads the clones; the cuts stay.
 
 // ON-LABEL: func.func @blocks
-// ON-SAME: segments = 2 : i64
+// ON-SAME: segments = 2,
 // ON: %[[C:.*]] = hcs.constant
 // ON: hcs.call "tanh"(%[[C]]) -> (%[[X0:[0-9]+]])
 // ON: hcs.call "exp"(%[[X0]]) -> (%[[H0:[0-9]+]]) {} :
@@ -41,7 +41,7 @@
 // ON: hcs.loss
 
 // OFF-LABEL: func.func @blocks
-// OFF-SAME: segments = 0 : i64
+// OFF-SAME: segments = 0,
 // OFF-NOT: hcs.segment
 
 func.func @blocks() {
@@ -86,7 +86,7 @@ func.func @blocks() {
 // bytes and is left alone; the second block's segment is recomputed.
 
 // ON-LABEL: func.func @inplace
-// ON-SAME: segments = 1 : i64
+// ON-SAME: segments = 1,
 // ON: hcs.call "exp"(%{{.*}}) -> (%{{.*}}) {} {hcs.recompute, hcs.segment = 0 : i64}
 // ON-NOT: hcs.segment = 1
 // ON: hcs.loss
@@ -134,8 +134,8 @@ func.func @inplace() {
 // Each plan says what the others would cost.
 
 // FIT-LABEL: func.func @three
+// FIT-SAME: segments = 2,
 // FIT-SAME: other_plan = "3 segments: {{[0-9.e+-]+}} s predicted; per-activation: does not fit"
-// FIT-SAME: segments = 2 : i64
 // FIT-NOT: hcs.segment = 2
 // FIT: hcs.segment = 1
 // FIT-NOT: hcs.segment = 2
@@ -144,8 +144,8 @@ func.func @inplace() {
 // FIT: hcs.loss
 
 // CHEAP-LABEL: func.func @three
+// CHEAP-SAME: segments = 0,
 // CHEAP-SAME: other_plan = "3 segments: {{[0-9.e+-]+}} s predicted; 1 segment: {{[0-9.e+-]+}} s predicted"
-// CHEAP-SAME: segments = 0 : i64
 // CHEAP-NOT: hcs.segment
 // CHEAP: hcs.recompute
 // CHEAP-NOT: hcs.segment

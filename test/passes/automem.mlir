@@ -15,8 +15,7 @@
 // parameter, the cheapest way to free its 256 bytes at the peak), so the
 // plan needs 768 + 256.
 // BUDGET-SAME: hcs.arena_bytes = {act = 768 : i64, param = 256 : i64}
-// BUDGET-SAME: hcs.memory = {budget = 1100 : i64, copy_seconds = 0.000000e+00 : f64, offload_bytes = 0 : i64, offload_dir = "", prefetch_bytes = 0 : i64, recompute_seconds = {{.*}} : f64, recomputed_calls = 1 : i64, recomputed_over_move = 0 : i64, reserve = 0 : i64, segments = 0 : i64
-// BUDGET-SAME: tiers = [{arenas = ["act", "param", "grad", "m", "v", "state", "offload"], capacity = 1100 : i64, kind = "DRAM", name = "slow"}]
+// BUDGET-SAME: hcs.memory = #hcs.memory_plan<budget = 1100, reserve = 0, tiers = [#hcs.tier<name = "slow", kind = "DRAM", capacity = 1100, arenas = ["act", "param", "grad", "m", "v", "state", "offload"]>], recomputed_calls = 1, recompute_seconds = {{[^,]*}} : f64, segments = 0, copy_seconds = 0.000000e+00 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>
 // BUDGET: %[[P:.*]] = hcs.buffer "param"
 // BUDGET: %[[A:.*]] = hcs.buffer "act"
 // BUDGET-NEXT: hcs.call "tanh"(%[[P]]) -> (%[[A]]) {} :
@@ -31,9 +30,9 @@
 // at 1 MB/s): %a goes to the slow tier after its last early use and comes
 // back one call before the `mul`.
 // MOVE-SAME: hcs.arena_bytes = {act = 768 : i64, offload = 4096 : i64, param = 256 : i64}
-// MOVE-SAME: offload_bytes = 256 : i64, offload_dir = "", prefetch_bytes = 256 : i64
-// MOVE-SAME: recomputed_calls = 0 : i64
-// MOVE-SAME: tiers = [{arenas = ["act"], capacity = 800 : i64, kind = "DRAM (--fast-mem)", name = "fast"}, {arenas = ["param", "grad", "m", "v", "state", "offload"]
+// MOVE-SAME: tiers = [#hcs.tier<name = "fast", kind = "DRAM (--fast-mem)", capacity = 800, arenas = ["act"]>, #hcs.tier<name = "slow", kind = "DRAM", capacity = {{[0-9]+}}, arenas = ["param", "grad", "m", "v", "state", "offload"]>]
+// MOVE-SAME: recomputed_calls = 0,
+// MOVE-SAME: offload_bytes = 256, prefetch_bytes = 256,
 // MOVE: %[[A:.*]] = hcs.buffer "act"
 // MOVE-NEXT: hcs.call "tanh"({{.*}}) -> (%[[A]])
 // MOVE-NEXT: %[[B:.*]] = hcs.buffer "act"
@@ -51,8 +50,8 @@
 // The same fast tier at the default rates: recomputing the tanh costs less
 // than two copies, so nothing moves.
 // FASTCHEAP-SAME: hcs.arena_bytes = {act = 768 : i64, param = 256 : i64}
-// FASTCHEAP-SAME: offload_bytes = 0 : i64, offload_dir = "", prefetch_bytes = 0 : i64
-// FASTCHEAP-SAME: recomputed_calls = 1 : i64
+// FASTCHEAP-SAME: recomputed_calls = 1,
+// FASTCHEAP-SAME: offload_bytes = 0, prefetch_bytes = 0,
 // FASTCHEAP-NOT: hcs.offload
 
 // DISK-LABEL: func.func @step()
@@ -61,17 +60,16 @@
 // arena, a file read and written with direct I/O, is planned in 4096-byte
 // slots. The disk's capacity is the folder's free space.
 // DISK-SAME: hcs.arena_bytes = {act = 768 : i64, offload = 4096 : i64, param = 256 : i64}
-// DISK-SAME: offload_bytes = 256 : i64, offload_dir = "[[DIR]]", prefetch_bytes = 256 : i64
-// DISK-SAME: recomputed_calls = 0 : i64
-// DISK-SAME: {arenas = ["act", "param", "grad", "m", "v", "state"], capacity = 1100 : i64, kind = "DRAM", name = "slow"}, {arenas = ["offload"], capacity = {{[0-9]+}} : i64, kind = "disk", name = "disk"}]
+// DISK-SAME: #hcs.tier<name = "slow", kind = "DRAM", capacity = 1100, arenas = ["act", "param", "grad", "m", "v", "state"]>, #hcs.tier<name = "disk", kind = "disk", capacity = {{[0-9]+}}, arenas = ["offload"]>], offload_dir = "[[DIR]]", recomputed_calls = 0,
+// DISK-SAME: offload_bytes = 256, prefetch_bytes = 256,
 // DISK: hcs.offload
 // DISK: hcs.prefetch
 
 // DISKSLOW-LABEL: func.func @step()
 // The same disk at 1 kB/s: moving would cost more than recomputing, so the
 // plan recomputes and says so (recomputed_over_move).
-// DISKSLOW-SAME: offload_bytes = 0 : i64
-// DISKSLOW-SAME: recomputed_calls = 1 : i64, recomputed_over_move = 1 : i64
+// DISKSLOW-SAME: recomputed_calls = 1,
+// DISKSLOW-SAME: offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 1>
 // DISKSLOW-NOT: hcs.offload
 
 // NONE-LABEL: func.func @step()
@@ -83,7 +81,7 @@
 
 // ROOMY-LABEL: func.func @step()
 // ROOMY-SAME: hcs.arena_bytes = {act = 1024 : i64, param = 256 : i64}
-// ROOMY-SAME: recomputed_calls = 0 : i64
+// ROOMY-SAME: recomputed_calls = 0,
 // ROOMY-NOT: hcs.recompute
 func.func @step() {
   %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>

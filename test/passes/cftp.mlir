@@ -149,7 +149,7 @@ func.func @step() {
 // CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 6 : i64, source = 0 : i64}
 // CHECK-NOT: hcs.call
 // CHECK: hcs.call "mul"({{.*}}cluster = 1 : i64, split = "rows"
-func.func @step() attributes {hcs.memory = {budget = 0 : i64, reserve = 0 : i64, tiers = [{arenas = ["act"], capacity = 0 : i64, kind = "DRAM", name = "fast"}, {arenas = ["offload"], capacity = 0 : i64, kind = "DRAM", name = "slow"}]}} {
+func.func @step() attributes {hcs.memory = #hcs.memory_plan<budget = 0, reserve = 0, tiers = [#hcs.tier<arenas = ["act"], capacity = 0, kind = "DRAM", name = "fast">, #hcs.tier<arenas = ["offload"], capacity = 0, kind = "DRAM", name = "slow">], recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {
   %x = hcs.input "x" {index = 0 : i64} : memref<64x512xf32>
   %a = hcs.buffer "act" : memref<64x512xf32>
   hcs.call "gelu"(%x) -> (%a) {approximate = "tanh"} : (memref<64x512xf32>) -> memref<64x512xf32>

@@ -5,19 +5,19 @@
 // An hwloc synthetic string (no memory kinds: DRAM): 2 sockets of 2 cores.
 // RUN: hc-opt %s --hc-plan-placement="topology='pack:2 numa:1 core:2 pu:1'" --hc-verify-plan | FileCheck %s --check-prefix=SYN
 // SYN-LABEL: func.func @step()
-// SYN-SAME: ranks = [{clusters = array<i32: 0, 1>, comm = array<i32>, compute = array<i32: 0, 1, 2, 3>}]
-// SYN-SAME: slices = [{arena = "act", bytes = 8192 : i64, numa = array<i32: 0>, offset = 0 : i64, owner = 0 : i64}, {arena = "act", bytes = 4096 : i64, numa = array<i32: 1>, offset = 8192 : i64, owner = 1 : i64},
+// SYN-SAME: ranks = [#hcs.rank_cores<clusters = [0, 1], compute = [0, 1, 2, 3], comm = []>]
+// SYN-SAME: slices = [#hcs.slice<arena = "act", offset = 0, bytes = 8192, owner = 0, numa = [0]>, #hcs.slice<arena = "act", offset = 8192, bytes = 4096, owner = 1, numa = [1]>,
 // A one-page arena is owned by the first cluster.
-// SYN-SAME: {arena = "state", bytes = 8 : i64, numa = array<i32: 0>, offset = 0 : i64, owner = 0 : i64}]}
-// SYN-SAME: source = "pack:2 numa:1 core:2 pu:1", split = 0 : i64, summary = "4 cores in 2 clusters of 2, NUMA 2xDRAM"
+// SYN-SAME: #hcs.slice<arena = "state", offset = 0, bytes = 8, owner = 0, numa = [0]>]>
+// SYN-SAME: source = "pack:2 numa:1 core:2 pu:1", summary = "4 cores in 2 clusters of 2, NUMA 2xDRAM", split = 0
 //
 // The default is this machine (native): whatever it is, every arena is
 // placed and the plan verifies.
 // RUN: hc-opt %s --hc-plan-placement --hc-verify-plan | FileCheck %s --check-prefix=NATIVE
 // NATIVE-LABEL: func.func @step()
-// NATIVE-SAME: hcs.core_budget = {division = "contiguous shares of the node's cores in cluster order; comm cores are the last of a share", ranks = [{clusters = array<i32: 0
-// NATIVE-SAME: {arena = "state", bytes = 8 : i64
-// NATIVE-SAME: source = "native", split = 0 : i64, summary = "{{[0-9]+}} cores in
+// NATIVE-SAME: hcs.core_budget = #hcs.core_budget<ranks_per_node = 1, division = "contiguous shares of the node's cores in cluster order; comm cores are the last of a share", ranks = [#hcs.rank_cores<clusters = [0
+// NATIVE-SAME: #hcs.slice<arena = "state", offset = {{[0-9]+}}, bytes = 8,
+// NATIVE-SAME: hcs.topology = #hcs.topology<source = "native", summary = "{{[0-9]+}} cores in
 //
 // A function without a buffer plan is left alone.
 // NATIVE: func.func @helper() {

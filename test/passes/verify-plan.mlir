@@ -155,7 +155,7 @@ func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : 
 
 // The fast tier's arenas exceed its capacity.
 // expected-error @+1 {{memory tier 'fast' needs 512 bytes, over its capacity of 300}}
-func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = {budget = 0 : i64, reserve = 0 : i64, tiers = [{arenas = ["act"], capacity = 300 : i64, kind = "HBM", name = "fast"}, {arenas = ["param"], capacity = 0 : i64, kind = "DRAM", name = "slow"}]}} {
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = #hcs.memory_plan<budget = 0, reserve = 0, tiers = [#hcs.tier<arenas = ["act"], capacity = 300, kind = "HBM", name = "fast">, #hcs.tier<arenas = ["param"], capacity = 0, kind = "DRAM", name = "slow">], recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {
   return
 }
 
@@ -163,14 +163,14 @@ func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : 
 
 // All arenas plus the reserve exceed the budget.
 // expected-error @+1 {{the plan needs 1792 bytes (arenas 768 + reserve 1024), over the budget of 1500}}
-func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = {budget = 1500 : i64, reserve = 1024 : i64, tiers = [{arenas = ["act", "param"], capacity = 0 : i64, kind = "DRAM", name = "slow"}]}} {
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = #hcs.memory_plan<budget = 1500, reserve = 1024, tiers = [#hcs.tier<arenas = ["act", "param"], capacity = 0, kind = "DRAM", name = "slow">], recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {
   return
 }
 
 // -----
 
 // The same plan within its budget and tier.
-func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = {budget = 1792 : i64, reserve = 1024 : i64, tiers = [{arenas = ["act"], capacity = 512 : i64, kind = "HBM", name = "fast"}, {arenas = ["param"], capacity = 0 : i64, kind = "DRAM", name = "slow"}]}} {
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = #hcs.memory_plan<budget = 1792, reserve = 1024, tiers = [#hcs.tier<arenas = ["act"], capacity = 512, kind = "HBM", name = "fast">, #hcs.tier<arenas = ["param"], capacity = 0, kind = "DRAM", name = "slow">], recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {
   return
 }
 

@@ -6,17 +6,17 @@
 // RUN: hc-opt %s --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml ranks-per-node=2" --hc-verify-plan | FileCheck %s --check-prefix=TWO
 
 // CHECK-LABEL: func.func @step()
-// CHECK-SAME: ranks = [{clusters = array<i32: 0>, comm = array<i32>, compute = array<i32: 0, 1>}], ranks_per_node = 1 : i64}
+// CHECK-SAME: ranks_per_node = 1, division = "{{[^"]*}}", ranks = [#hcs.rank_cores<clusters = [0], compute = [0, 1], comm = []>]>
 // One cluster: each arena is one slice, whole.
-// CHECK-SAME: slices = [{arena = "act", bytes = 262144 : i64, numa = array<i32: 0>, offset = 0 : i64, owner = 0 : i64}, {arena = "param", bytes = 131072 : i64, numa = array<i32: 0>, offset = 0 : i64, owner = 0 : i64}]}
+// CHECK-SAME: slices = [#hcs.slice<arena = "act", offset = 0, bytes = 262144, owner = 0, numa = [0]>, #hcs.slice<arena = "param", offset = 0, bytes = 131072, owner = 0, numa = [0]>]>
 // CHECK-SAME: summary = "2 cores in 1 cluster of 2, NUMA 1xDRAM"
 
 // COMM-LABEL: func.func @step()
-// COMM-SAME: ranks = [{clusters = array<i32: 0>, comm = array<i32: 1>, compute = array<i32: 0>}]
+// COMM-SAME: ranks = [#hcs.rank_cores<clusters = [0], compute = [0], comm = [1]>]
 
 // TWO-LABEL: func.func @step()
-// TWO-SAME: ranks = [{clusters = array<i32: 0>, comm = array<i32>, compute = array<i32: 0>}, {clusters = array<i32: 0>, comm = array<i32>, compute = array<i32: 1>}], ranks_per_node = 2 : i64}
-// TWO-SAME: numa = array<i32: 0, 0>
+// TWO-SAME: ranks_per_node = 2, division = "{{[^"]*}}", ranks = [#hcs.rank_cores<clusters = [0], compute = [0], comm = []>, #hcs.rank_cores<clusters = [0], compute = [1], comm = []>]>
+// TWO-SAME: numa = [0, 0]
 func.func @step() {
   %p = hcs.buffer "param" {offset = 0 : i64} : memref<32768xf32>
   %a = hcs.buffer "act" : memref<32768xf32>

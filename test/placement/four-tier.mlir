@@ -10,21 +10,20 @@
 
 // Per-tier peaks: fast = act, slow = the rest.
 // RECOMPUTE: hcs.arena_bytes = {act = 786432 : i64, param = 262144 : i64}
-// RECOMPUTE-SAME: offload_bytes = 0 : i64, offload_dir = "", prefetch_bytes = 0 : i64
-// RECOMPUTE-SAME: recomputed_calls = 1 : i64
-// RECOMPUTE-SAME: tiers = [{arenas = ["act"], capacity = 786432 : i64, kind = "HBM", name = "fast"}, {arenas = ["param", "grad", "m", "v", "state", "offload"], capacity = 34359738368 : i64, kind = "DRAM", name = "slow"}, {arenas = [], capacity = 68719476736 : i64, kind = "CXL-DRAM", name = "CXL-DRAM"}, {arenas = [], capacity = 274877906944 : i64, kind = "NVM", name = "NVM"}]
+// RECOMPUTE-SAME: hcs.memory = #hcs.memory_plan<budget = 0, reserve = 0, tiers = [#hcs.tier<name = "fast", kind = "HBM", capacity = 786432, arenas = ["act"]>, #hcs.tier<name = "slow", kind = "DRAM", capacity = 34359738368, arenas = ["param", "grad", "m", "v", "state", "offload"]>, #hcs.tier<name = "CXL-DRAM", kind = "CXL-DRAM", capacity = 68719476736, arenas = []>, #hcs.tier<name = "NVM", kind = "NVM", capacity = 274877906944, arenas = []>]
+// One call recomputed, nothing moved.
+// RECOMPUTE-SAME: recomputed_calls = 1, recompute_seconds = {{[^,]*}}, segments = 0, copy_seconds = 0.000000e+00 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>
 // The activations are placed on the HBM node (0), one slice per cluster
 // (core), the parameters on DRAM (1).
-// RECOMPUTE-SAME: slices = [{arena = "act", bytes = 98304 : i64, numa = array<i32: 0>, offset = 0 : i64, owner = 0 : i64}
-// RECOMPUTE-SAME: {arena = "act", bytes = 98304 : i64, numa = array<i32: 0>, offset = 688128 : i64, owner = 7 : i64}, {arena = "param", bytes = 32768 : i64, numa = array<i32: 1>
+// RECOMPUTE-SAME: slices = [#hcs.slice<arena = "act", offset = 0, bytes = 98304, owner = 0, numa = [0]>
+// RECOMPUTE-SAME: #hcs.slice<arena = "act", offset = 688128, bytes = 98304, owner = 7, numa = [0]>, #hcs.slice<arena = "param", offset = {{[0-9]+}}, bytes = 32768, owner = {{[0-9]+}}, numa = [1]>
 // RECOMPUTE: hcs.call "tanh"{{.*}} {} {hcs.recompute}
 
 // MOVE: hcs.arena_bytes = {act = 786432 : i64, offload = 262144 : i64, param = 262144 : i64}
-// Copy volumes per step: 256 KiB each way.
-// MOVE-SAME: offload_bytes = 262144 : i64, offload_dir = "", prefetch_bytes = 262144 : i64
-// MOVE-SAME: recomputed_calls = 0 : i64
-// MOVE-SAME: {arenas = ["param", "grad", "m", "v", "state", "offload"], capacity = 34359738368 : i64, kind = "DRAM", name = "slow"}
-// MOVE-SAME: {arena = "offload", bytes = 32768 : i64, numa = array<i32: 1>
+// MOVE-SAME: #hcs.tier<name = "slow", kind = "DRAM", capacity = 34359738368, arenas = ["param", "grad", "m", "v", "state", "offload"]>
+// Nothing recomputed; copy volumes per step: 256 KiB each way.
+// MOVE-SAME: ]>], recomputed_calls = 0, recompute_seconds = 0.000000e+00 : f64, segments = 0, copy_seconds = {{[^,]*}}, offload_bytes = 262144, prefetch_bytes = 262144, recomputed_over_move = 0>
+// MOVE-SAME: #hcs.slice<arena = "offload", offset = {{[0-9]+}}, bytes = 32768, owner = {{[0-9]+}}, numa = [1]>
 // MOVE: hcs.offload
 // MOVE: hcs.prefetch
 func.func @step() {

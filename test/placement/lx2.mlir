@@ -9,27 +9,27 @@
 // CHECK-LABEL: func.func @step()
 // CHECK-SAME: hcs.arena_bytes = {act = 262144 : i64, param = 131072 : i64}
 // One rank computes on all 32 cores of the 4 clusters, none reserved.
-// CHECK-SAME: hcs.core_budget = {division = "{{[^"]*}}", ranks = [{clusters = array<i32: 0, 1, 2, 3>, comm = array<i32>, compute = array<i32: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31>}], ranks_per_node = 1 : i64}
+// CHECK-SAME: hcs.core_budget = #hcs.core_budget<ranks_per_node = 1, division = "{{[^"]*}}", ranks = [#hcs.rank_cores<clusters = [0, 1, 2, 3], compute = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31], comm = []>]>
 // Slice k of each arena is owned by cluster k and homed on its HBM node k.
-// CHECK-SAME: hcs.placement = {page_bytes = 4096 : i64, slices = [
-// CHECK-SAME: {arena = "act", bytes = 65536 : i64, numa = array<i32: 0>, offset = 0 : i64, owner = 0 : i64},
-// CHECK-SAME: {arena = "act", bytes = 65536 : i64, numa = array<i32: 1>, offset = 65536 : i64, owner = 1 : i64},
-// CHECK-SAME: {arena = "act", bytes = 65536 : i64, numa = array<i32: 2>, offset = 131072 : i64, owner = 2 : i64},
-// CHECK-SAME: {arena = "act", bytes = 65536 : i64, numa = array<i32: 3>, offset = 196608 : i64, owner = 3 : i64},
-// CHECK-SAME: {arena = "param", bytes = 32768 : i64, numa = array<i32: 0>, offset = 0 : i64, owner = 0 : i64},
-// CHECK-SAME: {arena = "param", bytes = 32768 : i64, numa = array<i32: 3>, offset = 98304 : i64, owner = 3 : i64}]}
-// CHECK-SAME: hcs.topology = {clusters = [{cores = array<i32: 0, 1, 2, 3, 4, 5, 6, 7>, near = array<i32: 0, 4>, numa = 0 : i64},
-// CHECK-SAME: {cores = array<i32: 24, 25, 26, 27, 28, 29, 30, 31>, near = array<i32: 3, 4>, numa = 3 : i64}]
-// CHECK-SAME: numa = [{bytes = 17179869184 : i64, kind = "HBM", os = 0 : i64},
-// CHECK-SAME: {bytes = 274877906944 : i64, kind = "DRAM", os = 4 : i64}]
-// CHECK-SAME: summary = "32 cores in 4 clusters of 8, NUMA 4xHBM+1xDRAM"
+// CHECK-SAME: hcs.placement = #hcs.placement<page_bytes = 4096, slices = [
+// CHECK-SAME: #hcs.slice<arena = "act", offset = 0, bytes = 65536, owner = 0, numa = [0]>,
+// CHECK-SAME: #hcs.slice<arena = "act", offset = 65536, bytes = 65536, owner = 1, numa = [1]>,
+// CHECK-SAME: #hcs.slice<arena = "act", offset = 131072, bytes = 65536, owner = 2, numa = [2]>,
+// CHECK-SAME: #hcs.slice<arena = "act", offset = 196608, bytes = 65536, owner = 3, numa = [3]>,
+// CHECK-SAME: #hcs.slice<arena = "param", offset = 0, bytes = 32768, owner = 0, numa = [0]>,
+// CHECK-SAME: #hcs.slice<arena = "param", offset = 98304, bytes = 32768, owner = 3, numa = [3]>]>
+// CHECK-SAME: hcs.topology = #hcs.topology<
+// CHECK-SAME: summary = "32 cores in 4 clusters of 8, NUMA 4xHBM+1xDRAM", split = 0, clusters = [#hcs.cluster<cores = [0, 1, 2, 3, 4, 5, 6, 7], numa = 0, near = [0, 4]>,
+// CHECK-SAME: #hcs.cluster<cores = [24, 25, 26, 27, 28, 29, 30, 31], numa = 3, near = [3, 4]>]
+// CHECK-SAME: numa = [#hcs.numa_node<os = 0, kind = "HBM", bytes = 17179869184>,
+// CHECK-SAME: #hcs.numa_node<os = 4, kind = "DRAM", bytes = 274877906944>]
 
 // TWO-LABEL: func.func @step()
-// TWO-SAME: ranks = [{clusters = array<i32: 0, 1>, comm = array<i32: 15>, compute = array<i32: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14>}, {clusters = array<i32: 2, 3>, comm = array<i32: 31>, compute = array<i32: 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30>}], ranks_per_node = 2 : i64}
+// TWO-SAME: ranks_per_node = 2, division = "{{[^"]*}}", ranks = [#hcs.rank_cores<clusters = [0, 1], compute = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14], comm = [15]>, #hcs.rank_cores<clusters = [2, 3], compute = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30], comm = [31]>]>
 // Per slice one home per rank: owner 0 is cluster 0 for rank 0, 2 for rank 1.
-// TWO-SAME: {arena = "act", bytes = 131072 : i64, numa = array<i32: 0, 2>, offset = 0 : i64, owner = 0 : i64},
-// TWO-SAME: {arena = "act", bytes = 131072 : i64, numa = array<i32: 1, 3>, offset = 131072 : i64, owner = 1 : i64},
-// TWO-SAME: {arena = "param", bytes = 65536 : i64, numa = array<i32: 0, 2>, offset = 0 : i64, owner = 0 : i64},
+// TWO-SAME: #hcs.slice<arena = "act", offset = 0, bytes = 131072, owner = 0, numa = [0, 2]>,
+// TWO-SAME: #hcs.slice<arena = "act", offset = 131072, bytes = 131072, owner = 1, numa = [1, 3]>,
+// TWO-SAME: #hcs.slice<arena = "param", offset = 0, bytes = 65536, owner = 0, numa = [0, 2]>,
 func.func @step() {
   %p = hcs.buffer "param" {offset = 0 : i64} : memref<32768xf32>
   %a = hcs.buffer "act" : memref<32768xf32>

@@ -8,6 +8,7 @@
 #include "StepRuntime.h"
 
 #include "hc/Schedule/KernelRegistry.h"
+#include "hc/Schedule/Placement.h"
 #include "hc/Schedule/ScheduleOps.h"
 #include "hc/runtime/step_abi.h"
 
@@ -114,7 +115,7 @@ int64_t elemBytes(Type t) {
 // the budget, and what AutoMem decided: recomputed calls and copy volumes.
 llvm::json::Object memoryPlan(func::FuncOp f, llvm::json::Object arenas,
                               double offloadBytes, double prefetchBytes) {
-  auto memory = f->getAttrOfType<DictionaryAttr>("hcs.memory");
+  auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr);
   if (!memory)
     return llvm::json::Object{{"tiers", llvm::json::Array{llvm::json::Object{
                                             {"name", "dram"},
@@ -122,45 +123,38 @@ llvm::json::Object memoryPlan(func::FuncOp f, llvm::json::Object arenas,
                                             {"arena_bytes", std::move(arenas)}}}}};
   llvm::json::Array tiers;
   int64_t total = 0;  // resident: the arenas of memory tiers
-  for (Attribute t : memory.getAs<ArrayAttr>("tiers")) {
-    auto tier = cast<DictionaryAttr>(t);
+  for (Attribute t : memory.getTiers()) {
+    auto tier = cast<hs::MemoryTierAttr>(t);
     llvm::json::Object bytes;
     int64_t peak = 0;
-    for (Attribute a : tier.getAs<ArrayAttr>("arenas")) {
+    for (Attribute a : tier.getArenas()) {
       StringRef name = cast<StringAttr>(a).getValue();
       if (const llvm::json::Value *v = arenas.get(name)) {
         bytes[name] = *v;
         peak += *v->getAsInteger();
       }
     }
-    if (tier.getAs<StringAttr>("kind").getValue() != "disk")
+    if (!tier.isDisk())
       total += peak;
-    tiers.push_back(llvm::json::Object{
-        {"name", tier.getAs<StringAttr>("name").getValue()},
-        {"kind", tier.getAs<StringAttr>("kind").getValue()},
-        {"capacity", tier.getAs<IntegerAttr>("capacity").getInt()},
-        {"peak_bytes", peak},
-        {"arena_bytes", std::move(bytes)}});
+    tiers.push_back(llvm::json::Object{{"name", tier.getName()},
+                                       {"kind", tier.getKind()},
+                                       {"capacity", tier.getCapacity()},
+                                       {"peak_bytes", peak},
+                                       {"arena_bytes", std::move(bytes)}});
   }
-  int64_t reserve = memory.getAs<IntegerAttr>("reserve").getInt();
-  auto dir = memory.getAs<StringAttr>("offload_dir");
-  auto overMove = memory.getAs<IntegerAttr>("recomputed_over_move");
-  auto segments = memory.getAs<IntegerAttr>("segments");
-  auto copySeconds = memory.getAs<FloatAttr>("copy_seconds");
-  auto otherPlan = memory.getAs<StringAttr>("other_plan");
+  auto seconds = [](FloatAttr a) { return a ? a.getValueAsDouble() : 0.0; };
   return llvm::json::Object{
-      {"offload_dir", dir ? dir.str() : ""},
-      {"recomputed_over_move", overMove ? overMove.getInt() : 0},
-      {"segments", segments ? segments.getInt() : 0},
-      {"copy_seconds_predicted", copySeconds ? copySeconds.getValueAsDouble() : 0.0},
-      {"other_plan", otherPlan ? otherPlan.str() : ""},
+      {"offload_dir", memory.getOffloadDir()},
+      {"recomputed_over_move", memory.getRecomputedOverMove()},
+      {"segments", memory.getSegments()},
+      {"copy_seconds_predicted", seconds(memory.getCopySeconds())},
+      {"other_plan", memory.getOtherPlan()},
       {"tiers", std::move(tiers)},
-      {"budget", memory.getAs<IntegerAttr>("budget").getInt()},
-      {"reserve", reserve},
-      {"planned_bytes", total + reserve},
-      {"recomputed_calls", memory.getAs<IntegerAttr>("recomputed_calls").getInt()},
-      {"recompute_seconds_predicted",
-       memory.getAs<FloatAttr>("recompute_seconds").getValueAsDouble()},
+      {"budget", memory.getBudget()},
+      {"reserve", memory.getReserve()},
+      {"planned_bytes", total + memory.getReserve()},
+      {"recomputed_calls", memory.getRecomputedCalls()},
+      {"recompute_seconds_predicted", seconds(memory.getRecomputeSeconds())},
       {"offload_bytes_per_step", offloadBytes},
       {"prefetch_bytes_per_step", prefetchBytes}};
 }
@@ -288,15 +282,9 @@ bool Emitter::run(std::string &cpp, std::string &description,
   // hc-automem's plan: is the "offload" arena a file (a disk tier)?
   std::string offloadDir;
   bool offloadOnDisk = false;
-  if (auto memory = f->getAttrOfType<DictionaryAttr>("hcs.memory")) {
-    if (auto dir = memory.getAs<StringAttr>("offload_dir"))
-      offloadDir = dir.str();
-    for (Attribute t : memory.getAs<ArrayAttr>("tiers")) {
-      auto tier = cast<DictionaryAttr>(t);
-      if (tier.getAs<StringAttr>("kind").getValue() == "disk")
-        for (Attribute a : tier.getAs<ArrayAttr>("arenas"))
-          offloadOnDisk |= cast<StringAttr>(a).getValue() == "offload";
-    }
+  if (auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr)) {
+    offloadDir = memory.getOffloadDir().str();
+    offloadOnDisk = memory.offloadOnDisk();
   }
   // Per call, for --check-finite's messages and the profile: kernel and
   // ONNX node(s), flops and bytes moved.

@@ -25,51 +25,9 @@ DenseI32ArrayAttr ints(Builder &b, const std::vector<int32_t> &v) {
   return b.getDenseI32ArrayAttr(v);
 }
 
-// Field access with one-line errors naming the attribute and field.
-struct Reader {
-  DictionaryAttr d;
-  std::string where;
-  std::string &error;
-  bool ok = true;
-
-  bool fail(const std::string &what) {
-    if (ok)
-      error = where + ": " + what;
-    ok = false;
-    return false;
-  }
-  int64_t integer(StringRef k) {
-    auto a = d ? d.getAs<IntegerAttr>(k) : IntegerAttr();
-    if (!a)
-      return fail("needs integer '" + k.str() + "'"), 0;
-    return a.getInt();
-  }
-  std::string string(StringRef k) {
-    auto a = d ? d.getAs<StringAttr>(k) : StringAttr();
-    if (!a)
-      return fail("needs string '" + k.str() + "'"), std::string();
-    return a.str();
-  }
-  std::vector<int32_t> list(StringRef k) {
-    auto a = d ? d.getAs<DenseI32ArrayAttr>(k) : DenseI32ArrayAttr();
-    if (!a)
-      return fail("needs array<i32> '" + k.str() + "'"), std::vector<int32_t>();
-    return std::vector<int32_t>(a.asArrayRef().begin(), a.asArrayRef().end());
-  }
-  std::vector<DictionaryAttr> dicts(StringRef k) {
-    std::vector<DictionaryAttr> out;
-    auto a = d ? d.getAs<ArrayAttr>(k) : ArrayAttr();
-    if (!a)
-      return fail("needs array '" + k.str() + "'"), out;
-    for (Attribute e : a) {
-      auto x = dyn_cast<DictionaryAttr>(e);
-      if (!x)
-        return fail("'" + k.str() + "' must hold dictionaries"), out;
-      out.push_back(x);
-    }
-    return out;
-  }
-};
+std::vector<int32_t> vec(DenseI32ArrayAttr a) {
+  return std::vector<int32_t>(a.asArrayRef().begin(), a.asArrayRef().end());
+}
 
 std::string str(const std::vector<int32_t> &v) {
   std::string s;
@@ -78,104 +36,90 @@ std::string str(const std::vector<int32_t> &v) {
   return s;
 }
 
+// The attribute as AttrT, else false + one line naming what it must be.
+template <typename AttrT>
+AttrT typed(Attribute a, const char *name, const char *want, std::string &error) {
+  auto t = dyn_cast_or_null<AttrT>(a);
+  if (!t)
+    error = std::string(name) + " must be " + want;
+  return t;
+}
+
 } // namespace
 
-DictionaryAttr toAttr(Builder &b, const PlanTopology &t) {
+TopologyAttr toAttr(Builder &b, const PlanTopology &t) {
   SmallVector<Attribute> clusters, numa;
   for (const PlanCluster &c : t.clusters)
-    clusters.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("cores", ints(b, c.cores)),
-         b.getNamedAttr("numa", b.getI64IntegerAttr(c.numa)),
-         b.getNamedAttr("near", ints(b, c.near))}));
+    clusters.push_back(
+        ClusterAttr::get(b.getContext(), ints(b, c.cores), c.numa, ints(b, c.near)));
   for (const PlanNuma &n : t.numa)
-    numa.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("os", b.getI64IntegerAttr(n.os)),
-         b.getNamedAttr("kind", b.getStringAttr(n.kind)),
-         b.getNamedAttr("bytes", b.getI64IntegerAttr(n.bytes))}));
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("source", b.getStringAttr(t.source)),
-       b.getNamedAttr("summary", b.getStringAttr(t.summary)),
-       b.getNamedAttr("split", b.getI64IntegerAttr(t.split)),
-       b.getNamedAttr("clusters", b.getArrayAttr(clusters)),
-       b.getNamedAttr("numa", b.getArrayAttr(numa))});
+    numa.push_back(NumaNodeAttr::get(b.getContext(), n.os, n.kind, n.bytes));
+  return TopologyAttr::get(b.getContext(), t.source, t.summary, t.split,
+                           b.getArrayAttr(clusters), b.getArrayAttr(numa));
 }
 
-DictionaryAttr toAttr(Builder &b, const PlanBudget &t) {
+CoreBudgetAttr toAttr(Builder &b, const PlanBudget &t) {
   SmallVector<Attribute> ranks;
   for (const PlanRank &r : t.ranks)
-    ranks.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("clusters", ints(b, r.clusters)),
-         b.getNamedAttr("compute", ints(b, r.compute)),
-         b.getNamedAttr("comm", ints(b, r.comm))}));
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("ranks_per_node", b.getI64IntegerAttr(t.ranksPerNode)),
-       b.getNamedAttr("division", b.getStringAttr(t.division)),
-       b.getNamedAttr("ranks", b.getArrayAttr(ranks))});
+    ranks.push_back(RankCoresAttr::get(b.getContext(), ints(b, r.clusters),
+                                       ints(b, r.compute), ints(b, r.comm)));
+  return CoreBudgetAttr::get(b.getContext(), t.ranksPerNode, t.division,
+                             b.getArrayAttr(ranks));
 }
 
-DictionaryAttr toAttr(Builder &b, const PlanPlacement &t) {
+PlacementAttr toAttr(Builder &b, const PlanPlacement &t) {
   SmallVector<Attribute> slices;
   for (const PlanSlice &s : t.slices)
-    slices.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("arena", b.getStringAttr(s.arena)),
-         b.getNamedAttr("offset", b.getI64IntegerAttr(s.offset)),
-         b.getNamedAttr("bytes", b.getI64IntegerAttr(s.bytes)),
-         b.getNamedAttr("owner", b.getI64IntegerAttr(s.owner)),
-         b.getNamedAttr("numa", ints(b, s.numa))}));
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("page_bytes", b.getI64IntegerAttr(t.pageBytes)),
-       b.getNamedAttr("slices", b.getArrayAttr(slices))});
+    slices.push_back(SliceAttr::get(b.getContext(), s.arena, s.offset, s.bytes, s.owner,
+                                    ints(b, s.numa)));
+  return PlacementAttr::get(b.getContext(), t.pageBytes, b.getArrayAttr(slices));
 }
 
 bool readTopology(Attribute a, PlanTopology &out, std::string &error) {
-  Reader r{dyn_cast_or_null<DictionaryAttr>(a), kTopologyAttr, error};
-  if (!r.d)
-    return r.fail("must be a dictionary");
+  auto t = typed<TopologyAttr>(a, kTopologyAttr, "#hcs.topology", error);
+  if (!t)
+    return false;
   out = PlanTopology();
-  out.source = r.string("source");
-  out.summary = r.string("summary");
-  out.split = r.integer("split");
-  for (DictionaryAttr c : r.dicts("clusters")) {
-    Reader e{c, r.where + " cluster", error, r.ok};
-    out.clusters.push_back({e.list("cores"), e.integer("numa"), e.list("near")});
-    r.ok &= e.ok;
+  out.source = t.getSource().str();
+  out.summary = t.getSummary().str();
+  out.split = t.getSplit();
+  for (Attribute x : t.getClusters()) {
+    auto c = cast<ClusterAttr>(x);
+    out.clusters.push_back({vec(c.getCores()), c.getNuma(), vec(c.getNear())});
   }
-  for (DictionaryAttr n : r.dicts("numa")) {
-    Reader e{n, r.where + " numa", error, r.ok};
-    out.numa.push_back({e.integer("os"), e.string("kind"), e.integer("bytes")});
-    r.ok &= e.ok;
+  for (Attribute x : t.getNuma()) {
+    auto n = cast<NumaNodeAttr>(x);
+    out.numa.push_back({n.getOs(), n.getKind().str(), n.getBytes()});
   }
-  return r.ok;
+  return true;
 }
 
 bool readBudget(Attribute a, PlanBudget &out, std::string &error) {
-  Reader r{dyn_cast_or_null<DictionaryAttr>(a), kCoreBudgetAttr, error};
-  if (!r.d)
-    return r.fail("must be a dictionary");
+  auto t = typed<CoreBudgetAttr>(a, kCoreBudgetAttr, "#hcs.core_budget", error);
+  if (!t)
+    return false;
   out = PlanBudget();
-  out.ranksPerNode = r.integer("ranks_per_node");
-  out.division = r.string("division");
-  for (DictionaryAttr k : r.dicts("ranks")) {
-    Reader e{k, r.where + " rank", error, r.ok};
-    out.ranks.push_back({e.list("clusters"), e.list("compute"), e.list("comm")});
-    r.ok &= e.ok;
+  out.ranksPerNode = t.getRanksPerNode();
+  out.division = t.getDivision().str();
+  for (Attribute x : t.getRanks()) {
+    auto r = cast<RankCoresAttr>(x);
+    out.ranks.push_back({vec(r.getClusters()), vec(r.getCompute()), vec(r.getComm())});
   }
-  return r.ok;
+  return true;
 }
 
 bool readPlacement(Attribute a, PlanPlacement &out, std::string &error) {
-  Reader r{dyn_cast_or_null<DictionaryAttr>(a), kPlacementAttr, error};
-  if (!r.d)
-    return r.fail("must be a dictionary");
+  auto t = typed<PlacementAttr>(a, kPlacementAttr, "#hcs.placement", error);
+  if (!t)
+    return false;
   out = PlanPlacement();
-  out.pageBytes = r.integer("page_bytes");
-  for (DictionaryAttr s : r.dicts("slices")) {
-    Reader e{s, r.where + " slice", error, r.ok};
-    out.slices.push_back({e.string("arena"), e.integer("offset"),
-                          e.integer("bytes"), e.integer("owner"), e.list("numa")});
-    r.ok &= e.ok;
+  out.pageBytes = t.getPageBytes();
+  for (Attribute x : t.getSlices()) {
+    auto s = cast<SliceAttr>(x);
+    out.slices.push_back({s.getArena().str(), s.getOffset(), s.getBytes(), s.getOwner(),
+                          vec(s.getNuma())});
   }
-  return r.ok;
+  return true;
 }
 
 namespace {
@@ -332,6 +276,11 @@ bool verifyMachinePlan(Operation *op, StringRef which, std::string &error) {
 LogicalResult hc::schedule::HCSDialect::verifyOperationAttribute(
     Operation *op, NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kMemoryAttr) {
+    if (!isa<MemoryPlanAttr>(attr.getValue()))
+      return op->emitOpError(kMemoryAttr) << " must be #hcs.memory_plan";
+    return success();
+  }
   if (name != kTopologyAttr && name != kCoreBudgetAttr && name != kPlacementAttr)
     return success();
   std::string error;

@@ -14,6 +14,9 @@ using namespace hc::schedule;
 #define GET_TYPEDEF_CLASSES
 #include "hc/Schedule/ScheduleTypes.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "hc/Schedule/ScheduleAttrs.cpp.inc"
+
 void HCSDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -22,6 +25,10 @@ void HCSDialect::initialize() {
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "hc/Schedule/ScheduleTypes.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "hc/Schedule/ScheduleAttrs.cpp.inc"
       >();
 }
 

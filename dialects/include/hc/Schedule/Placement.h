@@ -1,6 +1,7 @@
-// The machine part of a schedule-level plan: three discardable attributes on
-// the step function, written by hc-plan-placement (passes/lib/PlanPlacement.cpp)
-// and checked by the hcs dialect's attribute verifier.
+// The machine part of a schedule-level plan: three typed attributes
+// (ScheduleAttrs.td) on the step function, written by hc-plan-placement
+// (passes/lib/PlanPlacement.cpp) and checked by the hcs dialect's attribute
+// verifier, each against the ones it depends on.
 //
 //   hcs.topology    the machine planned for: clusters (cores, home NUMA
 //                   node, near NUMA nodes preferred first) and NUMA nodes
@@ -18,6 +19,8 @@
 #ifndef HC_SCHEDULE_PLACEMENT_H
 #define HC_SCHEDULE_PLACEMENT_H
 
+#include "hc/Schedule/ScheduleOps.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
@@ -30,6 +33,8 @@ namespace hc::schedule {
 inline constexpr const char *kTopologyAttr = "hcs.topology";
 inline constexpr const char *kCoreBudgetAttr = "hcs.core_budget";
 inline constexpr const char *kPlacementAttr = "hcs.placement";
+// hc-automem's plan (#hcs.memory_plan, ScheduleAttrs.td).
+inline constexpr const char *kMemoryAttr = "hcs.memory";
 
 struct PlanCluster {
   std::vector<int32_t> cores;  // OS indices, ascending
@@ -70,11 +75,12 @@ struct PlanPlacement {
   std::vector<PlanSlice> slices;
 };
 
-mlir::DictionaryAttr toAttr(mlir::Builder &b, const PlanTopology &t);
-mlir::DictionaryAttr toAttr(mlir::Builder &b, const PlanBudget &t);
-mlir::DictionaryAttr toAttr(mlir::Builder &b, const PlanPlacement &t);
+TopologyAttr toAttr(mlir::Builder &b, const PlanTopology &t);
+CoreBudgetAttr toAttr(mlir::Builder &b, const PlanBudget &t);
+PlacementAttr toAttr(mlir::Builder &b, const PlanPlacement &t);
 
-// Reads an attribute back; false + one line when it is malformed.
+// Reads an attribute back; false + one line when it is not the typed
+// attribute (ScheduleAttrs.td verifies each one's own shape).
 bool readTopology(mlir::Attribute a, PlanTopology &out, std::string &error);
 bool readBudget(mlir::Attribute a, PlanBudget &out, std::string &error);
 bool readPlacement(mlir::Attribute a, PlanPlacement &out, std::string &error);

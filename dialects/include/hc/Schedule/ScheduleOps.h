@@ -30,6 +30,9 @@ int64_t clusterOf(mlir::Operation *op);
 #define GET_TYPEDEF_CLASSES
 #include "hc/Schedule/ScheduleTypes.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "hc/Schedule/ScheduleAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "hc/Schedule/ScheduleOps.h.inc"
 

@@ -20,7 +20,10 @@ def HCS_Dialect : Dialect {
   }];
   let cppNamespace = "::hc::schedule";
   let useDefaultTypePrinterParser = 1;
-  // hcs.topology / hcs.core_budget / hcs.placement (hc/Schedule/Placement.h)
+  // The plan facts (ScheduleAttrs.td).
+  let useDefaultAttributePrinterParser = 1;
+  // hcs.topology / hcs.core_budget / hcs.placement / hcs.memory: typed, and
+  // consistent with each other (hc/Schedule/Placement.h)
   let hasOperationAttrVerify = 1;
 }
 
