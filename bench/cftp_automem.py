@@ -90,7 +90,7 @@ def main():
     if planned is None:
         arenas = {k: int(v) for k, v in re.findall(
             r"(\w+) = (\d+) : i64", re.search(r"hcs.arena_bytes = \{([^}]*)\}", probe).group(1))}
-        planned = sum(arenas.values()) + int(re.search(r"reserve = (\d+) : i64", probe).group(1))
+        planned = sum(arenas.values()) + int(re.search(r"reserve = (\d+)[,>]", probe).group(1))
     budget = int(args.fraction * planned)
     tier = ["--mem-budget", str(budget)] + (["--mem-rates", args.mem_rates] if args.mem_rates else [])
     if args.disk:
