@@ -8,7 +8,9 @@
 #                  (tools/anchors/requirements-ort-training.txt)
 # Every file is pinned by version and hash (pip --require-hashes). Idempotent:
 # an environment whose stamp matches its requirements file is left alone and
-# nothing touches the network. Downloads are cached in DIR/pip-cache.
+# nothing touches the network. The environments are the cache: they persist
+# between runs. pip may also keep downloads in DIR/pip-cache, but only those
+# the registry marks cacheable; on these machines nothing was kept.
 #
 # usage: tools/install-anchors.sh [--dir DIR] [--where]
 #   DIR defaults to $HC_ANCHORS_DIR, else ~/.cache/hc-anchors.
@@ -24,7 +26,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --where) where=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "install-anchors: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
