@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --where) where=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "install-anchors: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
