@@ -37,7 +37,6 @@ threads starve (30.1 s/step active against 12.2 s passive, same machine).
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEBIAN_PY = "/usr/bin/python3"
 sys.path.insert(0, os.path.join(ROOT, "models"))
+sys.path.insert(0, HERE)
+from automem_budget import cpu_name  # noqa: E402
 from step_description import description  # noqa: E402
 
 
@@ -57,16 +58,12 @@ def anchors():
 
 
 def cpu_facts():
-    name, flags = platform.processor(), set()
+    """The CPU's name and the ISA extensions the table reports."""
     with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
+        flags = next((set(l.split(":", 1)[1].split()) for l in f if l.startswith("flags")),
+                     set())
     isa = [x for x in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if x in flags]
-    return name, isa
+    return cpu_name(), isa
 
 
 def torch_version(py):

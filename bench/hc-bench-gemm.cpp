@@ -8,7 +8,10 @@
 //
 //   hc-bench-gemm [--quick] [--reps N] [--threads 1,2] [--m 2048,8192]
 //                 [--model S|XL|all] [--no-fused] [--precision fp32|bf16]
-//                 [--pass fwd,dX,dW]
+//                 [--pass fwd,dX,dW] [--peak-only]
+//
+// --peak-only: one line per thread count with the FMA and vdpbf16ps peaks
+// measured now, nothing else (bench/anchors.py's MFU denominator).
 //
 // --precision bf16: hc_gemm_bf16 (fp32 operands rounded to bf16 while they
 // are packed, fp32 accumulation) against oneDNN's dnnl_gemm_bf16bf16f32
