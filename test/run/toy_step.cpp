@@ -90,13 +90,14 @@ std::string description() {
  "state": [{"name": "sgd.step", "dtype": "int64", "shape": []}],
  "gradients": ["lin.weight", "emb.weight", "time.weight"],
  "optimizer": {"name": "sgd", "lr": %g},
+ "hyperparameters": {"lr": %.17g},
  "flops_per_step": %d,
  "memory_plan": {}, "buckets": [],
  "init_file": "toy.init.safetensors",
  "dit_config": {"model": "toy", "num_classes": %d, "class_dropout_prob": 0.1,
                 "in_channels": %d, "image_size": %d}})",
       TOY_ABI, B, B, C, H, W, B, B, B, C, H, W, D, D, KE, D, D, D, kLr,
-      6 * B * D * D, K, C, H);
+      static_cast<double>(kLr), 6 * B * D * D, K, C, H);
   std::string d = buf;
   // TOY_PLAN_FILE: description keys to add (a machine plan: "topology",
   // "core_budget", as hc-compile --topology writes them), for hc-run's
@@ -116,6 +117,7 @@ struct Ctx {
   std::vector<float> params = std::vector<float>(kParamElems, 0.f);
   std::vector<float> grads = std::vector<float>(kGradElems, 0.f);
   int64_t step = 0;
+  double lr = kLr;  // the "lr" hyperparameter (ABI 5)
 };
 
 hc_step *create(const hc_step_env *env, char *error, size_t size) {
@@ -264,7 +266,7 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
   const float inv = 1.0f / c->env.world_size;
   for (std::size_t k = 0; k < kGradElems; ++k) {
     c->grads[k] = buf[k] * inv;
-    c->params[k] -= kLr * c->grads[k];
+    c->params[k] -= static_cast<float>(c->lr * c->grads[k]);
   }
   *loss = static_cast<double>(buf[kGradElems] * inv);
   if (now == envInt("HC_TOY_NAN_STEP", -1))
@@ -277,6 +279,20 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
 
 const char *lastError(const hc_step *) { return ""; }
 
+int setHyper(hc_step *s, const char *name, double value) {
+  if (std::strcmp(name, "lr") != 0 || !std::isfinite(value))
+    return -1;
+  reinterpret_cast<Ctx *>(s)->lr = value;
+  return 0;
+}
+
+int getHyper(const hc_step *s, const char *name, double *value) {
+  if (std::strcmp(name, "lr") != 0)
+    return -1;
+  *value = reinterpret_cast<const Ctx *>(s)->lr;
+  return 0;
+}
+
 const std::string &descriptionText() {
   static const std::string d = description();
   return d;
@@ -288,6 +304,6 @@ extern "C" __attribute__((visibility("default"))) const hc_step_api *
 hc_step_get_api(void) {
   static hc_step_api api = {TOY_ABI, descriptionText().c_str(), create,
                             destroy, setTensor, getTensor, step, lastError,
-                            nullptr /* no profile */};
+                            nullptr /* no profile */, setHyper, getHyper};
   return &api;
 }

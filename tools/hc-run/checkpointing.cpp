@@ -256,8 +256,10 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
   if (version != kCheckpointVersion)
     usageError(path + ": checkpoint format version " + version +
                ", this hc-run reads version " + kCheckpointVersion);
+  // Step ABI 5 only added hyperparameters: version 4's tensors and
+  // metadata mean the same, so its checkpoints resume.
   const std::string abi = get("hc.step_abi");
-  if (abi != std::to_string(HC_STEP_ABI_VERSION))
+  if (abi != std::to_string(HC_STEP_ABI_VERSION) && abi != "4")
     usageError(path + ": written for step ABI version " + abi + ", " +
                lib_.path + " and this hc-run use version " +
                std::to_string(HC_STEP_ABI_VERSION));
@@ -306,6 +308,11 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
               "on (" + ckLabelsPath + ", content " + ckLabels + "; now " +
               data_.labelsId + ")";
   dataChangedAt_ = stored("hc.data_changed_at");
+  // A schedule may change on resume (a longer run, a new peak): noted.
+  if (md.count("hc.lr_schedule") && md.at("hc.lr_schedule") != scheduleText())
+    std::printf("hc-run: note: the learning-rate schedule changes at step %lld: "
+                "was %s, now %s\n", static_cast<long long>(step0),
+                md.at("hc.lr_schedule").c_str(), scheduleText().c_str());
   if (!changed.empty()) {
     if (!opt_.allowDataChange)
       usageError(path + ": " + changed + "; pass --allow-data-change to "
@@ -415,6 +422,21 @@ int64_t Checkpointer::restore(StepContext &ctx, Ema &ema, uint64_t &seed) {
   return info.step;
 }
 
+std::string Checkpointer::scheduleText() const {
+  std::string text;
+  if (schedule_.given()) {
+    text = schedule_.describe();
+  } else {
+    auto it = lib_.desc.hyperparameters.find("lr");
+    text = it == lib_.desc.hyperparameters.end()
+               ? std::string("the graph's (ONNX Adam)")
+               : "compiled lr=" + nlohmann::json(it->second).dump();
+  }
+  if (schedule_.weightDecay >= 0)
+    text += " weight_decay=" + nlohmann::json(schedule_.weightDecay).dump();
+  return text;
+}
+
 bool Checkpointer::due(int64_t done) const {
   return on() && (done == opt_.steps ||
                   (opt_.ckptEvery > 0 && done % opt_.ckptEvery == 0));
@@ -446,6 +468,7 @@ Checkpointer::metadata(const Ema &ema, int64_t step, uint64_t seed) const {
       {"hc.epoch", std::to_string(perEpoch > 0 ? step / perEpoch : 0)},
       {"hc.ema_decay", decayText(ema.on() ? ema.decay : -1)},
       {"hc.augment", opt_.hflip ? "hflip" : "none"},
+      {"hc.lr_schedule", scheduleText()},
       {"hc.rng", "philox4x32-10 keyed by (seed, step, global sample, draw "
                  "kind); no other random state"},
       {"hc.data_order", "per epoch a Philox(seed, epoch) permutation of the "

@@ -68,6 +68,10 @@ public:
   // finite: a diverged run never replaces or prunes a finite checkpoint.
   void write(StepContext &ctx, const Ema &ema, int64_t step, uint64_t seed);
 
+  // The run's resolved learning-rate schedule, recorded as
+  // "hc.lr_schedule" (a resume on another schedule is noted, not refused).
+  void setSchedule(const LrSchedule &s) { schedule_ = s; }
+
   static constexpr const char *kLockFile = ".hc-run.lock";
 
 private:
@@ -89,6 +93,8 @@ private:
   std::string dataChangedAt_;
   hc::rt::SafetensorsFile file_;
   int lockFd_ = -1;
+  LrSchedule schedule_;
+  std::string scheduleText() const;
 };
 
 // The model's identity as stored in a checkpoint ("hc.model"): parameters

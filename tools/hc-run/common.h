@@ -3,6 +3,7 @@
 #ifndef HC_RUN_COMMON_H
 #define HC_RUN_COMMON_H
 
+#include "lr_schedule.h"
 #include "preemption.h"
 
 #include "hc/runtime/comm.h"
@@ -39,6 +40,7 @@ struct Options {
   uint64_t seed = 0;
   int64_t logEvery = 100;
   std::string metrics;
+  std::string tensorboard;    // --tensorboard DIR (tensorboard.h)
   int progress = -1;          // -1: when stdout is a terminal
   // Checkpoints (train mode, see checkpointing.h).
   std::string ckptDir;
@@ -59,6 +61,7 @@ struct Options {
   bool checkpointOnGiven = false;
   bool allowDataChange = false;  // --allow-data-change (a resume on new data)
   bool strictMemory = false;     // --strict-memory: refuse a plan that cannot fit
+  LrSchedule schedule;           // --lr-schedule, --lr, ... (lr_schedule.h)
   bool help = false;
   bool trainMode() const { return !data.empty(); }
 };
@@ -92,6 +95,9 @@ struct Description {
   std::string initHash;         // hashHex of the init file's bytes ("": unchecked)
   nlohmann::json ditConfig;     // object or null
   bool graphDropsLabels = false; // the graph has its own random ops
+  std::string optimizer;         // "adamw", "sgd", "adam" ("" for a sampler)
+  // The step's hyperparameters (step ABI 5) and their compiled values.
+  std::map<std::string, double> hyperparameters;
   const TensorSpec *input(const std::string &name) const;
   const TensorSpec *parameter(const std::string &name) const;
   // DiT's label table (LabelEmbedder, a [rows, hidden] parameter named
@@ -135,6 +141,8 @@ public:
   // Reads every tensor `what` would save and throws Error(1) at the first
   // non-finite value (requireFinite), before anything is written.
   void checkFinite(What what, int64_t step) const;
+  // set_hyperparameter; throws Error(1) when the library refuses it.
+  void setHyperparameter(const std::string &name, double value);
   // FNV-1a of every parameter's bytes (ranks compare it).
   uint64_t parameterHash() const;
   // One step; throws Error(1) when the library reports failure. A step
@@ -178,6 +186,17 @@ void checkOutputsAgainstInputs(const std::vector<NamedPath> &outputs,
 // folder `ckptDir` (given as `dirFlag`).
 void refuseCheckpointNames(const std::vector<NamedPath> &outputs,
                            const std::string &ckptDir, const std::string &dirFlag);
+
+// The run's schedule against the library: the compiled lr and weight decay
+// filled in, decaySteps resolved to --steps; throws Error(2) when flags are
+// given that the library cannot take (ONNX Adam's graph-held rate, a
+// library without the hyperparameter).
+LrSchedule resolveSchedule(const Options &opt, const StepLibrary &lib);
+// Sets the step's "lr" (and --weight-decay's "weight_decay") for optimizer
+// step `done` + 1; a no-op without schedule flags. Returns the lr used
+// (the compiled one when nothing is set; NaN for a library without "lr").
+double applySchedule(const LrSchedule &s, const StepLibrary &lib, StepContext &ctx,
+                     int64_t done);
 
 // Saves what --save-params/--save-grads/--save-state ask for, then compares
 // parameters across ranks (they must be bit-identical).

@@ -16,12 +16,16 @@ const char *usageText() {
                   [--save-grads G.safetensors] [--save-state S.safetensors]
   train mode: [mpirun --bind-to none -np R] hc-run STEP.so --data X.npy
                   [--labels Y.npy] --steps K [--seed S] [--log-every N]
-                  [--metrics FILE.jsonl] [--progress|--no-progress]
+                  [--metrics FILE.jsonl] [--tensorboard DIR]
+                  [--progress|--no-progress]
                   [--init P] [--save-params F] [--save-grads G] [--save-state S]
                   [--ckpt-dir D [--ckpt-every N] [--ckpt-keep K] [--resume]]
                   [--ema [DECAY]] [--hflip] [--checkpoint-on SIGS]
                   [--checkpoint-grace S] [--allow-data-change] [--strict-memory]
-  both modes:     [--profile FILE] [--check-finite] [--comm-cores N]
+  both modes:     [--lr-schedule constant|linear|cosine] [--lr L]
+                  [--warmup-steps W] [--decay-steps D] [--min-lr M]
+                  [--weight-decay WD]
+                  [--profile FILE] [--check-finite] [--comm-cores N]
                   [--offload-dir D] [--strict-topology]
   sampling:   hc-run sample SAMPLER.so --ckpt CKPT [--out GRID.png]
                   [--save-npy F.npy] ... (hc-run sample --help)
@@ -55,6 +59,10 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     step_peak_rss_mb, wall_s} at each log line (peak RSS:
                     of the run, of the setup up to the first step, of the
                     steps alone; max over ranks)
+  --tensorboard DIR rank 0 writes a TensorBoard event file in DIR (created
+                    when missing) with the metrics line's numbers at each log
+                    line: train/loss, train/lr, perf/*, memory/* (float32, as
+                    TensorBoard keeps scalars); a resumed run adds a new file
   --progress, --no-progress
                     progress bar (default: when stdout is a terminal and
                     not under mpirun)
@@ -93,6 +101,22 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     memory limit cannot hold (default: a warning)
   --ema [DECAY]     keep an EMA of the parameters as DiT does (initialized
                     to them, updated after every step; DECAY default 0.9999)
+  --lr-schedule constant|linear|cosine  (both modes) the learning rate of
+                    each optimizer step, the closed forms of transformers'
+                    get_*_schedule_with_warmup: a linear warmup from 0 over
+                    W steps, then constant, or a linear or cosine decay to
+                    --min-lr at step D, held there after D. Set in the
+                    compiled step before every step (it is a hyperparameter
+                    of the step, not a constant); recorded in checkpoints,
+                    and a resume continues it exactly (a changed schedule is
+                    noted and taken from the resumed step on).
+  --lr L            the peak learning rate (default: hc-compile --lr)
+  --warmup-steps W  warmup steps (default 0)
+  --decay-steps D   where linear/cosine reach --min-lr (default --steps)
+  --min-lr M        the floor of linear/cosine (default 0)
+  --weight-decay WD AdamW/SGD weight decay (default: hc-compile's)
+                    ONNX Adam (hc-compile --optimizer adam) takes its rate from
+                    the graph: these flags are refused for it.
   --comm-cores N     reserve N of each rank's cores for a thread that drives
                     the gradient all-reduce (default 0: the step drives it
                     between kernels; HC_COMM_PROGRESS=thread restores the
@@ -147,7 +171,7 @@ double parseDecay(const std::string &flag, const std::string &v) {
 
 Options parseOptions(int argc, char **argv) {
   Options o;
-  bool stepsSeen = false;
+  bool stepsSeen = false, minLrSeen = false;
   std::vector<std::string> trainOnly;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], value;
@@ -204,6 +228,9 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--metrics") {
       o.metrics = next();
       trainOnly.push_back(a);
+    } else if (a == "--tensorboard") {
+      o.tensorboard = next();
+      trainOnly.push_back(a);
     } else if (a == "--ckpt-dir") {
       o.ckptDir = next();
       trainOnly.push_back(a);
@@ -246,6 +273,22 @@ Options parseOptions(int argc, char **argv) {
       noValue();
       o.allowDataChange = true;
       trainOnly.push_back(a);
+    } else if (a == "--lr-schedule") {
+      o.schedule.kind = parseLrScheduleKind(a, next());
+    } else if (a == "--lr" || a == "--min-lr" || a == "--weight-decay") {
+      std::string v = next();
+      char *end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x >= 0 && x < 1e6))
+        usageError(a + " needs a number >= 0, got '" + v + "'");
+      (a == "--lr" ? o.schedule.lr : a == "--min-lr" ? o.schedule.minLr
+                                                     : o.schedule.weightDecay) = x;
+      if (a == "--min-lr")
+        minLrSeen = true;
+    } else if (a == "--warmup-steps") {
+      o.schedule.warmupSteps = parseInt(a, next(), 0, "a step count");
+    } else if (a == "--decay-steps") {
+      o.schedule.decaySteps = parseInt(a, next(), 1, "a step count");
     } else if (a == "--strict-memory") {
       noValue();
       o.strictMemory = true;
@@ -300,6 +343,20 @@ Options parseOptions(int argc, char **argv) {
     usageError("--allow-data-change is for --resume");
   if (o.emaDecay >= 0 && o.ckptDir.empty())
     usageError("--ema needs --ckpt-dir D (the EMA is saved in checkpoints)");
+  const LrSchedule &sc = o.schedule;
+  const bool decays = sc.kind == LrSchedule::Kind::Linear || sc.kind == LrSchedule::Kind::Cosine;
+  if (!decays && (minLrSeen || sc.decaySteps >= 0))
+    usageError(std::string(minLrSeen ? "--min-lr" : "--decay-steps") +
+               " is for --lr-schedule linear or cosine");
+  if (sc.warmupSteps > 0 && sc.kind == LrSchedule::Kind::None)
+    usageError("--warmup-steps needs --lr-schedule constant, linear or cosine");
+  if (sc.lr >= 0 && sc.minLr > sc.lr)
+    usageError("--min-lr " + std::to_string(sc.minLr) + " is above --lr " +
+               std::to_string(sc.lr));
+  if (decays && sc.warmupSteps > (sc.decaySteps >= 0 ? sc.decaySteps : o.steps))
+    usageError("--warmup-steps " + std::to_string(sc.warmupSteps) + " is past the end of "
+               "the decay (" + (sc.decaySteps >= 0 ? "--decay-steps " : "--steps ") +
+               std::to_string(sc.decaySteps >= 0 ? sc.decaySteps : o.steps) + ")");
   if (!o.trainMode() && !trainOnly.empty())
     usageError(trainOnly.front() + " is a train-mode flag (with --data), "
                "not for --inputs");

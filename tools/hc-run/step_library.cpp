@@ -175,6 +175,19 @@ Description parseDescription(const std::string &where, const char *text) {
       usageError(where + ": malformed dit_config: " + e.what());
     }
   }
+  if (r.contains("optimizer") && r["optimizer"].is_object() &&
+      r["optimizer"].contains("name") && r["optimizer"]["name"].is_string())
+    d.optimizer = r["optimizer"]["name"].get<std::string>();
+  if (r.contains("hyperparameters")) {
+    const json &h = r["hyperparameters"];
+    if (!h.is_object())
+      usageError(where + ": \"hyperparameters\" must be an object");
+    for (auto &[name, value] : h.items()) {
+      if (!value.is_number())
+        usageError(where + ": hyperparameter '" + name + "' is not a number");
+      d.hyperparameters[name] = value.get<double>();
+    }
+  }
   // The graph carries its own random ops (e.g. class dropout): hc-run must
   // not drop labels a second time.
   if (r.contains("random_ops")) {
@@ -483,6 +496,12 @@ uint64_t StepContext::parameterHash() const {
       h = (h ^ c) * 1099511628211ull;
   }
   return h;
+}
+
+void StepContext::setHyperparameter(const std::string &name, double value) {
+  if (lib_.api->set_hyperparameter(step_, name.c_str(), value) != 0)
+    throw Error(1, lib_.path + ": the step refused hyperparameter " + name + " = " +
+                       std::to_string(value));
 }
 
 double StepContext::step(const void *const *inputs, int64_t stepIndex,

@@ -50,10 +50,12 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
   std::vector<hc::rt::NpyArray> arrays(d.inputs.size());
   std::vector<const void *> ptrs(d.inputs.size());
   std::unique_ptr<StepContext> ctx;
+  LrSchedule schedule;
   Error failure(0, "");
   bool failed = false;
   try {
     checkOutputs(opt, lib, r);
+    schedule = resolveSchedule(opt, lib);
     for (std::size_t i = 0; i < d.inputs.size(); ++i) {
       const TensorSpec &in = d.inputs[i];
       std::string path = opt.inputs + "/" + in.name + ".npy";
@@ -95,6 +97,7 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
     double loss = 0;
     const auto t0 = std::chrono::steady_clock::now();
     try {
+      applySchedule(schedule, lib, *ctx, s);
       loss = ctx->step(ptrs.data(), s + 1);
     } catch (const Error &e) {
       comm.fail(e.code, e.what());

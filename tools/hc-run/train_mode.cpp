@@ -1,5 +1,6 @@
 // Train mode: DiT training from an NPY dataset, data-parallel over the ranks.
 #include "checkpointing.h"
+#include "tensorboard.h"
 #include "common.h"
 #include "data.h"
 #include "machine_check.h"
@@ -102,6 +103,21 @@ std::FILE *openMetrics(const std::string &path, int64_t resumedStep) {
   for (const auto &l : kept)
     std::fputs(l.c_str(), f);
   return f;
+}
+
+// A metrics line as TensorBoard scalars: the loss and learning rate under
+// train/, everything else numeric under its group (step and wall time are
+// the event's own fields).
+std::vector<std::pair<std::string, double>> tensorboardScalars(const nlohmann::ordered_json &m) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto &[k, v] : m.items()) {
+    if (!v.is_number() || k == "step" || k == "wall_s")
+      continue;
+    const bool train = k == "loss" || k == "lr" || k == "grad_norm";
+    const bool memory = k.find("rss") != std::string::npos || k.rfind("copy", 0) == 0;
+    out.push_back({(train ? "train/" : memory ? "memory/" : "perf/") + k, v.get<double>()});
+  }
+  return out;
 }
 
 struct Plan {
@@ -345,12 +361,16 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   Plan plan;
   std::unique_ptr<StepContext> ctx;
   std::FILE *metrics = nullptr;
+  TensorBoardWriter tensorboard;
   Checkpointer ckpt(opt, lib, comm);
   Error failure(0, "");
   bool failed = false;
   DataFiles files;
+  LrSchedule schedule;
   try {
     checkOutputs(opt, lib, r);
+    schedule = resolveSchedule(opt, lib);
+    ckpt.setSchedule(schedule);
     plan = checkData(opt, lib, R, images, labels);
     files = dataFilesOf(opt);
   } catch (const Error &e) {
@@ -368,6 +388,8 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       ckpt.prepare({G, plan.n, opt.data, opt.labels, files.data, files.labels});
     if (r == 0 && !opt.metrics.empty())
       metrics = openMetrics(opt.metrics, ckpt.pickedStep());
+    if (r == 0 && !opt.tensorboard.empty())
+      tensorboard.open(opt.tensorboard);
   } catch (const Error &e) {
     failure = e;
     failed = true;
@@ -429,6 +451,8 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                 (long long)first + 1, (long long)opt.steps,
                 (unsigned long long)seed,
                 plan.dropProb);
+    if (schedule.given())
+      std::printf("hc-run: learning rate: %s\n", schedule.describe().c_str());
     if (first == opt.steps)
       std::printf("hc-run: the checkpoint is at --steps %lld already; nothing "
                   "to train\n", (long long)opt.steps);
@@ -502,11 +526,12 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       y64[b] = smp.y;
       y32[b] = static_cast<int32_t>(smp.y);
     }
-    double loss = 0;
+    double loss = 0, lr = 0;
     bool stopped = false;
     const auto stepStart = Clock::now();
     try {
       preemption::beforeStep(s + 1);
+      lr = applySchedule(schedule, lib, *ctx, s);
       loss = ctx->step(ptrs.data(), s + 1, &stopped);
     } catch (const Error &e) {
       comm.fail(e.code, e.what());
@@ -574,8 +599,9 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       if (bar && done < opt.steps)
         progressBar(done, opt.steps, loss, sps);
       std::fflush(stdout);
-      if (metrics) {
+      if (metrics || tensorboard.isOpen()) {
         nlohmann::ordered_json m = {{"step", done},        {"loss", avg},
+                            {"lr", lr},
                             {"steps_per_sec", sps}, {"img_per_sec", sps * G},
                             {"gflops", gflops},     {"peak_rss_mb", rss[0]},
                             {"setup_peak_rss_mb", setupPeak},
@@ -613,8 +639,13 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         for (auto &[key, value] : split.items())
           m[key] = value;
         std::string line = m.dump() + "\n";
-        if (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0)
+        if (metrics && (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0))
           comm.fail(1, "--metrics " + opt.metrics + ": write failed");
+        try {
+          tensorboard.scalars(done, tensorboardScalars(m));
+        } catch (const Error &e) {
+          comm.fail(e.code, e.what());
+        }
       }
     }
     windowLoss = 0;

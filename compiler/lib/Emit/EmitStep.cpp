@@ -182,6 +182,16 @@ private:
   std::string constants;
   int numConstants = 0;
   double flops = 0;
+  // Hyperparameters (kernels.def's HCRT_HYPER slots): names in first-seen
+  // order with their compiled values, and each slot bound to one of them.
+  struct HyperBinding {
+    int attrs;
+    unsigned floatIndex;
+    int hyper;
+  };
+  std::vector<std::pair<std::string, double>> hypers;
+  std::vector<HyperBinding> hyperBindings;
+  std::string hyperConflict;  // two calls compiled with different defaults
 };
 
 int Emitter::descOf(Value v) {
@@ -218,7 +228,22 @@ int Emitter::attrsOf(hs::CallOp call) {
     row += llvm::formatv("{0:e17}, ", x).str();
   row += "}, " + std::to_string(floats.size()) + "}";
   attrRows.push_back(row);
-  return static_cast<int>(attrRows.size()) - 1;
+  const int index = static_cast<int>(attrRows.size()) - 1;
+  for (const hs::HyperSlot &h : hs::KernelRegistry::hyperSlots(*k)) {
+    const double value = floats[h.floatIndex];
+    auto it = llvm::find_if(hypers, [&](const auto &p) { return p.first == h.key; });
+    if (it == hypers.end()) {
+      hypers.push_back({h.key, value});
+      it = hypers.end() - 1;
+    } else if (it->second != value && hyperConflict.empty()) {
+      hyperConflict = llvm::formatv("hyperparameter '{0}' is {1} in one call and {2} "
+                                    "in another (kernel {3}): a step has one value",
+                                    h.key, it->second, value, k->name)
+                          .str();
+    }
+    hyperBindings.push_back({index, h.floatIndex, static_cast<int>(it - hypers.begin())});
+  }
+  return index;
 }
 
 void Emitter::constantData(hs::ConstantOp c) {
@@ -473,6 +498,13 @@ bool Emitter::run(std::string &cpp, std::string &description,
       batch = *(*shape)[0].getAsInteger();
     inputs.push_back(std::move(obj));
   }
+  if (!hyperConflict.empty()) {
+    error = hyperConflict;
+    return false;
+  }
+  llvm::json::Object hyperparameters;
+  for (const auto &[name, value] : hypers)
+    hyperparameters[name] = value;
   llvm::json::Array frozen;
   for (llvm::json::Value &p : params) {
     auto *o = p.getAsObject();
@@ -502,6 +534,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       {"state", std::move(state)},
       {"gradients", std::move(gradients)},
       {"optimizer", parse(info.optimizerJson)},
+      {"hyperparameters", std::move(hyperparameters)},
       {"precision", info.precision},
       {"flops_per_step", flops},
       {"cftp_clusters", numClusters},
@@ -529,8 +562,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << ". Do not edit: regenerate.\n"
      << "#include \"hc/runtime/graph_ops.h\"\n#include \"hc/runtime/placement.h\"\n"
      << "#include \"hc/runtime/step_abi.h\"\n#include \"hc/runtime/copy_engine.h\"\n"
-     << "#include <chrono>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <new>\n"
-     << "#include <atomic>\n#include <mutex>\n#include <thread>\n#include <vector>\n\nnamespace {\n\n"
+     << "#include <chrono>\n#include <cmath>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <new>\n"
+     << "#include <atomic>\n#include <iterator>\n#include <mutex>\n#include <thread>\n#include <vector>\n\nnamespace {\n\n"
      << "const char kDescription[] = R\"hcjson(" << description << ")hcjson\";\n\n"
      << "struct Desc { int32_t arena, base, dtype, rank; int64_t byte_offset; "
         "int64_t shape[HCRT_MAX_RANK], strides[HCRT_MAX_RANK]; };\n"
@@ -576,7 +609,24 @@ bool Emitter::run(std::string &cpp, std::string &description,
   os << "};\n\nconst hcrt_attrs kAttrs[] = {\n";
   for (const std::string &r : attrRows)
     os << "  " << r << ",\n";
-  os << (attrRows.empty() ? "  {}\n" : "") << "};\n\nconst Call kCalls[] = {\n";
+  os << (attrRows.empty() ? "  {}\n" : "") << "};\n\n"
+     << "// Hyperparameters: their names and compiled values, and which packed\n"
+     << "// float of which kAttrs row each one sets.\n"
+     << "constexpr int32_t kNumHypers = " << hypers.size() << ";\n"
+     << "const char *const kHyperNames[] = {";
+  for (const auto &h : hypers)
+    os << cString(h.first) << ", ";
+  os << (hypers.empty() ? "nullptr" : "") << "};\nconst double kHyperDefaults[] = {";
+  for (const auto &h : hypers)
+    os << llvm::formatv("{0:e17}", h.second).str() << ", ";
+  os << (hypers.empty() ? "0" : "") << "};\n"
+     << "struct HyperBinding { int32_t attrs, float_index, hyper; };\n"
+     << "const HyperBinding kHyperBindings[] = {";
+  for (const HyperBinding &b : hyperBindings)
+    os << "{" << b.attrs << ", " << b.floatIndex << ", " << b.hyper << "}, ";
+  os << (hyperBindings.empty() ? "{-1, 0, 0}" : "") << "};\n"
+     << "constexpr size_t kNumHyperBindings = " << hyperBindings.size() << ";\n\n"
+     << "const Call kCalls[] = {\n";
   for (const Call &c : calls)
     os << "  {" << c.kind << ", " << c.kernel << ", " << c.first << ", " << c.nin
        << ", " << c.nout << ", " << c.attrs << ", " << c.cluster << "},\n";

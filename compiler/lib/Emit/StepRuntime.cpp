@@ -4,7 +4,9 @@
 // kTouchNuma, kRanksPerNode, kArenaBytes, kConstants, kKernels,
 // kKernelNames and the constants kLossDesc, kNumBuckets, kLossCall,
 // kNumCalls, kNumClusters, kNumArenas, kInputArena, kConstArena,
-// kNumCopies, kDiskBytes, kOffloadDir, kGateCall.
+// kNumCopies, kDiskBytes, kOffloadDir, kGateCall, and the hyperparameter
+// tables kNumHypers, kHyperNames, kHyperDefaults, kHyperBindings,
+// kNumHyperBindings.
 #include "StepRuntime.h"
 
 namespace hc {
@@ -16,6 +18,10 @@ struct hc_step {
   hc_step_env env;
   char *arena[kNumArenas] = {};
   std::vector<hcrt_tensor> tensors;  // kDescs resolved to addresses
+  // kAttrs with this context's hyperparameters in their slots (two
+  // contexts may train with different learning rates).
+  std::vector<hcrt_attrs> attrs{std::begin(kAttrs), std::end(kAttrs)};
+  double hypers[kNumHypers > 0 ? kNumHypers : 1] = {};
   int64_t requests[kNumBuckets + 1] = {};  // this step's bucket all-reduces
   bool inflight[kNumBuckets + 1] = {};     // started, not yet waited for
   int32_t pending = 0;                     // started, not yet waited for
@@ -49,6 +55,8 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
     return nullptr;
   }
   s->env = *env;
+  for (int32_t h = 0; h < kNumHypers; ++h)
+    s->hypers[h] = kHyperDefaults[h];
   s->seconds.assign(kNumCalls, 0.0);
   s->runs.assign(kNumCalls, 0);
   // Page-aligned arenas (the plan's slices are whole pages), zeroed by the
@@ -147,6 +155,33 @@ int getTensor(const hc_step *s, const char *name, void *data, size_t bytes) {
   return 0;
 }
 
+// The hyperparameter `name` (kHyperNames) for every later step: each call
+// bound to it reads `value`. -1 for a name the step does not have or a
+// value that is not finite.
+int setHyperparameter(hc_step *s, const char *name, double value) {
+  for (int32_t h = 0; h < kNumHypers; ++h) {
+    if (std::strcmp(kHyperNames[h], name) != 0)
+      continue;
+    if (!std::isfinite(value))
+      return -1;
+    s->hypers[h] = value;
+    for (size_t i = 0; i < kNumHyperBindings; ++i)
+      if (kHyperBindings[i].hyper == h)
+        s->attrs[kHyperBindings[i].attrs].floats[kHyperBindings[i].float_index] = value;
+    return 0;
+  }
+  return -1;
+}
+
+int getHyperparameter(const hc_step *s, const char *name, double *value) {
+  for (int32_t h = 0; h < kNumHypers; ++h)
+    if (std::strcmp(kHyperNames[h], name) == 0) {
+      *value = s->hypers[h];
+      return 0;
+    }
+  return -1;
+}
+
 int64_t numElements(const hcrt_tensor &t) {
   int64_t n = 1;
   for (int k = 0; k < t.rank; ++k)
@@ -232,7 +267,7 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
           int32_t d = kOperands[c.first + k];
           args[k] = d < 0 ? absent : s->tensors[d];
         }
-        kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &kAttrs[c.attrs],
+        kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &s->attrs[c.attrs],
                            threads);
         if (s->env.check_finite && !outputsFinite(s, ci, args + c.nin, c.nout))
           return -2;
@@ -456,7 +491,8 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
 const char *lastError(const hc_step *s) { return s->error; }
 
 const hc_step_api kApi = {HC_STEP_ABI_VERSION, kDescription, create, destroy,
-                          setTensor, getTensor, step, lastError, getProfile};
+                          setTensor, getTensor, step, lastError, getProfile,
+                          setHyperparameter, getHyperparameter};
 
 } // namespace
 

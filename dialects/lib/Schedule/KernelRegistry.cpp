@@ -40,6 +40,7 @@ static const char *kindName(AttrSlotKind kind) {
   case AttrSlotKind::Ints:
     return "an i64 array";
   case AttrSlotKind::Float:
+  case AttrSlotKind::Hyper:
     return "a float";
   case AttrSlotKind::Flag:
     return "a string";
@@ -56,6 +57,7 @@ static bool hasKind(Attribute a, AttrSlotKind kind) {
   case AttrSlotKind::Ints:
     return isa<DenseI64ArrayAttr>(a);
   case AttrSlotKind::Float:
+  case AttrSlotKind::Hyper:
     return isa<FloatAttr>(a);
   case AttrSlotKind::Flag:
     return isa<StringAttr>(a);
@@ -95,7 +97,7 @@ LogicalResult KernelRegistry::verifyAttrs(
   }
   for (const AttrSlot &s : k.attrs)
     if ((s.kind == AttrSlotKind::Int || s.kind == AttrSlotKind::Ints ||
-         s.kind == AttrSlotKind::Float) &&
+         s.kind == AttrSlotKind::Float || s.kind == AttrSlotKind::Hyper) &&
         !attrs.get(s.key))
       return emitError() << "kernel '" << k.name << "' needs attribute '"
                          << s.key << "' (" << kindName(s.kind) << ")";
@@ -123,6 +125,7 @@ PackedAttrs KernelRegistry::pack(const KernelInfo &k, DictionaryAttr attrs) {
                       x.asArrayRef().end());
       break;
     case AttrSlotKind::Float:
+    case AttrSlotKind::Hyper:
       if (auto x = dyn_cast_or_null<FloatAttr>(a))
         p.floats.push_back(x.getValueAsDouble());
       break;
@@ -136,6 +139,17 @@ PackedAttrs KernelRegistry::pack(const KernelInfo &k, DictionaryAttr attrs) {
     }
   }
   return p;
+}
+
+std::vector<HyperSlot> KernelRegistry::hyperSlots(const KernelInfo &k) {
+  std::vector<HyperSlot> slots;
+  unsigned floats = 0;
+  for (const AttrSlot &s : k.attrs) {
+    if (s.kind == AttrSlotKind::Hyper)
+      slots.push_back({s.key, floats});
+    floats += s.kind == AttrSlotKind::Float || s.kind == AttrSlotKind::Hyper;
+  }
+  return slots;
 }
 
 double KernelRegistry::flops(const KernelInfo &k,

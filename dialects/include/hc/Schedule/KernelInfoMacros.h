@@ -28,6 +28,8 @@
   ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Ints},
 #define HCRT_FLOAT(key)                                                        \
   ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Float},
+#define HCRT_HYPER(key)                                                        \
+  ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Hyper},
 #define HCRT_FLAG(key, value, other, absent)                                   \
   ::hc::schedule::AttrSlot{#key, ::hc::schedule::AttrSlotKind::Flag, #value,   \
                            absent, #other},

@@ -3,6 +3,7 @@
 #undef HCRT_INT
 #undef HCRT_INTS
 #undef HCRT_FLOAT
+#undef HCRT_HYPER
 #undef HCRT_FLAG
 #undef HCRT_UNUSED
 #undef HCRT_SPLIT_

@@ -17,7 +17,9 @@
 
 namespace hc::schedule {
 
-enum class AttrSlotKind { Int, Ints, Float, Flag, Unused };
+// Hyper: a Float whose value is the default of a step hyperparameter the
+// host may change per step (kernels.def's HCRT_HYPER).
+enum class AttrSlotKind { Int, Ints, Float, Hyper, Flag, Unused };
 
 struct AttrSlot {
   const char *key;
@@ -82,6 +84,12 @@ struct PackedAttrs {
   std::vector<double> floats;
 };
 
+// A hyperparameter slot of a call: `key` is floats[floatIndex].
+struct HyperSlot {
+  const char *key;
+  unsigned floatIndex;
+};
+
 // Hard limits of hcrt_attrs (graph_ops.h).
 constexpr size_t kMaxAttrInts = 16, kMaxAttrFloats = 8;
 
@@ -103,6 +111,8 @@ public:
               llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
   // Packs verified attributes.
   static PackedAttrs pack(const KernelInfo &k, mlir::DictionaryAttr attrs);
+  // k's HCRT_HYPER slots with their places among the packed floats.
+  static std::vector<HyperSlot> hyperSlots(const KernelInfo &k);
   // FLOPs of one call by k's rule, from its operand and result shapes.
   static double flops(const KernelInfo &k,
                       llvm::ArrayRef<llvm::ArrayRef<int64_t>> insShapes,

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define HC_STEP_ABI_VERSION 4
+#define HC_STEP_ABI_VERSION 5
 
 // What the host gives a step: its place in the job and the collective.
 typedef struct hc_step_env {
@@ -86,6 +86,8 @@ typedef struct hc_step_api {
   //   "parameters": [{"name","shape","trainable"}], "frozen": [names],
   //   "state": [{"name","dtype","shape"}],        (optimizer state)
   //   "gradients": [names], "optimizer": {"name", hyper-parameters...},
+  //   "hyperparameters": {"lr": 1e-4, "weight_decay": 0, ...} (version 5:
+  //     what set_hyperparameter accepts, with the compiled values),
   //   "flops_per_step", "memory_plan": {...}, "buckets": [...],
   //   "init_file": "<file next to the library>", "dit_config": {...} }
   const char *description_json;
@@ -117,6 +119,15 @@ typedef struct hc_step_api {
   // schedule has.
   size_t (*get_profile)(const hc_step *step, hc_call_profile *out,
                         size_t capacity);
+  // Version 5: a hyperparameter of the compiled step (the description's
+  // "hyperparameters": the optimizer's "lr" and "weight_decay"), used by
+  // every later step() of this context until set again; a new context
+  // starts from the compiled values. Learning-rate schedules call it before
+  // each step. Returns 0, or -1 for a name the step does not have or a
+  // value that is not finite.
+  int (*set_hyperparameter)(hc_step *step, const char *name, double value);
+  int (*get_hyperparameter)(const hc_step *step, const char *name,
+                            double *value);
 } hc_step_api;
 
 // The one symbol a step library exports.
