@@ -65,6 +65,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli import PROG, Parser as _Parser, fail  # noqa: E402
+import lr_schedules  # noqa: E402
 
 
 
@@ -256,6 +257,7 @@ def parse_args(argv):
                     help="parameters to freeze besides hc.frozen (state_dict names)")
     tr.add_argument("--dtype", choices=("float32", "float64"), default=None,
                     help="precision of the training run, default float64")
+    lr_schedules.add_arguments(tr)
     a = ap.parse_args(argv)
     if a.batch <= 0:
         fail("--batch must be positive, got %d" % a.batch)
@@ -335,6 +337,8 @@ def train(module, inputs, a, meta_frozen):
         opt = torch.optim.SGD(tparams, lr=a.lr, momentum=0, dampening=0,
                               weight_decay=a.weight_decay, nesterov=False)
 
+    sched = lr_schedules.scheduler(opt, a, a.lr, a.train_steps)
+
     def snapshot():
         return {n: p.detach().to(torch.float64).numpy().copy() for n, p in params.items()}
 
@@ -352,6 +356,8 @@ def train(module, inputs, a, meta_frozen):
                 grads[n] = (np.zeros(params[n].shape) if g is None
                             else g.detach().to(torch.float64).numpy().copy())
         opt.step()
+        if sched is not None:
+            sched.step()
     after = snapshot()
     return dict(losses=np.asarray(losses, dtype=np.float64), grads=grads, before=before,
                 after=after, trainable=trainable, frozen=frozen, objective=module.objective)

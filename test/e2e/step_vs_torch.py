@@ -77,12 +77,17 @@ def main():
     ap.add_argument("--ranks", type=int, default=1)
     ap.add_argument("--compile-arg", action="append", default=[],
                     help="an extra hc-compile flag (not given to PyTorch)")
+    ap.add_argument("--schedule", default=None, metavar="ARGS",
+                    help="learning-rate schedule flags given to hc-run and to PyTorch's "
+                         "LambdaLR alike, e.g. '--lr-schedule cosine --warmup-steps 2'")
+    ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("export_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     w = lambda *p: os.path.join(a.work, *p)
-    steps, batch = 3, 2
+    steps, batch = a.steps, 2
+    schedule = a.schedule.split() if a.schedule else []
     export(w("model.onnx"), [x for x in a.export_args if x != "--"], batch=batch)
     hyper = ["--optimizer", a.optimizer, "--lr", "1e-3", "--weight-decay", "0.01"]
     errors = []
@@ -90,12 +95,20 @@ def main():
     if a.ranks == 1:
         run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
              "--batch", str(batch), "--out", w("ref"), "--train-steps", str(steps),
-             "--dtype", "float32"] + hyper)
+             "--dtype", "float32"] + hyper + schedule)
         compile_step(a.bin, w("model.onnx"), w("step.so"), batch, hyper + a.compile_arg)
         out = run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", "1",
                    "--save-grads", w("g1.safetensors")])
         out = run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", str(steps),
-                   "--save-params", w("p.safetensors")])
+                   "--save-params", w("p.safetensors")] + schedule)
+        if schedule:
+            # The schedule must matter: the compiled constant rate moves the
+            # parameters elsewhere.
+            run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", str(steps),
+                 "--save-params", w("p_const.safetensors")])
+            pc, ps = read_safetensors(w("p_const.safetensors")), read_safetensors(w("p.safetensors"))
+            if all(np.array_equal(pc[k], ps[k]) for k in pc):
+                errors.append("the schedule changed nothing")
         losses = [float(l.split()[1]) for l in out.splitlines() if l.startswith("loss ")]
         e = rel(losses, np.load(w("ref", "train_loss.npy")))
         print("loss (%d steps) rel err %.3e" % (steps, e))

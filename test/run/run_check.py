@@ -382,9 +382,11 @@ def case_train(env):
     lines = open(env.path("m.np1.jsonl")).read().splitlines()
     check(len(lines) == 3, "metrics lines: %d" % len(lines))
     recs = [json.loads(l) for l in lines]
-    keys = ["step", "loss", "steps_per_sec", "img_per_sec", "gflops", "peak_rss_mb",
+    keys = ["step", "loss", "lr", "steps_per_sec", "img_per_sec", "gflops", "peak_rss_mb",
             "setup_peak_rss_mb", "step_peak_rss_mb", "wall_s"]
     check(all(list(r) == keys for r in recs), "metrics keys %s" % list(recs[0]))
+    # No schedule flag: the library's compiled rate (the toy's 0.05f).
+    check(all(r["lr"] == float(np.float32(0.05)) for r in recs), "lr %s" % recs[0]["lr"])
     # Inputs: bit-exact against the spec re-derived here; training against the oracle.
     params = dict(env.init)
     step_losses = []
