@@ -198,4 +198,30 @@ TEST_F(KernelRegistryTest, RuntimeTableFromTheSameEntriesCallsTheThrowaway) {
   EXPECT_FLOAT_EQ(ys[2], 1.25f);
 }
 
+TEST_F(KernelRegistryTest, HyperparameterSlotsArePackedFloatsWithTheirPlaces) {
+  // adamw: lr, beta1, beta2, eps, weight_decay -> floats 0..4; the step's
+  // hyperparameters are floats 0 (lr) and 4 (weight_decay).
+  const KernelRegistry &r = KernelRegistry::builtin();
+  std::vector<HyperSlot> adamw = KernelRegistry::hyperSlots(*r.lookup("adamw"));
+  ASSERT_EQ(adamw.size(), 2u);
+  EXPECT_STREQ(adamw[0].key, "lr");
+  EXPECT_EQ(adamw[0].floatIndex, 0u);
+  EXPECT_STREQ(adamw[1].key, "weight_decay");
+  EXPECT_EQ(adamw[1].floatIndex, 4u);
+  // ONNX Adam's rate is a graph input: no hyperparameter slot.
+  EXPECT_TRUE(KernelRegistry::hyperSlots(*r.lookup("adam")).empty());
+  // A hyperparameter verifies and packs as the float it is.
+  mlir::DictionaryAttr a = dict({named("lr", b.getF64FloatAttr(0.25)),
+                                 named("weight_decay", b.getF64FloatAttr(0.5))});
+  const KernelInfo *sgd = r.lookup("sgd");
+  EXPECT_TRUE(verify(*sgd, a));
+  PackedAttrs p = KernelRegistry::pack(*sgd, a);
+  ASSERT_EQ(p.floats.size(), 2u);
+  EXPECT_EQ(p.floats[0], 0.25);
+  EXPECT_EQ(p.floats[1], 0.5);
+  EXPECT_FALSE(verify(*sgd, dict({named("lr", b.getI64IntegerAttr(1)),
+                                  named("weight_decay", b.getF64FloatAttr(0.5))})));
+  EXPECT_NE(lastError.find("'lr' must be a float"), std::string::npos) << lastError;
+}
+
 } // namespace
