@@ -258,6 +258,10 @@ def parse_args(argv):
     tr.add_argument("--dtype", choices=("float32", "float64"), default=None,
                     help="precision of the training run, default float64")
     lr_schedules.add_arguments(tr)
+    tr.add_argument("--clip-grad-norm", type=float, default=None, metavar="X",
+                    help="torch.nn.utils.clip_grad_norm_(params, X) before each update; "
+                         "grads/ then hold the clipped first-step gradients and "
+                         "grad_norm.npy each step's norm before clipping")
     a = ap.parse_args(argv)
     if a.batch <= 0:
         fail("--batch must be positive, got %d" % a.batch)
@@ -343,12 +347,14 @@ def train(module, inputs, a, meta_frozen):
         return {n: p.detach().to(torch.float64).numpy().copy() for n, p in params.items()}
 
     before = snapshot()
-    losses, grads = [], None
+    losses, grads, norms = [], None, []
     for step in range(a.train_steps):
         opt.zero_grad(set_to_none=True)
         loss, _ = forward(module, inputs, dtype)
         loss.backward()
         losses.append(float(loss.detach().to(torch.float64)))
+        if a.clip_grad_norm is not None:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(tparams, a.clip_grad_norm)))
         if step == 0:
             grads = {}
             for n in trainable:
@@ -360,6 +366,7 @@ def train(module, inputs, a, meta_frozen):
             sched.step()
     after = snapshot()
     return dict(losses=np.asarray(losses, dtype=np.float64), grads=grads, before=before,
+                grad_norms=np.asarray(norms, dtype=np.float64),
                 after=after, trainable=trainable, frozen=frozen, objective=module.objective)
 
 
@@ -375,6 +382,8 @@ def _fresh_dir(path):
 def write_train(out, res, a):
     import numpy as np
     np.save(os.path.join(out, "train_loss.npy"), res["losses"])
+    if len(res["grad_norms"]):
+        np.save(os.path.join(out, "grad_norm.npy"), res["grad_norms"])
     for sub, key in (("grads", "grads"), ("params_before", "before"),
                      ("params_after", "after")):
         d = os.path.join(out, sub)

@@ -124,6 +124,9 @@ private:
   int64_t paramBytes = 0;
   func::FuncOp step;
   Operation *pendingOptimizer = nullptr;
+  // The first call of the update phase (the gradient norm before the
+  // optimizer): bucket waits and gradient copies go before it.
+  Operation *firstUpdateCall = nullptr;
 };
 
 LogicalResult Lowering::layoutPersistent() {
@@ -257,6 +260,15 @@ void Lowering::lowerOp(Operation *op) {
       ins.append({m, v});
       outs.append({m, v});
     }
+    // Clipping by global norm first (torch.nn.utils.clip_grad_norm_): the
+    // norm of the all-reduced gradients, then the scale, in place. Its
+    // max_grad_norm is a step hyperparameter, 0 (off) as compiled; the norm
+    // is kept as "grad_norm" for the host to log.
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    Value norm = buffer("grad", scalar, trainableBytes, "grad_norm");
+    firstUpdateCall = call("grad_norm", {g}, {norm}, b.getDictionaryAttr({}));
+    call("grad_clip", {norm, g}, {g},
+         b.getDictionaryAttr(b.getNamedAttr("max_grad_norm", b.getF64FloatAttr(0.0))));
     pendingOptimizer = call(op->getName().stripDialect(), ins, outs, attrs);
     return;
   }
@@ -336,8 +348,8 @@ LogicalResult Lowering::run() {
   loc = graph.getLoc();
   // Gradients that are views or constants are copied into their slots,
   // before the optimizer reads them.
-  if (pendingOptimizer)
-    b.setInsertionPoint(pendingOptimizer);
+  if (firstUpdateCall)
+    b.setInsertionPoint(firstUpdateCall);
   for (const Slot &s : trainable) {
     Value slot = gradSlot[s.name];
     Mem m = memOf(s.gradValue);
@@ -393,8 +405,8 @@ LogicalResult Lowering::run() {
         loc, hs::TokenType::get(ctx), slice, b.getI64IntegerAttr(bucketId++)));
     first = last + 1;
   }
-  if (pendingOptimizer) {
-    b.setInsertionPoint(pendingOptimizer);
+  if (firstUpdateCall) {
+    b.setInsertionPoint(firstUpdateCall);
     for (Value t : tokens)
       b.create<hs::WaitOp>(loc, t);
     // The step counter increment must follow the optimizer that reads it.

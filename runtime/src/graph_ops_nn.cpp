@@ -7,6 +7,8 @@
 // GELU, non-f32 data) run generic double loops.
 #include "graph_ops_util.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace hc::rt::gop {
@@ -650,6 +652,50 @@ HCRT_OP_DEF(sgd) {
     Buf<float> bg;
     const float *pg = contiguousF32(ins[n + i], bg, threads);
     hc_sgd(numel(ins[i]), op, pg, nullptr, lr, 0.0f, 0.0f, wd, 0, 1, threads);
+  }
+}
+
+HCRT_OP_DEF(grad_norm) {
+  (void)nout, (void)attrs;
+  // Per-chunk double sums of squares, added in chunk order afterwards.
+  constexpr int64_t kChunk = 1 << 16;
+  double total = 0;
+  for (int32_t i = 0; i < nin; ++i) {
+    Buf<float> bx;
+    const float *x = contiguousF32(ins[i], bx, threads);
+    const int64_t n = numel(ins[i]), chunks = (n + kChunk - 1) / kChunk;
+    std::vector<double> part(static_cast<size_t>(chunks), 0.0);
+    parFor(threads, chunks, 1, double(kChunk), [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
+        double acc = 0;
+        for (int64_t k = lo; k < hi; ++k)
+          acc += static_cast<double>(x[k]) * x[k];
+        part[static_cast<size_t>(c)] = acc;
+      }
+    });
+    for (double p : part)
+      total += p;
+  }
+  storeD(outs[0].data, outs[0].dtype, 0, std::sqrt(total));
+}
+
+HCRT_OP_DEF(grad_clip) {
+  const int32_t n = nin - 1;
+  if (nout < n)
+    return;
+  const float maxNorm = static_cast<float>(attrFloat(attrs, 0, 0.0));
+  const float norm = static_cast<float>(loadD(ins[0].data, ins[0].dtype, 0));
+  // PyTorch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1.
+  const float coef = maxNorm > 0 ? std::min(1.0f, maxNorm / (norm + 1e-6f)) : 1.0f;
+  for (int32_t i = 0; i < n; ++i) {
+    float *g = inPlaceState(ins[1 + i], outs[i], threads);
+    if (coef == 1.0f)
+      continue;
+    parFor(threads, numel(outs[i]), 64, 1.0, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k)
+        g[k] *= coef;
+    });
   }
 }
 

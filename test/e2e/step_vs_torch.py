@@ -65,6 +65,16 @@ def check_train_x_start(hc_run, w, cfg):
     return errors
 
 
+def check_norms(out, ref, steps):
+    """hc-run's printed pre-clip norms against clip_grad_norm_'s."""
+    got = [float(l.split()[1]) for l in out.splitlines() if l.startswith("grad_norm ")]
+    want = np.load(os.path.join(ref, "grad_norm.npy"))
+    e = rel(got, want) if len(got) == steps else float("inf")
+    print("pre-clip gradient norms %s, PyTorch %s: rel err %.3e"
+          % (["%.6g" % g for g in got], ["%.6g" % x for x in want], e))
+    return ["grad norms %.3e" % e] if e > 1e-5 else []
+
+
 def compile_step(hc_bin, model, so, batch, hyper):
     run([os.path.join(hc_bin, "hc-compile"), model, "--batch", str(batch), "-o", so] + hyper)
 
@@ -81,6 +91,9 @@ def main():
                     help="learning-rate schedule flags given to hc-run and to PyTorch's "
                          "LambdaLR alike, e.g. '--lr-schedule cosine --warmup-steps 2'")
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--clip-half", action="store_true",
+                    help="hc-run --clip-grad-norm and torch.nn.utils.clip_grad_norm_ at half "
+                         "the first step's norm (so the clip engages)")
     ap.add_argument("export_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -92,16 +105,28 @@ def main():
     hyper = ["--optimizer", a.optimizer, "--lr", "1e-3", "--weight-decay", "0.01"]
     errors = []
     hc_run = os.path.join(a.bin, "hc-run")
+    clip = []
+    if a.clip_half:
+        # The first step's norm before clipping, from hc itself (the
+        # reference's own is compared below).
+        run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
+             "--batch", str(batch * a.ranks), "--out", w("in")])
+        compile_step(a.bin, w("model.onnx"), w("probe.so"), batch * a.ranks, hyper)
+        out = run([hc_run, w("probe.so"), "--inputs", w("in"), "--steps", "1"])
+        norm = float([l for l in out.splitlines() if l.startswith("grad_norm ")][0].split()[1])
+        clip = ["--clip-grad-norm", repr(norm / 2)]
+        print("first step's gradient norm %.6g: clipping at %.6g" % (norm, norm / 2))
+        schedule += clip
     if a.ranks == 1:
         run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
              "--batch", str(batch), "--out", w("ref"), "--train-steps", str(steps),
              "--dtype", "float32"] + hyper + schedule)
         compile_step(a.bin, w("model.onnx"), w("step.so"), batch, hyper + a.compile_arg)
         out = run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", "1",
-                   "--save-grads", w("g1.safetensors")])
+                   "--save-grads", w("g1.safetensors")] + schedule)
         out = run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", str(steps),
                    "--save-params", w("p.safetensors")] + schedule)
-        if schedule:
+        if schedule and not clip:
             # The schedule must matter: the compiled constant rate moves the
             # parameters elsewhere.
             run([hc_run, w("step.so"), "--inputs", w("ref"), "--steps", str(steps),
@@ -110,6 +135,8 @@ def main():
             if all(np.array_equal(pc[k], ps[k]) for k in pc):
                 errors.append("the schedule changed nothing")
         losses = [float(l.split()[1]) for l in out.splitlines() if l.startswith("loss ")]
+        if clip:
+            errors += check_norms(out, w("ref"), steps)
         e = rel(losses, np.load(w("ref", "train_loss.npy")))
         print("loss (%d steps) rel err %.3e" % (steps, e))
         if e > 1e-5:
@@ -123,11 +150,24 @@ def main():
              "--batch", str(2 * batch), "--out", w("in")])
         compile_step(a.bin, w("model.onnx"), w("b1.so"), batch, hyper + a.compile_arg)
         compile_step(a.bin, w("model.onnx"), w("b2.so"), 2 * batch, hyper + a.compile_arg)
+        if clip:
+            # Clipping at -np 2 against PyTorch on the global batch.
+            run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
+                 "--batch", str(2 * batch), "--out", w("in"), "--train-steps", str(steps),
+                 "--dtype", "float32"] + hyper + clip)
+            g2 = run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"), "--steps", "1",
+                               "--save-grads", w("g2c.safetensors")] + clip)
+            p2 = run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"), "--steps",
+                               str(steps), "--save-params", w("p2c.safetensors")] + clip)
+            errors += check_norms(p2, w("in"), steps)
+            errors += compare_step(w("in"), read_safetensors(w("g2c.safetensors")),
+                                   read_safetensors(w("p2c.safetensors")), 1e-4,
+                                   mask_roundoff=a.optimizer == "adamw")
         one = run([hc_run, w("b2.so"), "--inputs", w("in"), "--steps", str(steps),
-                   "--save-params", w("p1.safetensors")])
+                   "--save-params", w("p1.safetensors")] + clip)
         two = run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"),
                             "--steps", str(steps), "--save-params",
-                            w("p2.{rank}.safetensors")])
+                            w("p2.{rank}.safetensors")] + clip)
         r0, r1 = read_safetensors(w("p2.0.safetensors")), read_safetensors(w("p2.1.safetensors"))
         if any(not np.array_equal(r0[k], r1[k]) for k in r0):
             errors.append("ranks 0 and 1 hold different parameters")

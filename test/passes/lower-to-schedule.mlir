@@ -19,8 +19,14 @@
 // CHECK: hcs.call "reduce_sum"({{.*}}) -> (%[[GB:[0-9]+]])
 // CHECK: %[[BUCKET:.*]] = hcs.buffer "grad" {offset = 0 : i64} : memref<32xf32>
 // CHECK-NEXT: %[[TOK:.*]] = hcs.allreduce_start %[[BUCKET]] {bucket_id = 0 : i64}
-// CHECK: hcs.wait %[[TOK]]
-// CHECK-NEXT: hcs.call "adamw"(%{{.*}}, %[[P:[0-9]+]], %{{.*}}, %[[M:[0-9]+]], %[[V:[0-9]+]]) -> (%[[P]], %[[M]], %[[V]])
+// Clipping by global norm between the wait and the optimizer, in place on
+// the flat gradients, off as compiled (max_grad_norm 0, a hyperparameter);
+// the norm is a named 0-d slot past the trainable region.
+// CHECK: %[[NORM:.*]] = hcs.buffer "grad" {name = "grad_norm", offset = 128 : i64} : memref<f32>
+// CHECK-NEXT: hcs.wait %[[TOK]]
+// CHECK-NEXT: hcs.call "grad_norm"(%[[G:[0-9]+]]) -> (%[[NORM]])
+// CHECK-NEXT: hcs.call "grad_clip"(%[[NORM]], %[[G]]) -> (%[[G]]) {max_grad_norm = 0.000000e+00 : f64}
+// CHECK-NEXT: hcs.call "adamw"(%{{.*}}, %[[P:[0-9]+]], %[[G]], %[[M:[0-9]+]], %[[V:[0-9]+]]) -> (%[[P]], %[[M]], %[[V]])
 // CHECK: hcs.call "add"
 // CHECK: hcs.loss
 // Small buckets: one per gradient, each started right after its producer.
@@ -32,6 +38,8 @@
 // BUCKETS-NEXT: hcs.allreduce_start {{.*}} {bucket_id = 1 : i64}
 // BUCKETS: hcs.wait
 // BUCKETS-NEXT: hcs.wait
+// BUCKETS-NEXT: hcs.call "grad_norm"
+// BUCKETS-NEXT: hcs.call "grad_clip"
 // BUCKETS-NEXT: hcs.call "adamw"
 func.func @forward(%x: tensor<4x3xf32> {hc.input = "x"}, %t: tensor<3x2xf32> {hc.input = "t"},
                    %w: tensor<2x3xf32> {hc.param = "w"}, %b: tensor<2xf32> {hc.param = "b"},

@@ -434,6 +434,8 @@ std::string Checkpointer::scheduleText() const {
   }
   if (schedule_.weightDecay >= 0)
     text += " weight_decay=" + nlohmann::json(schedule_.weightDecay).dump();
+  if (schedule_.clipGradNorm >= 0)
+    text += " clip_grad_norm=" + nlohmann::json(schedule_.clipGradNorm).dump();
   return text;
 }
 

@@ -141,6 +141,9 @@ public:
   // Reads every tensor `what` would save and throws Error(1) at the first
   // non-finite value (requireFinite), before anything is written.
   void checkFinite(What what, int64_t step) const;
+  // The last step's global gradient norm before clipping (the step's
+  // "grad_norm" tensor); NaN for a library without one.
+  double gradNorm() const;
   // set_hyperparameter; throws Error(1) when the library refuses it.
   void setHyperparameter(const std::string &name, double value);
   // FNV-1a of every parameter's bytes (ranks compare it).

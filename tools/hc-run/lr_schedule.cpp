@@ -75,6 +75,9 @@ LrSchedule resolveSchedule(const Options &opt, const StepLibrary &lib) {
   LrSchedule s = opt.schedule;
   const auto &h = lib.desc.hyperparameters;
   const bool wantsLr = s.given(), wantsWd = s.weightDecay >= 0;
+  if (s.clipGradNorm >= 0 && !h.count("max_grad_norm"))
+    usageError("--clip-grad-norm: " + lib.path + " has no 'max_grad_norm' hyperparameter "
+               "(compiled before clipping was part of the step: recompile it)");
   if ((wantsLr || wantsWd) && lib.desc.optimizer == "adam")
     usageError(std::string(wantsLr ? (s.kind != LrSchedule::Kind::None ? "--lr-schedule"
                                                                        : "--lr")
@@ -108,6 +111,8 @@ double applySchedule(const LrSchedule &s, const StepLibrary &lib, StepContext &c
                      int64_t done) {
   if (s.weightDecay >= 0)
     ctx.setHyperparameter("weight_decay", s.weightDecay);
+  if (s.clipGradNorm >= 0)
+    ctx.setHyperparameter("max_grad_norm", s.clipGradNorm);
   if (!s.given()) {
     auto it = lib.desc.hyperparameters.find("lr");
     return it == lib.desc.hyperparameters.end() ? std::nan("") : it->second;

@@ -19,6 +19,9 @@ struct LrSchedule {
   int64_t warmupSteps = 0; // --warmup-steps
   int64_t decaySteps = -1; // --decay-steps; < 0: --steps
   double weightDecay = -1; // --weight-decay; < 0: the compiled value
+  // --clip-grad-norm: the step's max_grad_norm hyperparameter (clipping by
+  // global norm inside the compiled step); < 0: not given (compiled: off).
+  double clipGradNorm = -1;
 
   bool given() const { return kind != Kind::None || lr >= 0; }
   // The learning rate of optimizer step `done` + 1 (`done` steps completed,

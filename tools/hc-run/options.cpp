@@ -24,7 +24,7 @@ const char *usageText() {
                   [--checkpoint-grace S] [--allow-data-change] [--strict-memory]
   both modes:     [--lr-schedule constant|linear|cosine] [--lr L]
                   [--warmup-steps W] [--decay-steps D] [--min-lr M]
-                  [--weight-decay WD]
+                  [--weight-decay WD] [--clip-grad-norm X]
                   [--profile FILE] [--check-finite] [--comm-cores N]
                   [--offload-dir D] [--strict-topology]
   sampling:   hc-run sample SAMPLER.so --ckpt CKPT [--out GRID.png]
@@ -117,6 +117,12 @@ next to it). R ranks train data-parallel on a global batch of R*B.
   --weight-decay WD AdamW/SGD weight decay (default: hc-compile's)
                     ONNX Adam (hc-compile --optimizer adam) takes its rate from
                     the graph: these flags are refused for it.
+  --clip-grad-norm X  (both modes) clip the gradients by their global L2 norm
+                    as torch.nn.utils.clip_grad_norm_(params, X) does, inside
+                    the compiled step after the all-reduce (the same norm on
+                    every rank). The pre-clip norm of every step is logged
+                    (metrics "grad_norm", TensorBoard train/grad_norm; test
+                    mode prints "grad_norm <value>" lines)
   --comm-cores N     reserve N of each rank's cores for a thread that drives
                     the gradient all-reduce (default 0: the step drives it
                     between kernels; HC_COMM_PROGRESS=thread restores the
@@ -275,6 +281,13 @@ Options parseOptions(int argc, char **argv) {
       trainOnly.push_back(a);
     } else if (a == "--lr-schedule") {
       o.schedule.kind = parseLrScheduleKind(a, next());
+    } else if (a == "--clip-grad-norm") {
+      std::string v = next();
+      char *end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x > 0 && x < 1e30))
+        usageError(a + " needs a norm > 0, got '" + v + "'");
+      o.schedule.clipGradNorm = x;
     } else if (a == "--lr" || a == "--min-lr" || a == "--weight-decay") {
       std::string v = next();
       char *end = nullptr;

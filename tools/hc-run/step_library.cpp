@@ -498,6 +498,13 @@ uint64_t StepContext::parameterHash() const {
   return h;
 }
 
+double StepContext::gradNorm() const {
+  float v = 0;
+  if (lib_.api->get_tensor(step_, "grad_norm", &v, sizeof v) != 0)
+    return std::nan("");
+  return v;
+}
+
 void StepContext::setHyperparameter(const std::string &name, double value) {
   if (lib_.api->set_hyperparameter(step_, name.c_str(), value) != 0)
     throw Error(1, lib_.path + ": the step refused hyperparameter " + name + " = " +

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 namespace hcrun {
@@ -106,6 +107,9 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
                                          std::chrono::steady_clock::now() - t0).count());
     if (r == 0) {
       std::printf("loss %.17g\n", loss);
+      const double norm = ctx->gradNorm();
+      if (std::isfinite(norm))
+        std::printf("grad_norm %.9g\n", norm);
       std::fflush(stdout);
     }
   }

@@ -526,13 +526,15 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       y64[b] = smp.y;
       y32[b] = static_cast<int32_t>(smp.y);
     }
-    double loss = 0, lr = 0;
+    double loss = 0, lr = 0, gradNorm = 0;
     bool stopped = false;
     const auto stepStart = Clock::now();
     try {
       preemption::beforeStep(s + 1);
       lr = applySchedule(schedule, lib, *ctx, s);
       loss = ctx->step(ptrs.data(), s + 1, &stopped);
+      if (!stopped)
+        gradNorm = ctx->gradNorm();
     } catch (const Error &e) {
       comm.fail(e.code, e.what());
     }
@@ -607,6 +609,9 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                             {"setup_peak_rss_mb", setupPeak},
                             {"step_peak_rss_mb", rss[1]},
                             {"wall_s", wall}};
+        // The last step's gradient norm before clipping (compiled steps).
+        if (std::isfinite(gradNorm))
+          m["grad_norm"] = gradNorm;
         // Tier copies (hc-automem), per step, rank 0's view: megabytes moved
         // (to and from DRAM, to and from disk), the copy thread's busy time,
         // the time the step waited for copies (stall) and the share of the

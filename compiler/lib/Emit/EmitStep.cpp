@@ -294,7 +294,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
     error = "the schedule has no buffer plan (hc-plan-buffers did not run)";
     return false;
   }
-  llvm::json::Array inputs, params, state, gradients, buckets, outputs;
+  // monitors: what a step computes for the host to log (get_tensor).
+  llvm::json::Array inputs, params, state, gradients, buckets, outputs, monitors;
   std::map<int64_t, llvm::json::Object> inputByIndex;
   std::string named;
   int lossDesc = -1;
@@ -332,10 +333,14 @@ bool Emitter::run(std::string &cpp, std::string &description,
           params.push_back(llvm::json::Object{{"name", n}, {"shape", std::move(shape)}});
         else if (buf.getArena() == "act")  // a sampler's output
           outputs.push_back(llvm::json::Object{{"name", n}, {"shape", std::move(shape)}});
-        else if (buf.getArena() == "grad") {
+        else if (buf.getArena() == "grad" && n.starts_with("grad:")) {
           gradients.push_back(n.drop_front(5));
           trainable.insert(n.drop_front(5).str());
-        } else
+        } else if (buf.getArena() == "grad")  // the gradient norm
+          monitors.push_back(llvm::json::Object{
+              {"name", n}, {"dtype", dtypeOf(t.getElementType()).second},
+              {"shape", std::move(shape)}});
+        else
           state.push_back(llvm::json::Object{
               {"name", n}, {"dtype", dtypeOf(t.getElementType()).second},
               {"shape", std::move(shape)}});
@@ -533,6 +538,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       {"frozen", std::move(frozen)},
       {"state", std::move(state)},
       {"gradients", std::move(gradients)},
+      {"monitors", std::move(monitors)},
       {"optimizer", parse(info.optimizerJson)},
       {"hyperparameters", std::move(hyperparameters)},
       {"precision", info.precision},

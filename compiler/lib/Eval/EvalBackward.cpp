@@ -341,6 +341,28 @@ bool evalBackwardOp(Operation *op, Env &env) {
         }
         return true;
       })
+      .Case<GradNormOp>([&](GradNormOp o) {
+        double sum = 0;
+        for (Value g : o.getGrads())
+          for (double x : get(env, g).data)
+            sum += x * x;
+        EvalTensor r = zerosLike(o.getNorm());
+        r.data.at(0) = static_cast<float>(std::sqrt(sum));  // an f32 result
+        set(o.getNorm(), std::move(r));
+        return true;
+      })
+      .Case<GradClipOp>([&](GradClipOp o) {
+        const double maxNorm = o.getMaxGradNorm().convertToDouble();
+        const double norm = get(env, o.getNorm()).data.at(0);
+        const double coef = maxNorm > 0 ? std::min(1.0, maxNorm / (norm + 1e-6)) : 1.0;
+        for (auto [g, c] : llvm::zip(o.getGrads(), o.getClipped())) {
+          EvalTensor r = get(env, g);
+          for (double &x : r.data)
+            x *= coef;
+          set(c, std::move(r));
+        }
+        return true;
+      })
       .Case<SgdOp>([&](SgdOp o) {
         unsigned n = o.getTensors().size() / 2;
         double lr = o.getLr().convertToDouble(),

@@ -177,3 +177,21 @@ LogicalResult SgdOp::verify() {
       return emitOpError("parameter ") << i << "'s grad/result differ in type";
   return success();
 }
+
+LogicalResult GradNormOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  return success();
+}
+
+LogicalResult GradClipOp::verify() {
+  if (getClipped().size() != getGrads().size())
+    return emitOpError("needs one result per gradient, got ")
+           << getClipped().size() << " for " << getGrads().size();
+  for (auto [g, c] : llvm::zip(getGrads(), getClipped()))
+    if (g.getType() != c.getType())
+      return emitOpError("a clipped gradient's type differs from its gradient's");
+  if (getMaxGradNorm().convertToDouble() < 0)
+    return emitOpError("max_grad_norm must be 0 (off) or positive");
+  return success();
+}

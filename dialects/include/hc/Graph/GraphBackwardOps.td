@@ -205,4 +205,35 @@ def HC_SgdOp : HC_Op<"sgd", [Pure]> {
   let hasVerifier = 1;
 }
 
+def HC_GradNormOp : HC_Op<"grad_norm", [Pure]> {
+  let summary = "the L2 norm of N gradients together, as clip_grad_norm_ measures it";
+  let description = [{
+    √(Σ over every element of every operand of x²), as a 0-d f32 tensor:
+    the global norm torch.nn.utils.clip_grad_norm_ clips by. hc-lower-to-
+    schedule computes it over the all-reduced gradients of every step.
+  }];
+  let arguments = (ins Variadic<HC_FloatTensor>:$grads);
+  let results = (outs 0DTensorOf<[F32]>:$norm);
+  let assemblyFormat = "$grads attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HC_GradClipOp : HC_Op<"grad_clip", [Pure]> {
+  let summary = "N gradients scaled as clip_grad_norm_ scales them";
+  let description = [{
+    Operands: the global norm (0-d, hc.grad_norm's), then N gradients;
+    results: the N gradients times min(1, max_grad_norm / (norm + 1e-6))
+    when max_grad_norm > 0, else unchanged. max_grad_norm is a
+    hyperparameter of the step (hc-run --clip-grad-norm); the compiled value
+    is 0, no clipping.
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$norm, Variadic<HC_FloatTensor>:$grads,
+                       F64Attr:$max_grad_norm);
+  let results = (outs Variadic<HC_FloatTensor>:$clipped);
+  let assemblyFormat = [{
+    $norm `,` $grads attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // HC_GRAPH_BACKWARD_OPS

@@ -86,6 +86,9 @@ typedef struct hc_step_api {
   //   "parameters": [{"name","shape","trainable"}], "frozen": [names],
   //   "state": [{"name","dtype","shape"}],        (optimizer state)
   //   "gradients": [names], "optimizer": {"name", hyper-parameters...},
+  //   "monitors": [{"name","dtype","shape"}] (version 5: what a step
+  //     computes for the host to log, read with get_tensor: "grad_norm",
+  //     the global gradient norm before clipping),
   //   "hyperparameters": {"lr": 1e-4, "weight_decay": 0, ...} (version 5:
   //     what set_hyperparameter accepts, with the compiled values),
   //   "flops_per_step", "memory_plan": {...}, "buckets": [...],
@@ -98,7 +101,7 @@ typedef struct hc_step_api {
   // Tensors by name: a parameter "NAME", state "adamw.m:NAME", "adamw.v:NAME",
   // "adamw.step" (int64) for AdamW, "adam.V:NAME", "adam.H:NAME", "adam.T"
   // (int64) for ONNX Adam, or (get only) "grad:NAME", the last step's averaged
-  // gradient. `bytes` must equal the tensor's size. Returns 0, or -1 for an
+  // gradient (clipped, when max_grad_norm clipped it), and the monitors. `bytes` must equal the tensor's size. Returns 0, or -1 for an
   // unknown name or a size mismatch.
   int (*set_tensor)(hc_step *step, const char *name, const void *data,
                     size_t bytes);
