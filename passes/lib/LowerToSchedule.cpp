@@ -401,6 +401,16 @@ LogicalResult Lowering::run() {
     auto type = RankedTensorType::get({(end - start) / 4}, b.getF32Type());
     Value slice = b.create<hs::BufferOp>(loc, memrefOf(type), b.getStringAttr("grad"),
                                          b.getI64IntegerAttr(start), StringAttr());
+    // Gradient accumulation (hc-run --accumulate): the bucket joins its
+    // accumulator before its all-reduce starts, so the last micro-batch's
+    // sum overlaps the rest of its backward. One micro-batch as compiled.
+    if (pendingOptimizer) {
+      Value acc = b.create<hs::BufferOp>(loc, memrefOf(type), b.getStringAttr("accum"),
+                                         b.getI64IntegerAttr(start), StringAttr());
+      call("grad_accumulate", {slice, acc}, {slice, acc},
+           b.getDictionaryAttr({b.getNamedAttr("micro_batch", b.getF64FloatAttr(0)),
+                                b.getNamedAttr("micro_batches", b.getF64FloatAttr(1))}));
+    }
     tokens.push_back(b.create<hs::AllReduceStartOp>(
         loc, hs::TokenType::get(ctx), slice, b.getI64IntegerAttr(bucketId++)));
     first = last + 1;

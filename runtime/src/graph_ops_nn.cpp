@@ -680,6 +680,27 @@ HCRT_OP_DEF(grad_norm) {
   storeD(outs[0].data, outs[0].dtype, 0, std::sqrt(total));
 }
 
+HCRT_OP_DEF(grad_accumulate) {
+  if (nin < 2 || nout < 2)
+    return;
+  const double i = attrFloat(attrs, 0, 0.0), k = attrFloat(attrs, 1, 1.0);
+  float *g = inPlaceState(ins[0], outs[0], threads);
+  float *acc = inPlaceState(ins[1], outs[1], threads);
+  if (k <= 1)
+    return;
+  const float inv = static_cast<float>(1.0 / k);
+  parFor(threads, numel(outs[0]), 64, 1.0, [&](int64_t b, int64_t e) {
+    if (i == 0)
+      std::copy(g + b, g + e, acc + b);
+    else if (i < k - 1)
+      for (int64_t x = b; x < e; ++x)
+        acc[x] += g[x];
+    else
+      for (int64_t x = b; x < e; ++x)
+        g[x] = (acc[x] + g[x]) * inv;
+  });
+}
+
 HCRT_OP_DEF(grad_clip) {
   const int32_t n = nin - 1;
   if (nout < n)

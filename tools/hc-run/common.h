@@ -62,6 +62,7 @@ struct Options {
   bool allowDataChange = false;  // --allow-data-change (a resume on new data)
   bool strictMemory = false;     // --strict-memory: refuse a plan that cannot fit
   LrSchedule schedule;           // --lr-schedule, --lr, ... (lr_schedule.h)
+  int64_t accumulate = 1;        // --accumulate K: micro-batches per step
   bool help = false;
   bool trainMode() const { return !data.empty(); }
 };

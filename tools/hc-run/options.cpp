@@ -16,6 +16,7 @@ const char *usageText() {
                   [--save-grads G.safetensors] [--save-state S.safetensors]
   train mode: [mpirun --bind-to none -np R] hc-run STEP.so --data X.npy
                   [--labels Y.npy] --steps K [--seed S] [--log-every N]
+                  [--accumulate K]
                   [--metrics FILE.jsonl] [--tensorboard DIR]
                   [--progress|--no-progress]
                   [--init P] [--save-params F] [--save-grads G] [--save-state S]
@@ -45,7 +46,17 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     a global batch trains identically at any rank count.
   --labels Y.npy    integer [N] class ids in [0, num_classes) (default: every
                     sample unlabelled, i.e. the null class)
-  --steps N         steps to run (required)
+  --steps N         steps to run (required): optimizer steps
+  --accumulate K    K micro-batches of the library's batch per optimizer
+                    step (gradient accumulation; default 1): the gradients
+                    of the K add up in float32 inside the step, the all-
+                    reduce runs once, overlapped with the last micro-batch's
+                    backward, and the update sees their mean. The global
+                    batch is ranks x batch x K and its samples are those of
+                    a K-times larger batch (the same data order, noise and
+                    labels), so --accumulate 2 at batch B trains as batch 2B
+                    to rounding. Memory: the plan plus one float32 copy of
+                    the trainable parameters (the accumulator)
   --seed S          train-mode seed (default 0)
   --hflip           DiT's random horizontal flip: each sample's image is
                     mirrored left-right with probability 1/2, drawn like t
@@ -233,6 +244,9 @@ Options parseOptions(int argc, char **argv) {
       trainOnly.push_back(a);
     } else if (a == "--metrics") {
       o.metrics = next();
+      trainOnly.push_back(a);
+    } else if (a == "--accumulate") {
+      o.accumulate = parseInt(a, next(), 1, "a number of micro-batches");
       trainOnly.push_back(a);
     } else if (a == "--tensorboard") {
       o.tensorboard = next();

@@ -48,6 +48,15 @@ json fieldsOf(const Options &opt, const StepLibrary &lib, const DataFiles &files
   f["--data (content)"] = files.data;
   f["--labels (content)"] = files.labels;
   f["--hflip"] = opt.hflip ? "on" : "off";
+  f["--accumulate"] = std::to_string(opt.accumulate);
+  // The step's hyperparameters: the schedule, decay and clipping.
+  {
+    LrSchedule sc = opt.schedule;
+    f["the learning-rate flags"] = sc.describe() + " given=" + (sc.given() ? "yes" : "no") +
+                                   " decay_steps=" + std::to_string(sc.decaySteps);
+    f["--weight-decay"] = number(sc.weightDecay);
+    f["--clip-grad-norm"] = number(sc.clipGradNorm);
+  }
   f["--ema"] = opt.emaDecay < 0 ? "off" : number(opt.emaDecay);
   f["--ckpt-dir"] = opt.ckptDir.empty() ? "none" : "given";
   f["--ckpt-every"] = std::to_string(opt.ckptEvery);

@@ -506,9 +506,12 @@ double StepContext::gradNorm() const {
 }
 
 void StepContext::setHyperparameter(const std::string &name, double value) {
-  if (lib_.api->set_hyperparameter(step_, name.c_str(), value) != 0)
+  if (lib_.api->set_hyperparameter(step_, name.c_str(), value) != 0) {
+    const char *why = lib_.api->last_error ? lib_.api->last_error(step_) : "";
     throw Error(1, lib_.path + ": the step refused hyperparameter " + name + " = " +
-                       std::to_string(value));
+                       nlohmann::json(value).dump() + (why && *why ? std::string(": ") + why
+                                                                   : std::string()));
+  }
 }
 
 double StepContext::step(const void *const *inputs, int64_t stepIndex,

@@ -174,12 +174,14 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
                ", the model trains on float32 [N," +
                shapeString(p.chw).substr(1));
   p.n = h.shape[0];
-  const int64_t G = R * d.batchPerRank;
+  const int64_t G = R * d.batchPerRank * opt.accumulate;
   if (p.n < G)
     usageError(opt.data + ": " + std::to_string(p.n) + " samples are fewer "
                "than one global batch of " + std::to_string(G) + " (" +
                std::to_string(R) + " ranks x " +
-               std::to_string(d.batchPerRank) + ")");
+               std::to_string(d.batchPerRank) +
+               (opt.accumulate > 1 ? " x " + std::to_string(opt.accumulate) + " micro-batches"
+                                   : std::string()) + ")");
 
   // Classes: from the label table the graph gathers y from, DiT's
   // LabelEmbedder (`*embedding_table.weight`, [rows, hidden]); export_dit.py's
@@ -356,7 +358,8 @@ int stopForPreemption(const Options &opt, hc::rt::Comm &comm, Checkpointer &ckpt
 int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) {
   const Description &d = lib.desc;
   const int R = comm.size(), r = comm.rank();
-  const int64_t B = d.batchPerRank, G = R * B;
+  const int64_t K = opt.accumulate;
+  const int64_t B = d.batchPerRank, G = R * B * K;
   MappedNpy images, labels;
   Plan plan;
   std::unique_ptr<StepContext> ctx;
@@ -371,6 +374,9 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     checkOutputs(opt, lib, r);
     schedule = resolveSchedule(opt, lib);
     ckpt.setSchedule(schedule);
+    if (K > 1 && !lib.desc.hyperparameters.count("micro_batches"))
+      usageError("--accumulate: " + lib.path + " has no 'micro_batches' hyperparameter "
+                 "(compiled before accumulation was part of the step: recompile it)");
     plan = checkData(opt, lib, R, images, labels);
     files = dataFilesOf(opt);
   } catch (const Error &e) {
@@ -383,6 +389,8 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   try {
     checkMemory(opt, lib, r);
     ctx = std::make_unique<StepContext>(lib, comm, opt.checkFinite, !opt.profile.empty());
+    if (K > 1)
+      ctx->setHyperparameter("micro_batches", static_cast<double>(K));
     ctx->loadInit(opt.init);
     if (r == 0 && ckpt.on())
       ckpt.prepare({G, plan.n, opt.data, opt.labels, files.data, files.labels});
@@ -440,10 +448,13 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         CPU_COUNT(&set) == 1 && sysconf(_SC_NPROCESSORS_ONLN) > R)
       std::printf("hc-run: note: rank 0 is bound to one core; launch with "
                   "mpirun --bind-to none so the step's threads can spread\n");
+    if (K > 1)
+      std::printf("hc-run: %lld micro-batches of %lld per optimizer step and rank "
+                  "(--accumulate)\n", (long long)K, (long long)B);
     std::printf("hc-run: %s, %lld rank(s) x batch %lld = global batch %lld; "
                 "data %s: %lld samples %s (%lld steps/epoch)%s; steps %lld..%lld, "
                 "seed %llu, label dropout %g\n",
-                lib.path.c_str(), (long long)R, (long long)B, (long long)G,
+                lib.path.c_str(), (long long)R, (long long)(B * K), (long long)G,
                 opt.data.c_str(), (long long)plan.n,
                 shapeString(plan.chw).c_str(),
                 (long long)sampler.stepsPerEpoch(),
@@ -500,43 +511,50 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       if (r == 0 && f == &images)
         dataFaultForTest(*f, s + 1, true);
     }
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t g = r * B + b;
-      const int64_t row = sampler.row(s, g);
-      const float *x0 = reinterpret_cast<const float *>(images.data()) +
-                        static_cast<std::size_t>(row) * D;
-      // Bad pixels are named where they are, not as a NaN loss later: one
-      // pass over a sample about to be read anyway.
-      for (std::size_t i = 0; i < D; ++i)
-        if (!std::isfinite(x0[i]))
-          comm.fail(2, opt.data + ": sample " + std::to_string(row) + " holds " +
-                           (std::isnan(x0[i]) ? "NaN" : "an infinity") +
-                           " at element " + std::to_string(i) + " (found building "
-                           "the batch of step " + std::to_string(s + 1) + ")");
-      int64_t label = opt.labels.empty() ? plan.nullClass : labelAt(labels, row);
-      Sample smp = makeSample(sched, seed, static_cast<uint64_t>(s),
-                              static_cast<uint64_t>(g), x0, D, label,
-                              opt.labels.empty() ? 0.0 : plan.dropProb,
-                              plan.nullClass, &xt[b * D], &noise[b * D],
-                              opt.hflip ? static_cast<std::size_t>(plan.chw.back())
-                                        : 0,
-                              plan.xStart >= 0 ? &xStart[b * D] : nullptr);
-      t64[b] = smp.t;
-      t32[b] = static_cast<int32_t>(smp.t);
-      y64[b] = smp.y;
-      y32[b] = static_cast<int32_t>(smp.y);
-    }
     double loss = 0, lr = 0, gradNorm = 0;
     bool stopped = false;
     const auto stepStart = Clock::now();
-    try {
-      preemption::beforeStep(s + 1);
-      lr = applySchedule(schedule, lib, *ctx, s);
-      loss = ctx->step(ptrs.data(), s + 1, &stopped);
-      if (!stopped)
-        gradNorm = ctx->gradNorm();
-    } catch (const Error &e) {
-      comm.fail(e.code, e.what());
+    for (int64_t m = 0; m < K && !stopped; ++m) {
+      for (int64_t b = 0; b < B; ++b) {
+        // Rank r's K micro-batches are its rows of a K-times larger batch.
+        const int64_t g = (r * K + m) * B + b;
+        const int64_t row = sampler.row(s, g);
+        const float *x0 = reinterpret_cast<const float *>(images.data()) +
+                          static_cast<std::size_t>(row) * D;
+        // Bad pixels are named where they are, not as a NaN loss later: one
+        // pass over a sample about to be read anyway.
+        for (std::size_t i = 0; i < D; ++i)
+          if (!std::isfinite(x0[i]))
+            comm.fail(2, opt.data + ": sample " + std::to_string(row) + " holds " +
+                             (std::isnan(x0[i]) ? "NaN" : "an infinity") +
+                             " at element " + std::to_string(i) + " (found building "
+                             "the batch of step " + std::to_string(s + 1) + ")");
+        int64_t label = opt.labels.empty() ? plan.nullClass : labelAt(labels, row);
+        Sample smp = makeSample(sched, seed, static_cast<uint64_t>(s),
+                                static_cast<uint64_t>(g), x0, D, label,
+                                opt.labels.empty() ? 0.0 : plan.dropProb,
+                                plan.nullClass, &xt[b * D], &noise[b * D],
+                                opt.hflip ? static_cast<std::size_t>(plan.chw.back())
+                                          : 0,
+                                plan.xStart >= 0 ? &xStart[b * D] : nullptr);
+        t64[b] = smp.t;
+        t32[b] = static_cast<int32_t>(smp.t);
+        y64[b] = smp.y;
+        y32[b] = static_cast<int32_t>(smp.y);
+      }
+      try {
+        if (m == 0) {
+          preemption::beforeStep(s + 1);
+          lr = applySchedule(schedule, lib, *ctx, s);
+        }
+        if (K > 1)
+          ctx->setHyperparameter("micro_batch", static_cast<double>(m));
+        loss = ctx->step(ptrs.data(), s + 1, &stopped);
+        if (!stopped && m == K - 1)
+          gradNorm = ctx->gradNorm();
+      } catch (const Error &e) {
+        comm.fail(e.code, e.what());
+      }
     }
     if (stopped)  // abandoned at the update gate: the state is step s's
       return stopFor(preemption::agreeAtBoundary(comm), s, true);
@@ -591,7 +609,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       comm.fail(1, "collective failed while gathering memory use");
     if (r == 0) {
       double avg = windowLoss / window;
-      double gflops = d.flopsPerStep * R * sps / 1e9;
+      double gflops = d.flopsPerStep * R * K * sps / 1e9;
       double wall = std::chrono::duration<double>(now - start).count();
       if (bar)
         std::printf("\r\033[K");

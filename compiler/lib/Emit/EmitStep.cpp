@@ -483,6 +483,15 @@ bool Emitter::run(std::string &cpp, std::string &description,
         if (arena == arenaCode(persistent))
           gateCall = i;
     }
+  // The update phase: every call after the last gradient all-reduce wait
+  // (clipping, the optimizer, its counter). A micro-batch that is not the
+  // last of its step (gradient accumulation) skips it and the all-reduces.
+  std::size_t updateCall = calls.size();
+  for (std::size_t i = calls.size(); i-- > 0;)
+    if (calls[i].kind == 2) {
+      updateCall = i + 1;
+      break;
+    }
   // Model FLOPs, the usual MFU numerator: 3x the forward's matrix products
   // (recompute inside attention's backward is not counted).
   // The forward's matrix products are the calls whose registry FLOP rule
@@ -518,9 +527,16 @@ bool Emitter::run(std::string &cpp, std::string &description,
     if (!t)
       frozen.push_back(*o->getString("name"));
   }
+  // The accumulator is allocated only with more than one micro-batch: not
+  // part of the plan's resident bytes, reported beside them.
   llvm::json::Object arenas;
-  for (NamedAttribute a : arenaBytes)
-    arenas[a.getName().str()] = cast<IntegerAttr>(a.getValue()).getInt();
+  int64_t accumulatorBytes = 0;
+  for (NamedAttribute a : arenaBytes) {
+    if (a.getName() == "accum")
+      accumulatorBytes = cast<IntegerAttr>(a.getValue()).getInt();
+    else
+      arenas[a.getName().str()] = cast<IntegerAttr>(a.getValue()).getInt();
+  }
   auto parse = [](const std::string &s) {
     auto v = llvm::json::parse(s.empty() ? "{}" : s);
     if (!v) {
@@ -546,6 +562,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       {"cftp_clusters", numClusters},
       {"model_flops_per_step", modelFlops},
       {"memory_plan", memoryPlan(f, std::move(arenas), offloadBytes, prefetchBytes)},
+      {"accumulator_bytes", accumulatorBytes},
       {"buckets", std::move(buckets)},
       {"init_file", info.initFile},
       {"init_hash", info.initHash},
@@ -678,6 +695,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "constexpr size_t kLossCall = " << lossCall << ";\n"
      << "constexpr size_t kNumCalls = " << calls.size() << ";\n"
      << "constexpr size_t kGateCall = " << gateCall << ";  // the update gate\n"
+     << "constexpr size_t kUpdateCall = " << updateCall << ";  // the update phase\n"
+     << "constexpr int kAccumArena = " << arenaCode("accum") << ";  // on demand\n"
      << "constexpr int32_t kNumCopies = " << numCopies << ";\n"
      << "constexpr int64_t kDiskBytes = " << diskBytes << ";  // the disk tier\n"
      << "const char kOffloadDir[] = " << cString(offloadDir) << ";\n"

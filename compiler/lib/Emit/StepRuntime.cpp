@@ -4,7 +4,8 @@
 // kTouchNuma, kRanksPerNode, kArenaBytes, kConstants, kKernels,
 // kKernelNames and the constants kLossDesc, kNumBuckets, kLossCall,
 // kNumCalls, kNumClusters, kNumArenas, kInputArena, kConstArena,
-// kNumCopies, kDiskBytes, kOffloadDir, kGateCall, and the hyperparameter
+// kNumCopies, kDiskBytes, kOffloadDir, kGateCall, kUpdateCall, kAccumArena,
+// and the hyperparameter
 // tables kNumHypers, kHyperNames, kHyperDefaults, kHyperBindings,
 // kNumHyperBindings.
 #include "StepRuntime.h"
@@ -44,6 +45,12 @@ struct hc_step {
   int64_t steps = 0;
   std::mutex errorMu;
   size_t errorCall = SIZE_MAX;  // the entry s->error describes
+  // Gradient accumulation: the hyperparameters "micro_batch" (this call's
+  // index) and "micro_batches" (K); the index the next call must have, and
+  // the sum of this rank's losses of the step's earlier micro-batches.
+  int32_t micro = 0, microCount = 1, nextMicro = 0;
+  bool lastMicro = true;
+  float lossAccum = 0;
 };
 
 namespace {
@@ -62,6 +69,8 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
   // Page-aligned arenas (the plan's slices are whole pages), zeroed by the
   // clusters that own them: first touch puts each slice on its home node.
   for (int a = 0; a < kNumArenas; ++a) {
+    if (a == kAccumArena)
+      continue;  // allocated when more than one micro-batch is asked for
     const size_t page = HCRT_PLACEMENT_PAGE;
     size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
     s->arena[a] = hcrt_arena_alloc(bytes);  // huge pages where it is large
@@ -89,14 +98,16 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
     const int32_t local = env->rank % kRanksPerNode;
     std::vector<hcrt_touch_slice> touch;
     for (size_t i = 0; i < n; ++i) {
-      if (kArenaBytes[kTouch[i].arena] == 0)
-        continue;  // not in memory (the disk tier's arena)
+      if (kArenaBytes[kTouch[i].arena] == 0 || !s->arena[kTouch[i].arena])
+        continue;  // not in memory (the disk tier's arena, the accumulator)
       touch.push_back(kTouch[i]);
       touch.back().numa = sizeof(kTouchNuma) / sizeof(kTouchNuma[0]) >= n * kRanksPerNode
                               ? kTouchNuma[i * kRanksPerNode + local] : -1;
     }
     hcrt_first_touch(s->arena, touch.data(), static_cast<int32_t>(touch.size()));
     for (int a = 0; a < kNumArenas; ++a) {  // the padding past the plan
+      if (!s->arena[a])
+        continue;
       const size_t page = HCRT_PLACEMENT_PAGE;
       size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
       std::memset(s->arena[a] + kArenaBytes[a], 0, bytes - kArenaBytes[a]);
@@ -113,7 +124,7 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
       t.strides[k] = d.strides[k];
     }
     if (d.arena < kNumArenas)
-      t.data = s->arena[d.arena] + d.byte_offset;
+      t.data = s->arena[d.arena] ? s->arena[d.arena] + d.byte_offset : nullptr;
     else if (d.arena == kConstArena)
       t.data = const_cast<char *>(static_cast<const char *>(kConstants[d.base])) + d.byte_offset;
     else
@@ -158,12 +169,52 @@ int getTensor(const hc_step *s, const char *name, void *data, size_t bytes) {
 // The hyperparameter `name` (kHyperNames) for every later step: each call
 // bound to it reads `value`. -1 for a name the step does not have or a
 // value that is not finite.
+// "micro_batches" K > 1 allocates the accumulator (zeroed) on first use.
+bool allocateAccumulator(hc_step *s) {
+  if (s->arena[kAccumArena] || kArenaBytes[kAccumArena] == 0)
+    return true;
+  const size_t page = HCRT_PLACEMENT_PAGE;
+  size_t bytes = (static_cast<size_t>(kArenaBytes[kAccumArena]) + 127 + page - 1) / page * page;
+  char *a = hcrt_arena_alloc(bytes);
+  if (!a) {
+    std::snprintf(s->error, sizeof s->error,
+                  "cannot allocate %zu bytes for the gradient accumulator", bytes);
+    return false;
+  }
+  std::memset(a, 0, bytes);
+  s->arena[kAccumArena] = a;
+  for (size_t i = 0; i < s->tensors.size(); ++i)
+    if (kDescs[i].arena == kAccumArena)
+      s->tensors[i].data = a + kDescs[i].byte_offset;
+  return true;
+}
+
 int setHyperparameter(hc_step *s, const char *name, double value) {
   for (int32_t h = 0; h < kNumHypers; ++h) {
     if (std::strcmp(kHyperNames[h], name) != 0)
       continue;
     if (!std::isfinite(value))
       return -1;
+    const bool micros = std::strcmp(name, "micro_batches") == 0;
+    if (micros || std::strcmp(name, "micro_batch") == 0) {
+      // Whole numbers; the index below the count, set in order by step().
+      if (value != std::floor(value) || value < (micros ? 1 : 0) || value > 1e6 ||
+          (!micros && value >= s->microCount)) {
+        std::snprintf(s->error, sizeof s->error, "%s = %g: %s", name, value,
+                      micros ? "needs a whole number of micro-batches, 1 or more"
+                             : "needs a whole number below micro_batches");
+        return -1;
+      }
+      if (micros && s->nextMicro != 0) {
+        std::snprintf(s->error, sizeof s->error,
+                      "micro_batches changed in the middle of a step (after micro-batch %d)",
+                      static_cast<int>(s->nextMicro - 1));
+        return -1;
+      }
+      if (micros && value > 1 && !allocateAccumulator(s))
+        return -1;
+      (micros ? s->microCount : s->micro) = static_cast<int32_t>(value);
+    }
     s->hypers[h] = value;
     for (size_t i = 0; i < kNumHyperBindings; ++i)
       if (kHyperBindings[i].hyper == h)
@@ -246,6 +297,12 @@ bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
   return true;
 }
 
+// This rank's loss of the step: with micro-batches, their mean.
+float stepLoss(const hc_step *s) {
+  const float l = *static_cast<const float *>(s->tensors[kLossDesc].data);
+  return s->microCount > 1 ? (s->lossAccum + l) / static_cast<float>(s->microCount) : l;
+}
+
 // Entry `ci` of the plan on `threads`; `host`: the stream that owns the
 // collectives and tier copies (cluster 0). 0, or step()'s -1 / -2 / -3.
 int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
@@ -260,8 +317,10 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
       s->abandoned.store(true);
     if (c.kind == 0) {
       // An abandoned step runs no kernel (its results are never used), but
-      // keeps its collectives and copies so every rank reaches the gate.
-      if (!s->abandoned.load(std::memory_order_relaxed)) {
+      // keeps its collectives and copies so every rank reaches the gate. A
+      // micro-batch before the last of its step stops at the update phase.
+      if (!s->abandoned.load(std::memory_order_relaxed) &&
+          (s->lastMicro || ci < kUpdateCall)) {
         int32_t n = c.nin + c.nout;
         for (int32_t k = 0; k < n; ++k) {
           int32_t d = kOperands[c.first + k];
@@ -274,10 +333,10 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
       }
       if (host && s->pending && s->env.allreduce_progress)
         s->env.allreduce_progress(s->env.comm);
-      if (ci == kLossCall && s->env.world_size > 1 && s->env.allreduce_start_f32 &&
-          s->env.allreduce_wait) {
+      if (ci == kLossCall && s->lastMicro && s->env.world_size > 1 &&
+          s->env.allreduce_start_f32 && s->env.allreduce_wait) {
         // The loss's sum overlaps backward too, instead of ending the step.
-        s->lossSum = *static_cast<const float *>(s->tensors[kLossDesc].data);
+        s->lossSum = stepLoss(s);
         s->lossRequest = s->env.allreduce_start_f32(s->env.comm, &s->lossSum, 1);
         if (s->lossRequest < 0)
           return -1;
@@ -299,7 +358,7 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
       s->copying[c.attrs] = false;
       if (hcrt_copy_wait(s->tickets[c.attrs], s->error, sizeof s->error) != 0)
         return -3;
-    } else if (s->env.world_size > 1) {
+    } else if (s->env.world_size > 1 && s->lastMicro) {
       // A bucket: start its sum (or, without the asynchronous callbacks, sum
       // it now); at the wait, the mean is what the optimizer reads.
       const hcrt_tensor &b = s->tensors[kOperands[c.first]];
@@ -331,9 +390,10 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
   return 0;
 }
 
-// A host without preemption callbacks has no gate: no stream waits at it.
+// A host without preemption callbacks has no gate: no stream waits at it;
+// nor does a micro-batch before the last, which updates nothing.
 bool gated(const hc_step *s) {
-  return s->env.update_gate || s->env.abandon_requested;
+  return s->lastMicro && (s->env.update_gate || s->env.abandon_requested);
 }
 
 // The update gate before call kGateCall, the first that writes a parameter
@@ -452,27 +512,56 @@ int step(hc_step *s, const void *const *inputs, double *loss) {
           kDescs[i].byte_offset;
   const float scale = 1.0f / static_cast<float>(s->env.world_size);
   s->error[0] = 0;
-  s->abandoned.store(false);
+  if (s->micro != s->nextMicro) {
+    std::snprintf(s->error, sizeof s->error,
+                  "micro-batch %d of %d given where micro-batch %d comes next",
+                  static_cast<int>(s->micro), static_cast<int>(s->microCount),
+                  static_cast<int>(s->nextMicro));
+    return -1;
+  }
+  s->lastMicro = s->micro == s->microCount - 1;
+  // A stop asked for during any micro-batch holds until the step's gate.
+  if (s->micro == 0)
+    s->abandoned.store(false);
   ClusterRun run;
   run.s = s;
   run.base = ++s->steps * static_cast<int64_t>(kNumCalls + 1);
   s->errorCall = SIZE_MAX;
   if (kNumClusters > 1 && hcrt_run_clusters(kNumClusters, runCluster, &run) == 0) {
-    if (run.failAt.load() != SIZE_MAX)
+    if (run.failAt.load() != SIZE_MAX) {
+      s->nextMicro = 0;  // the step is dropped whole, its micro-batches too
+      s->lossAccum = 0;
       return run.rc == -4 ? drainAfterStop(s) : run.rc;
+    }
   } else {
     // One stream (or a team smaller than the plan's clusters): program
     // order is a valid order of every stream's entries.
     for (size_t ci = 0; ci < kNumCalls; ++ci) {
       if (ci == kGateCall && gated(s))
-        if (int rc = passGate(s))
+        if (int rc = passGate(s)) {
+          s->nextMicro = 0;
+          s->lossAccum = 0;
           return rc == -4 ? drainAfterStop(s) : rc;
+        }
       if (kCalls[ci].kind != 3)
-        if (int rc = runEntry(s, ci, hc_threads{0, 0}, true))
+        if (int rc = runEntry(s, ci, hc_threads{0, 0}, true)) {
+          s->nextMicro = 0;
+          s->lossAccum = 0;
           return rc;
+        }
     }
   }
-  float l = *static_cast<const float *>(s->tensors[kLossDesc].data);
+  if (!s->lastMicro) {
+    // Forward and backward only: this rank's loss, the gradients summed.
+    const float mine = *static_cast<const float *>(s->tensors[kLossDesc].data);
+    s->lossAccum += mine;
+    s->nextMicro = s->micro + 1;
+    *loss = mine;
+    return 0;
+  }
+  float l = stepLoss(s);
+  s->lossAccum = 0;
+  s->nextMicro = 0;
   if (s->lossRequest >= 0) {
     if (s->env.allreduce_wait(s->env.comm, s->lossRequest) != 0)
       return -1;

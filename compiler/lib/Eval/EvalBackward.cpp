@@ -363,6 +363,22 @@ bool evalBackwardOp(Operation *op, Env &env) {
         }
         return true;
       })
+      .Case<GradAccumulateOp>([&](GradAccumulateOp o) {
+        const double i = o.getMicroBatch().convertToDouble(),
+                     k = o.getMicroBatches().convertToDouble();
+        EvalTensor g = get(env, o.getGrad()), acc = get(env, o.getAcc());
+        for (size_t e = 0; e < g.data.size() && k > 1; ++e) {
+          if (i == 0)
+            acc.data[e] = g.data[e];
+          else if (i < k - 1)
+            acc.data[e] += g.data[e];
+          else
+            g.data[e] = (acc.data[e] + g.data[e]) * (1 / k);
+        }
+        set(o.getNewGrad(), std::move(g));
+        set(o.getNewAcc(), std::move(acc));
+        return true;
+      })
       .Case<SgdOp>([&](SgdOp o) {
         unsigned n = o.getTensors().size() / 2;
         double lr = o.getLr().convertToDouble(),

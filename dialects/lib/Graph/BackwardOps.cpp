@@ -195,3 +195,15 @@ LogicalResult GradClipOp::verify() {
     return emitOpError("max_grad_norm must be 0 (off) or positive");
   return success();
 }
+
+LogicalResult GradAccumulateOp::verify() {
+  if (getGrad().getType() != getAcc().getType() ||
+      getNewGrad().getType() != getGrad().getType() ||
+      getNewAcc().getType() != getGrad().getType())
+    return emitOpError("gradient, accumulator and results must have one type");
+  const double i = getMicroBatch().convertToDouble(), k = getMicroBatches().convertToDouble();
+  if (!(k >= 1) || k != std::floor(k) || !(i >= 0) || i != std::floor(i) || i >= k)
+    return emitOpError("micro_batch must be a whole number below micro_batches (>= 1), got ")
+           << i << " of " << k;
+  return success();
+}

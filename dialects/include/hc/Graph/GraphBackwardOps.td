@@ -236,4 +236,23 @@ def HC_GradClipOp : HC_Op<"grad_clip", [Pure]> {
   let hasVerifier = 1;
 }
 
+def HC_GradAccumulateOp : HC_Op<"grad_accumulate", [Pure]> {
+  let summary = "gradient accumulation over micro-batches, in float32";
+  let description = [{
+    Operands: a gradient and its accumulator; results: both, updated.
+    With K = micro_batches and i = micro_batch (hyperparameters of the step,
+    hc-run --accumulate K; compiled K = 1): K = 1 leaves both as they are;
+    otherwise micro-batch 0 sets acc = g, the next ones add g to acc, and
+    the last sets g = (acc + g) / K, the mean gradient of the K micro-
+    batches, which the all-reduce and the optimizer then read.
+  }];
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$acc,
+                       F64Attr:$micro_batch, F64Attr:$micro_batches);
+  let results = (outs HC_FloatTensor:$new_grad, HC_FloatTensor:$new_acc);
+  let assemblyFormat = [{
+    $grad `,` $acc attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // HC_GRAPH_BACKWARD_OPS

@@ -45,9 +45,12 @@ bool isContiguous(mlir::MemRefType type);
 int64_t byteSize(mlir::MemRefType type);
 // The arenas an hcs.buffer may name, in the order the generated step numbers
 // them (EmitStep.cpp).
-inline constexpr const char *kArenaNames[] = {"act", "param", "grad", "m",
-                                              "v",   "state", "offload"};
-inline constexpr int kNumArenas = 7;
+// "accum": the gradient accumulator (hc.grad_accumulate), the trainable
+// region's size, allocated by the step only when the host asks for more
+// than one micro-batch.
+inline constexpr const char *kArenaNames[] = {"act",   "param",   "grad", "m", "v",
+                                              "state", "offload", "accum"};
+inline constexpr int kNumArenas = 8;
 // Arenas planned by liveness (hc-plan-buffers); the others are persistent.
 inline bool isLivenessArena(llvm::StringRef arena) {
   return arena == "act" || arena == "offload";
