@@ -154,6 +154,33 @@ def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class, hflip=F
     return np.stack(xs), np.array(ts, np.int64), np.array(ys, np.int64), np.stack(es)
 
 
+VAL_SEED, VAL_STEP = 0x76616C69646174, 2**64 - 1
+
+
+def validation_batch(images, labels, first, count, null_class):
+    """Samples first..first+count-1 of a validation set as hc-run's
+    --val-data scores them: row j itself, t and eps keyed by (VAL_SEED,
+    VAL_STEP, j), no label dropout, no flip."""
+    d = images[0].size
+    xs, ts, ys, es = [], [], [], []
+    for j in range(first, first + count):
+        t = min(int(uniform01(VAL_SEED, VAL_STEP, j, OP_T, 0) * 1000), 999)
+        eps = np.empty(d, np.float32)
+        for k in range(0, d, 2):
+            u1 = uniform01(VAL_SEED, VAL_STEP, j, OP_EPS, k)
+            u2 = uniform01(VAL_SEED, VAL_STEP, j, OP_EPS, k + 1)
+            rad = math.sqrt(-2.0 * math.log(1.0 - u1))
+            eps[k] = np.float32(rad * math.cos(2 * math.pi * u2))
+            if k + 1 < d:
+                eps[k + 1] = np.float32(rad * math.sin(2 * math.pi * u2))
+        x0 = images[j].reshape(d)
+        xs.append((np.float32(SQRT_AB[t]) * x0 + np.float32(SQRT_1MAB[t]) * eps).astype(np.float32))
+        ts.append(t)
+        ys.append(null_class if labels is None else int(labels[j]))
+        es.append(eps)
+    return np.stack(xs), np.array(ts, np.int64), np.array(ys, np.int64), np.stack(es)
+
+
 def read_dump(path, b):
     raw = open(path, "rb").read()
     check(len(raw) == b * D * 4 * 2 + b * 16, "%s: %d bytes" % (path, len(raw)))

@@ -304,6 +304,7 @@ extern "C" __attribute__((visibility("default"))) const hc_step_api *
 hc_step_get_api(void) {
   static hc_step_api api = {TOY_ABI, descriptionText().c_str(), create,
                             destroy, setTensor, getTensor, step, lastError,
-                            nullptr /* no profile */, setHyper, getHyper};
+                            nullptr /* no profile */, setHyper, getHyper,
+                            nullptr /* no evaluate */};
   return &api;
 }

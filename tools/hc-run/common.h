@@ -63,6 +63,8 @@ struct Options {
   bool strictMemory = false;     // --strict-memory: refuse a plan that cannot fit
   LrSchedule schedule;           // --lr-schedule, --lr, ... (lr_schedule.h)
   int64_t accumulate = 1;        // --accumulate K: micro-batches per step
+  std::string valData, valLabels;  // --val-data/--val-labels (validation.h)
+  int64_t valEvery = 0;            // --val-every N; 0: --log-every
   bool help = false;
   bool trainMode() const { return !data.empty(); }
 };
@@ -145,6 +147,12 @@ public:
   // The last step's global gradient norm before clipping (the step's
   // "grad_norm" tensor); NaN for a library without one.
   double gradNorm() const;
+  // The forward pass and loss alone (hc_step_api::evaluate): this rank's
+  // loss. Throws Error(1).
+  double evaluate(const void *const *inputs);
+  // One parameter or state tensor by name; throws Error(1).
+  void getTensor(const std::string &name, void *data, std::size_t bytes) const;
+  void setTensor(const std::string &name, const void *data, std::size_t bytes);
   // set_hyperparameter; throws Error(1) when the library refuses it.
   void setHyperparameter(const std::string &name, double value);
   // FNV-1a of every parameter's bytes (ranks compare it).

@@ -204,4 +204,13 @@ Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
   return s;
 }
 
+int64_t labelAt(const MappedNpy &l, int64_t i) {
+  const std::string &dt = l.header().dtype;
+  if (dt == "i8")
+    return reinterpret_cast<const int64_t *>(l.data())[i];
+  if (dt == "i4")
+    return reinterpret_cast<const int32_t *>(l.data())[i];
+  return reinterpret_cast<const uint8_t *>(l.data())[i];
+}
+
 } // namespace hcrun

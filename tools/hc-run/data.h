@@ -47,6 +47,22 @@ private:
 // stand-ins for a user rewriting the data under a running job.
 void dataFaultForTest(const MappedNpy &f, int64_t step, bool afterCheck);
 
+// Label i of an integer NPY vector (i8, i4 or u1, checked at open).
+int64_t labelAt(const MappedNpy &l, int64_t i);
+
+// What train mode reads from the library and the data: the inputs'
+// positions in the description, the sample shape and the classes.
+struct Plan {
+  int xt = -1, t = -1, y = -1, noise = -1; // input positions
+  int xStart = -1;  // the clean sample, for objectives that need it (VLB)
+  std::vector<int64_t> chw;
+  std::size_t sampleElems = 0;
+  int64_t numClasses = 0;
+  int64_t nullClass = 0;
+  double dropProb = 0;
+  int64_t n = 0;
+};
+
 // For a SIGBUS handler (async-signal-safe): the line to print when `addr`
 // lies in a mapped data file, else nullptr.
 const char *mappedFileFault(const void *addr);

@@ -16,7 +16,8 @@ const char *usageText() {
                   [--save-grads G.safetensors] [--save-state S.safetensors]
   train mode: [mpirun --bind-to none -np R] hc-run STEP.so --data X.npy
                   [--labels Y.npy] --steps K [--seed S] [--log-every N]
-                  [--accumulate K]
+                  [--accumulate K] [--val-data V.npy [--val-labels VY.npy]
+                  [--val-every N]]
                   [--metrics FILE.jsonl] [--tensorboard DIR]
                   [--progress|--no-progress]
                   [--init P] [--save-params F] [--save-grads G] [--save-state S]
@@ -47,6 +48,15 @@ next to it). R ranks train data-parallel on a global batch of R*B.
   --labels Y.npy    integer [N] class ids in [0, num_classes) (default: every
                     sample unlabelled, i.e. the null class)
   --steps N         steps to run (required): optimizer steps
+  --val-data V.npy  a held-out set (float32 [N,C,H,W], like --data) whose loss
+                    is measured every --val-every steps (default: each log
+                    line) and at the end, on whole global batches: every
+                    sample's timestep and noise come from fixed keys, no
+                    label dropout or flip, so the same weights score the same
+                    bits. Averaged over ranks; logged as "(step=N) Val Loss",
+                    metrics val_loss (and val_loss_ema with --ema: the EMA
+                    weights too), TensorBoard val/*
+  --val-labels VY.npy  its class ids (needed when training has --labels)
   --accumulate K    K micro-batches of the library's batch per optimizer
                     step (gradient accumulation; default 1): the gradients
                     of the K add up in float32 inside the step, the all-
@@ -245,6 +255,15 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--metrics") {
       o.metrics = next();
       trainOnly.push_back(a);
+    } else if (a == "--val-data") {
+      o.valData = next();
+      trainOnly.push_back(a);
+    } else if (a == "--val-labels") {
+      o.valLabels = next();
+      trainOnly.push_back(a);
+    } else if (a == "--val-every") {
+      o.valEvery = parseInt(a, next(), 1, "a step interval");
+      trainOnly.push_back(a);
     } else if (a == "--accumulate") {
       o.accumulate = parseInt(a, next(), 1, "a number of micro-batches");
       trainOnly.push_back(a);
@@ -384,6 +403,9 @@ Options parseOptions(int argc, char **argv) {
     usageError("--warmup-steps " + std::to_string(sc.warmupSteps) + " is past the end of "
                "the decay (" + (sc.decaySteps >= 0 ? "--decay-steps " : "--steps ") +
                std::to_string(sc.decaySteps >= 0 ? sc.decaySteps : o.steps) + ")");
+  if ((!o.valLabels.empty() || o.valEvery > 0) && o.valData.empty())
+    usageError(std::string(o.valEvery > 0 ? "--val-every" : "--val-labels") +
+               " needs --val-data");
   if (!o.trainMode() && !trainOnly.empty())
     usageError(trainOnly.front() + " is a train-mode flag (with --data), "
                "not for --inputs");

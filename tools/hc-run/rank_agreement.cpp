@@ -49,6 +49,10 @@ json fieldsOf(const Options &opt, const StepLibrary &lib, const DataFiles &files
   f["--labels (content)"] = files.labels;
   f["--hflip"] = opt.hflip ? "on" : "off";
   f["--accumulate"] = std::to_string(opt.accumulate);
+  f["--val-data (content)"] = opt.valData.empty() ? "none" : identityOf("--val-data", opt.valData);
+  f["--val-labels (content)"] =
+      opt.valLabels.empty() ? "none" : identityOf("--val-labels", opt.valLabels);
+  f["--val-every"] = std::to_string(opt.valEvery);
   // The step's hyperparameters: the schedule, decay and clipping.
   {
     LrSchedule sc = opt.schedule;

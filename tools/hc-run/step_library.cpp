@@ -498,6 +498,29 @@ uint64_t StepContext::parameterHash() const {
   return h;
 }
 
+double StepContext::evaluate(const void *const *inputs) {
+  if (!lib_.api->evaluate)
+    throw Error(1, lib_.path + " cannot evaluate a loss without training (no "
+                               "evaluate entry: a library of step ABI 5 has one)");
+  double loss = 0;
+  if (int rc = lib_.api->evaluate(step_, inputs, &loss)) {
+    const char *why = lib_.api->last_error ? lib_.api->last_error(step_) : "";
+    throw Error(1, "validation failed in " + lib_.path + " (" +
+                       (why && *why ? why : "code " + std::to_string(rc)) + ")");
+  }
+  return loss;
+}
+
+void StepContext::getTensor(const std::string &name, void *data, std::size_t bytes) const {
+  if (lib_.api->get_tensor(step_, name.c_str(), data, bytes) != 0)
+    throw Error(1, lib_.path + ": cannot read tensor '" + name + "'");
+}
+
+void StepContext::setTensor(const std::string &name, const void *data, std::size_t bytes) {
+  if (lib_.api->set_tensor(step_, name.c_str(), data, bytes) != 0)
+    throw Error(1, lib_.path + ": cannot set tensor '" + name + "'");
+}
+
 double StepContext::gradNorm() const {
   float v = 0;
   if (lib_.api->get_tensor(step_, "grad_norm", &v, sizeof v) != 0)

@@ -1,6 +1,7 @@
 // Train mode: DiT training from an NPY dataset, data-parallel over the ranks.
 #include "checkpointing.h"
 #include "tensorboard.h"
+#include "validation.h"
 #include "common.h"
 #include "data.h"
 #include "machine_check.h"
@@ -71,15 +72,6 @@ double jsonNum(const nlohmann::json &cfg, const char *key, double dflt) {
   return dflt;
 }
 
-int64_t labelAt(const MappedNpy &l, int64_t i) {
-  const std::string &dt = l.header().dtype;
-  if (dt == "i8")
-    return reinterpret_cast<const int64_t *>(l.data())[i];
-  if (dt == "i4")
-    return reinterpret_cast<const int32_t *>(l.data())[i];
-  return reinterpret_cast<const uint8_t *>(l.data())[i];
-}
-
 // Opens --metrics for writing; on a resume from step k keeps the lines of
 // steps <= k (a crashed run may have logged past its last checkpoint).
 std::FILE *openMetrics(const std::string &path, int64_t resumedStep) {
@@ -113,23 +105,18 @@ std::vector<std::pair<std::string, double>> tensorboardScalars(const nlohmann::o
   for (const auto &[k, v] : m.items()) {
     if (!v.is_number() || k == "step" || k == "wall_s")
       continue;
+    if (k == "val_samples")
+      continue;
+    if (k.rfind("val_", 0) == 0) {
+      out.push_back({"val/" + k.substr(4), v.get<double>()});
+      continue;
+    }
     const bool train = k == "loss" || k == "lr" || k == "grad_norm";
     const bool memory = k.find("rss") != std::string::npos || k.rfind("copy", 0) == 0;
     out.push_back({(train ? "train/" : memory ? "memory/" : "perf/") + k, v.get<double>()});
   }
   return out;
 }
-
-struct Plan {
-  int xt = -1, t = -1, y = -1, noise = -1; // input positions
-  int xStart = -1;  // the clean sample, for objectives that need it (VLB)
-  std::vector<int64_t> chw;
-  std::size_t sampleElems = 0;
-  int64_t numClasses = 0;
-  int64_t nullClass = 0;
-  double dropProb = 0;
-  int64_t n = 0;
-};
 
 Plan checkData(const Options &opt, const StepLibrary &lib, int R,
                MappedNpy &images, MappedNpy &labels) {
@@ -365,6 +352,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   std::unique_ptr<StepContext> ctx;
   std::FILE *metrics = nullptr;
   TensorBoardWriter tensorboard;
+  Validation validation;
   Checkpointer ckpt(opt, lib, comm);
   Error failure(0, "");
   bool failed = false;
@@ -378,6 +366,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       usageError("--accumulate: " + lib.path + " has no 'micro_batches' hyperparameter "
                  "(compiled before accumulation was part of the step: recompile it)");
     plan = checkData(opt, lib, R, images, labels);
+    validation.open(opt, lib, plan, R, r);
     files = dataFilesOf(opt);
   } catch (const Error &e) {
     failure = e;
@@ -591,6 +580,34 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         }
       } catch (const Error &e) {
         comm.fail(e.code, e.what());
+      }
+    }
+    if (validation.due(done, opt.steps)) {
+      const auto before = Clock::now();
+      const Validation::Result v = validation.run(lib, *ctx, ema, comm);
+      windowStart += Clock::now() - before;  // steps/s measures training
+      if (r == 0) {
+        if (bar)
+          std::printf("\r\033[K");
+        char emaText[64] = "";
+        if (std::isfinite(v.ema))
+          std::snprintf(emaText, sizeof emaText, ", EMA Val Loss: %.4f", v.ema);
+        std::printf("(step=%07lld) Val Loss: %.4f%s (%lld samples)\n",
+                    static_cast<long long>(done), v.raw, emaText,
+                    static_cast<long long>(validation.samples()));
+        std::fflush(stdout);
+        nlohmann::ordered_json m = {{"step", done}, {"val_loss", v.raw}};
+        if (std::isfinite(v.ema))
+          m["val_loss_ema"] = v.ema;
+        m["val_samples"] = validation.samples();
+        const std::string line = m.dump() + "\n";
+        if (metrics && (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0))
+          comm.fail(1, "--metrics " + opt.metrics + ": write failed");
+        try {
+          tensorboard.scalars(done, tensorboardScalars(m));
+        } catch (const Error &e) {
+          comm.fail(e.code, e.what());
+        }
       }
     }
     const bool log = done % opt.logEvery == 0 || done == opt.steps;

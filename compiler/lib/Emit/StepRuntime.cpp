@@ -504,12 +504,49 @@ void runCluster(void *ctx, int32_t k, hc_threads threads) {
   }
 }
 
-int step(hc_step *s, const void *const *inputs, double *loss) {
+void bindInputs(hc_step *s, const void *const *inputs) {
   for (size_t i = 0; i < s->tensors.size(); ++i)
     if (kDescs[i].arena == kInputArena)
       s->tensors[i].data =
           const_cast<char *>(static_cast<const char *>(inputs[kDescs[i].base])) +
           kDescs[i].byte_offset;
+}
+
+// The forward pass alone (validation): the calls up to the loss, in program
+// order on every thread, without collectives or tier copies (those serve
+// the backward pass). Parameters, optimizer state and gradients are
+// untouched; *loss is this rank's, not averaged.
+int evaluate(hc_step *s, const void *const *inputs, double *loss) {
+  bindInputs(s, inputs);
+  s->error[0] = 0;
+  s->errorCall = SIZE_MAX;
+  if (s->nextMicro != 0) {
+    std::snprintf(s->error, sizeof s->error,
+                  "evaluate() in the middle of a step's micro-batches");
+    return -1;
+  }
+  hcrt_tensor args[64];
+  const hcrt_tensor absent = {};
+  for (size_t ci = 0; ci <= kLossCall && ci < kNumCalls; ++ci) {
+    const Call &c = kCalls[ci];
+    if (c.kind != 0)
+      continue;
+    const int32_t n = c.nin + c.nout;
+    for (int32_t k = 0; k < n; ++k) {
+      const int32_t d = kOperands[c.first + k];
+      args[k] = d < 0 ? absent : s->tensors[d];
+    }
+    kKernels[c.kernel](args, c.nin, args + c.nin, c.nout, &s->attrs[c.attrs],
+                       hc_threads{0, 0});
+    if (s->env.check_finite && !outputsFinite(s, ci, args + c.nin, c.nout))
+      return -2;
+  }
+  *loss = *static_cast<const float *>(s->tensors[kLossDesc].data);
+  return 0;
+}
+
+int step(hc_step *s, const void *const *inputs, double *loss) {
+  bindInputs(s, inputs);
   const float scale = 1.0f / static_cast<float>(s->env.world_size);
   s->error[0] = 0;
   if (s->micro != s->nextMicro) {
@@ -581,7 +618,7 @@ const char *lastError(const hc_step *s) { return s->error; }
 
 const hc_step_api kApi = {HC_STEP_ABI_VERSION, kDescription, create, destroy,
                           setTensor, getTensor, step, lastError, getProfile,
-                          setHyperparameter, getHyperparameter};
+                          setHyperparameter, getHyperparameter, evaluate};
 
 } // namespace
 

@@ -123,7 +123,12 @@ typedef struct hc_step_api {
   size_t (*get_profile)(const hc_step *step, hc_call_profile *out,
                         size_t capacity);
   // Version 5: a hyperparameter of the compiled step (the description's
-  // "hyperparameters": the optimizer's "lr" and "weight_decay"), used by
+  // "hyperparameters": the optimizer's "lr" and "weight_decay", clipping's
+  // "max_grad_norm" (0: off), and gradient accumulation's "micro_batches"
+  // K and "micro_batch" i: with K > 1 a step() call whose i < K - 1 runs
+  // forward and backward only, adding its gradients to an accumulator, and
+  // the call with i = K - 1 all-reduces the mean over the K and updates;
+  // *loss of the earlier calls is this rank's own), used by
   // every later step() of this context until set again; a new context
   // starts from the compiled values. Learning-rate schedules call it before
   // each step. Returns 0, or -1 for a name the step does not have or a
@@ -131,6 +136,11 @@ typedef struct hc_step_api {
   int (*set_hyperparameter)(hc_step *step, const char *name, double value);
   int (*get_hyperparameter)(const hc_step *step, const char *name,
                             double *value);
+  // Version 5: the forward pass and loss alone (validation), on the same
+  // inputs as step(): nothing is updated, nothing is communicated; *loss
+  // is this rank's loss (the host averages). Returns 0, -1 (called between
+  // a step's micro-batches) or -2 (check_finite).
+  int (*evaluate)(hc_step *step, const void *const *inputs, double *loss);
 } hc_step_api;
 
 // The one symbol a step library exports.

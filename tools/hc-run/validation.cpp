@@ -1,0 +1,135 @@
+// Validation loss: see validation.h.
+#include "validation.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace hcrun {
+
+void Validation::open(const Options &opt, const StepLibrary &lib, const Plan &plan,
+                      int ranks, int rank) {
+  opt_ = &opt;
+  if (opt.valData.empty())
+    return;
+  plan_ = plan;
+  batch_ = lib.desc.batchPerRank;
+  globalBatch_ = ranks * batch_;
+  every_ = opt.valEvery > 0 ? opt.valEvery : opt.logEvery;
+  images_.open(opt.valData);
+  const auto &h = images_.header();
+  if (h.dtype != "f4" || h.shape.size() != 4 ||
+      !std::equal(plan.chw.begin(), plan.chw.end(), h.shape.begin() + 1))
+    usageError("--val-data " + opt.valData + ": " + h.dtype + " " + shapeString(h.shape) +
+               ", the model trains on float32 [N," + shapeString(plan.chw).substr(1));
+  batches_ = h.shape[0] / globalBatch_;
+  if (batches_ < 1)
+    usageError("--val-data " + opt.valData + ": " + std::to_string(h.shape[0]) +
+               " samples are fewer than one global batch of " +
+               std::to_string(globalBatch_) + " (" + std::to_string(ranks) + " rank(s) x " +
+               std::to_string(batch_) + ")");
+  if (!opt.valLabels.empty()) {
+    if (plan.y < 0)
+      usageError("--val-labels given, but " + lib.path + " has no label input y");
+    labels_.open(opt.valLabels);
+    const auto &lh = labels_.header();
+    if ((lh.dtype != "i8" && lh.dtype != "i4" && lh.dtype != "u1") ||
+        lh.shape.size() != 1 || lh.shape[0] != h.shape[0])
+      usageError("--val-labels " + opt.valLabels + ": " + lh.dtype + " " +
+                 shapeString(lh.shape) + ", expected integer [" +
+                 std::to_string(h.shape[0]) + "]");
+    for (int64_t i = 0; i < lh.shape[0]; ++i) {
+      const int64_t v = labelAt(labels_, i);
+      if (v < 0 || v >= plan.numClasses)
+        usageError("--val-labels " + opt.valLabels + ": label " + std::to_string(v) +
+                   " at row " + std::to_string(i) + " is outside 0.." +
+                   std::to_string(plan.numClasses - 1));
+    }
+  } else if (!opt.labels.empty()) {
+    usageError("--val-data without --val-labels, but training has --labels: the "
+               "validation set would be scored as unlabelled");
+  }
+  const int64_t left = h.shape[0] - samples();
+  if (left > 0 && rank == 0)
+    std::printf("hc-run: note: validation uses %lld of the %lld samples of %s (whole "
+                "global batches of %lld)\n", (long long)samples(), (long long)h.shape[0],
+                opt.valData.c_str(), (long long)globalBatch_);
+}
+
+double Validation::evaluate(const StepLibrary &lib, StepContext &ctx, hc::rt::Comm &comm) {
+  const Description &d = lib.desc;
+  const std::size_t D = plan_.sampleElems;
+  const int64_t B = batch_;
+  std::vector<float> xt(B * D), noise(B * D), xStart(plan_.xStart >= 0 ? B * D : 0);
+  std::vector<int64_t> t64(B), y64(B);
+  std::vector<int32_t> t32(B), y32(B);
+  std::vector<const void *> ptrs(d.inputs.size());
+  ptrs[plan_.xt] = xt.data();
+  ptrs[plan_.noise] = noise.data();
+  if (plan_.xStart >= 0)
+    ptrs[plan_.xStart] = xStart.data();
+  ptrs[plan_.t] = d.inputs[plan_.t].dtype == "I32" ? static_cast<const void *>(t32.data())
+                                                  : t64.data();
+  if (plan_.y >= 0)
+    ptrs[plan_.y] = d.inputs[plan_.y].dtype == "I32" ? static_cast<const void *>(y32.data())
+                                                    : y64.data();
+  double sum = 0;
+  for (int64_t k = 0; k < batches_; ++k) {
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t j = k * globalBatch_ + comm.rank() * B + b;
+      const float *x0 = reinterpret_cast<const float *>(images_.data()) +
+                        static_cast<std::size_t>(j) * D;
+      const int64_t label = labels_.path().empty() ? plan_.nullClass : labelAt(labels_, j);
+      Sample smp = makeSample(sched_, kValidationSeed, kValidationStep,
+                              static_cast<uint64_t>(j), x0, D, label, 0.0, plan_.nullClass,
+                              &xt[b * D], &noise[b * D], 0,
+                              plan_.xStart >= 0 ? &xStart[b * D] : nullptr);
+      t64[b] = smp.t;
+      t32[b] = static_cast<int32_t>(smp.t);
+      y64[b] = smp.y;
+      y32[b] = static_cast<int32_t>(smp.y);
+    }
+    sum += ctx.evaluate(ptrs.data());
+  }
+  double total[1] = {sum};
+  if (comm.size() > 1 && !comm.allreduceSumF64(total, 1))
+    comm.fail(1, "collective failed during validation");
+  return total[0] / static_cast<double>(batches_ * comm.size());
+}
+
+Validation::Result Validation::run(const StepLibrary &lib, StepContext &ctx, Ema &ema,
+                                   hc::rt::Comm &comm) {
+  Result r;
+  r.ema = std::nan("");
+  try {
+    r.raw = evaluate(lib, ctx, comm);
+  } catch (const Error &e) {
+    comm.fail(e.code, e.what());
+  }
+  // Only a collective decision: --ema is the same on every rank (checked
+  // before step 1), the EMA values live on rank 0.
+  if (opt_->emaDecay < 0)
+    return r;
+  const Description &d = lib.desc;
+  std::vector<std::vector<float>> raw(d.parameters.size());
+  try {
+    for (std::size_t i = 0; i < d.parameters.size(); ++i) {
+      const TensorSpec &p = d.parameters[i];
+      raw[i].resize(p.numElements());
+      ctx.getTensor(p.name, raw[i].data(), p.bytes());
+      std::vector<float> e(p.numElements());
+      if (comm.rank() == 0)
+        std::memcpy(e.data(), ema.of(i), p.bytes());
+      if (comm.size() > 1 && !comm.broadcast(e.data(), p.bytes(), 0))
+        comm.fail(1, "collective failed broadcasting the EMA for validation");
+      ctx.setTensor(p.name, e.data(), p.bytes());
+    }
+    r.ema = evaluate(lib, ctx, comm);
+    for (std::size_t i = 0; i < d.parameters.size(); ++i)
+      ctx.setTensor(d.parameters[i].name, raw[i].data(), d.parameters[i].bytes());
+  } catch (const Error &e) {
+    comm.fail(e.code, e.what());
+  }
+  return r;
+}
+
+} // namespace hcrun
