@@ -182,9 +182,34 @@ def case_tensorboard(env):
           "is caught" % (got["records"], "2.x", len(keys)))
 
 
+def case_progress(env):
+    """Under mpirun (no terminal): rank 0 prints a progress line with the ETA
+    after each log line and whenever --progress-every seconds passed."""
+    import re
+    rc.make_data(env)
+    line = re.compile(r"^hc-run: step (\d+)/8 \(\d+\.\d%\), [\d.e+-]+ steps/s, loss \d+\.\d{4}, "
+                      r"elapsed (\S+), ETA (\S+)$", re.M)
+    p = env.ok(["toy_b2.so", "--data", "data.npy", "--labels", "labels.npy", "--steps", "8",
+                "--seed", "5", "--log-every", "6", "--progress-every", "1"], np_=2,
+               env={"HC_TOY_SLOW_MS": "400"})
+    got = line.findall(p.stdout)
+    steps = [int(s) for s, _, _ in got]
+    # A line after each log line (steps 6 and 8) and timed ones in between
+    # (0.4 s steps, one line a second): before step 6 at least one.
+    check(6 in steps and 8 in steps, "no progress line at the log lines: %s\n%s" % (steps, p.stdout))
+    check(any(s < 6 for s in steps), "no timed progress line before the first log:\n" + p.stdout)
+    check(all(re.match(r"^(\d+h\d\dm|\d+m\d\ds|\d+s)$", eta) for _, _, eta in got), "ETA %s" % got)
+    check(p.stdout.count("hc-run: step ") == len(got), "only rank 0 prints:\n" + p.stdout)
+    q = env.ok(["toy_b2.so", "--data", "data.npy", "--labels", "labels.npy", "--steps", "8",
+                "--seed", "5", "--log-every", "6", "--no-progress"], np_=2)
+    check("hc-run: step " not in q.stdout, "--no-progress printed progress:\n" + q.stdout)
+    print("progress: under mpirun -np 2, lines at steps %s with ETAs %s; none with --no-progress"
+          % (steps, [eta for _, _, eta in got]))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=("schedule", "resume", "tensorboard"))
+    ap.add_argument("case", choices=("schedule", "resume", "tensorboard", "progress"))
     ap.add_argument("--hc-run", required=True)
     ap.add_argument("--toys", required=True)
     ap.add_argument("--work", required=True)

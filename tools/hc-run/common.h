@@ -42,6 +42,7 @@ struct Options {
   std::string metrics;
   std::string tensorboard;    // --tensorboard DIR (tensorboard.h)
   int progress = -1;          // -1: when stdout is a terminal
+  double progressEvery = 30;  // --progress-every S: lines off a terminal
   // Checkpoints (train mode, see checkpointing.h).
   std::string ckptDir;
   int64_t ckptEvery = 0;      // 0: only the final checkpoint

@@ -85,8 +85,11 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     line: train/loss, train/lr, perf/*, memory/* (float32, as
                     TensorBoard keeps scalars); a resumed run adds a new file
   --progress, --no-progress
-                    progress bar (default: when stdout is a terminal and
-                    not under mpirun)
+                    progress bar with ETA (default: when stdout is a terminal
+                    and not under mpirun); elsewhere rank 0 prints a progress
+                    line with the ETA after each log line and at least every
+                    --progress-every seconds (default 30); --no-progress: none
+  --progress-every S  seconds between progress lines off a terminal
   --init P          initial parameters (default: the description's
                     init_file); optimizer state in P is loaded too; an hc
                     checkpoint works (its ema:* tensors are skipped, with a note)
@@ -353,6 +356,14 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--check-finite") {
       noValue();
       o.checkFinite = true;
+    } else if (a == "--progress-every") {
+      std::string v = next();
+      char *end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x >= 1 && x <= 86400))
+        usageError("--progress-every needs seconds (1 to 86400), got '" + v + "'");
+      o.progressEvery = x;
+      trainOnly.push_back(a);
     } else if (a == "--progress" || a == "--no-progress") {
       noValue();
       o.progress = a == "--progress";

@@ -6,6 +6,7 @@
 #include "data.h"
 #include "machine_check.h"
 #include "preemption.h"
+#include "progress.h"
 #include "profile.h"
 #include "rank_agreement.h"
 
@@ -277,17 +278,6 @@ bool stdoutIsTerminal() {
   return isatty(STDOUT_FILENO) && !hc::rt::launchedByMpi();
 }
 
-void progressBar(int64_t done, int64_t total, double loss, double sps) {
-  const int width = 30;
-  int filled = static_cast<int>(width * done / total);
-  std::printf("\r%7lld/%lld [", static_cast<long long>(done),
-              static_cast<long long>(total));
-  for (int i = 0; i < width; ++i)
-    std::putchar(i < filled ? '=' : (i == filled ? '>' : ' '));
-  std::printf("] loss %.4f  %.2f steps/s\033[K", loss, sps);
-  std::fflush(stdout);
-}
-
 // Every rank agreed to stop after step `done` (a preemption signal): rank 0
 // writes that step's checkpoint unless it is on disk already, every rank
 // waits for it, and all exit kPreemptedExit. `abandoned`: step done + 1 was
@@ -474,6 +464,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   double windowLoss = 0;
   int64_t window = 0;
   int64_t lastCheckpoint = first;  // the newest checkpoint's step on disk
+  Progress progress(r == 0 && opt.progress != 0, bar, opt.progressEvery, first, opt.steps);
   auto stopFor = [&](int sig, int64_t done, bool abandoned) {
     if (bar)
       std::printf("\n");
@@ -611,9 +602,9 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       }
     }
     const bool log = done % opt.logEvery == 0 || done == opt.steps;
-    if (bar && !log) {
+    if (!log) {
       double el = std::chrono::duration<double>(Clock::now() - windowStart).count();
-      progressBar(done, opt.steps, loss, el > 0 ? window / el : 0);
+      progress.step(done, loss, el > 0 ? window / el : 0);
     }
     if (!log)
       continue;
@@ -633,8 +624,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       std::printf("(step=%07lld) Train Loss: %.4f, Train Steps/Sec: %.2f, "
                   "Img/Sec: %.1f, GFLOP/s: %.1f, Peak RSS: %.0f MB\n",
                   static_cast<long long>(done), avg, sps, sps * G, gflops, rss[0]);
-      if (bar && done < opt.steps)
-        progressBar(done, opt.steps, loss, sps);
+      progress.logged(done, loss, sps);
       std::fflush(stdout);
       if (metrics || tensorboard.isOpen()) {
         nlohmann::ordered_json m = {{"step", done},        {"loss", avg},
