@@ -297,7 +297,9 @@ class DiT(nn.Module):
 
         self.x_embedder = PatchEmbed(image_size, patch_size, in_channels, hidden_size)
         self.t_embedder = TimestepEmbedder(hidden_size)
-        self.y_embedder = LabelEmbedder(num_classes, hidden_size, class_dropout_prob)
+        # num_classes 0: an unconditional DiT (no label input, c = t's embedding).
+        self.y_embedder = (LabelEmbedder(num_classes, hidden_size, class_dropout_prob)
+                           if num_classes > 0 else None)
         num_patches = self.x_embedder.num_patches
         self.pos_embed = nn.Parameter(torch.zeros(1, num_patches, hidden_size),
                                       requires_grad=False)
@@ -342,7 +344,8 @@ class DiT(nn.Module):
             # Patch embedding initialised like a Linear over the flattened kernel.
             xavier_(self.x_embedder.proj.weight)
             self.x_embedder.proj.bias.zero_()
-            normal_(self.y_embedder.embedding_table.weight, 0.02)
+            if self.y_embedder is not None:
+                normal_(self.y_embedder.embedding_table.weight, 0.02)
             normal_(self.t_embedder.mlp[0].weight, 0.02)
             normal_(self.t_embedder.mlp[2].weight, 0.02)
             # adaLN-Zero: every block starts as the identity.
@@ -367,14 +370,17 @@ class DiT(nn.Module):
         x = torch.einsum("nhwpqc->nchpwq", x)
         return x.reshape(n, c, h * p, w * p)
 
-    def forward(self, x, t, y, label_dropout=None, force_drop_ids=None):
-        """x [B,C,H,W] float, t [B] int64 timesteps, y [B] int64 labels.
+    def forward(self, x, t, y=None, label_dropout=None, force_drop_ids=None):
+        """x [B,C,H,W] float, t [B] int64 timesteps, y [B] int64 labels (None
+        for an unconditional DiT, num_classes 0).
         label_dropout defaults to False: the class-dropout random path only
         runs when asked for (never in DiTLoss, hence never in an export)."""
         x = self.x_embedder(x) + self.pos_embed
         t_emb = self.t_embedder(t)
-        y_emb = self.y_embedder(y, bool(label_dropout), force_drop_ids)
-        c = t_emb + y_emb
+        if self.y_embedder is None:
+            c = t_emb
+        else:
+            c = t_emb + self.y_embedder(y, bool(label_dropout), force_drop_ids)
         for blk in self.blocks:
             if self.checkpoint_blocks and torch.is_grad_enabled():
                 # torch.utils.checkpoint: keep only the block's inputs and
@@ -444,6 +450,14 @@ class DiTLoss(nn.Module):
         if self.with_output:
             return loss, out
         return loss
+
+
+class UnconditionalLoss(DiTLoss):
+    """DiTLoss of an unconditional DiT (num_classes 0) with its inputs as
+    exported: x_t, t, noise (and x_start), no label."""
+
+    def forward(self, x_t, t, noise, x_start=None):
+        return super().forward(x_t, t, None, noise, x_start)
 
 
 def objective_loss(out, in_channels, objective, stop_gradient, x_t, t, noise, x_start=None):

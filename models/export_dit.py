@@ -42,8 +42,9 @@ INPUT_NAMES = ["x_t", "t", "y", "noise"]
 VLB_INPUT = "x_start"  # the fifth input of --objective mse+vlb
 
 
-def input_names(objective):
-    return INPUT_NAMES + ([VLB_INPUT] if objective == "mse+vlb" else [])
+def input_names(objective, conditional=True):
+    names = INPUT_NAMES if conditional else [n for n in INPUT_NAMES if n != "y"]
+    return names + ([VLB_INPUT] if objective == "mse+vlb" else [])
 # Parameters past this many bytes go to an external data file (protobuf's
 # hard limit is 2 GB; DiT-XL/2 is ~2.7 GB).
 EXTERNAL_DATA_THRESHOLD = 1 << 30
@@ -119,8 +120,10 @@ def parse_args(argv):
                  % (a.image_size, patch))
     if a.in_channels <= 0:
         ap.error("--in-channels must be positive, got %d" % a.in_channels)
-    if a.num_classes <= 0:
-        ap.error("--num-classes must be positive, got %d" % a.num_classes)
+    if a.num_classes < 0:
+        ap.error("--num-classes must be 0 (unconditional) or positive, got %d" % a.num_classes)
+    if a.num_classes == 0:
+        a.class_dropout_prob = 0.0  # no labels, nothing to drop
     if a.batch <= 0:
         ap.error("--batch must be positive, got %d" % a.batch)
     if a.objective != "mse" and not a.learn_sigma:
@@ -176,11 +179,13 @@ def example_inputs(model_cfg, batch, seed, objective="mse"):
     c, s = model_cfg["in_channels"], model_cfg["image_size"]
     x_t = torch.randn(batch, c, s, s, generator=g)
     t = torch.randint(0, 1000, (batch,), generator=g, dtype=torch.int64)
-    y = torch.randint(0, model_cfg["num_classes"], (batch,), generator=g, dtype=torch.int64)
+    y = torch.randint(0, max(1, model_cfg["num_classes"]), (batch,), generator=g,
+                      dtype=torch.int64)
     noise = torch.randn(batch, c, s, s, generator=g)
+    lead = (x_t, t, y) if model_cfg["num_classes"] > 0 else (x_t, t)
     if objective == "mse":
-        return x_t, t, y, noise
-    return x_t, t, y, noise, torch.rand(batch, c, s, s, generator=g) * 2 - 1
+        return lead + (noise,)
+    return lead + (noise, torch.rand(batch, c, s, s, generator=g) * 2 - 1)
 
 
 def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=True,
@@ -211,8 +216,10 @@ def export_module(dit, output, opset=13, batch=2, dynamic_batch=False, init="def
         raise UsageError("output folder %s does not exist" % out_dir)
     t0 = time.time()
     in_channels, image_size = dit.in_channels, dit.config["image_size"]
-    module = ditlib.DiTLoss(dit, in_channels, with_output=with_output, objective=objective)
-    names = input_names(objective)
+    conditional = dit.config["num_classes"] > 0
+    loss_class = ditlib.DiTLoss if conditional else ditlib.UnconditionalLoss
+    module = loss_class(dit, in_channels, with_output=with_output, objective=objective)
+    names = input_names(objective, conditional)
     args = example_inputs(dit.config, batch, seed, objective)
     output_names = ["loss"] + (["prediction"] if with_output else [])
     dynamic_axes = None
@@ -258,6 +265,8 @@ def _torch_export(module, args, path, opset, input_names, output_names, dynamic_
 def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, batch,
             dynamic_batch, with_output, external_data, t0, training=None, objective="mse"):
     import onnx
+    conditional = dit.config["num_classes"] > 0
+    names = input_names(objective, conditional)
     # Parameters must appear as initializers under their state_dict names
     # (prefixed by "dit." since DiTLoss wraps the DiT) -- and nothing else
     # may be a float initializer, since hc treats those as trainable.
@@ -294,17 +303,17 @@ def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, 
         p = m.metadata_props.add()
         p.key, p.value = k, v
     m.producer_name = "hc models/export_dit.py (torch %s)" % torch.__version__
-    m.doc_string = "DiT training loss; inputs %s; output loss" % ", ".join(input_names(objective))
+    m.doc_string = "DiT training loss; inputs %s; output loss" % ", ".join(names)
 
     _check_io(m, in_channels, image_size, batch, dynamic_batch, with_output, dit.out_channels,
-              objective)
+              objective, conditional)
     if training is not None:
         # Trainable: requires_grad parameters in state_dict order; data
         # inputs are Gradient's zs. (onnx's external-data writer leaves
         # training_info tensors, the zero moments too, inside the file.)
         from onnx_training import add_training_info
         trainable = [n[len("dit."):] for n, p in module.named_parameters() if p.requires_grad]
-        add_training_info(m, trainable, zs=input_names(objective), loss="loss", **training)
+        add_training_info(m, trainable, zs=names, loss="loss", **training)
     data_name = os.path.basename(output) + ".data"
     data_path = os.path.join(os.path.dirname(os.path.abspath(output)), data_name)
     if os.path.exists(data_path):
@@ -331,7 +340,7 @@ def _rename_values(graph, rename):
                 node.input[i] = rename[n]
 
 
-def _check_io(m, c, s, batch, dynamic, with_output, out_c, objective):
+def _check_io(m, c, s, batch, dynamic, with_output, out_c, objective, conditional=True):
     def dims(vi):
         return [d.dim_param if d.dim_param else d.dim_value
                 for d in vi.type.tensor_type.shape.dim]
@@ -340,9 +349,9 @@ def _check_io(m, c, s, batch, dynamic, with_output, out_c, objective):
     want_in = {"x_t": (1, [b, c, s, s]), "t": (7, [b]), "y": (7, [b]),
                "noise": (1, [b, c, s, s]), VLB_INPUT: (1, [b, c, s, s])}
     got = [(i.name, i.type.tensor_type.elem_type, dims(i)) for i in m.graph.input]
-    if [g[0] for g in got] != input_names(objective):
+    if [g[0] for g in got] != input_names(objective, conditional):
         raise RuntimeError("graph inputs are %s, expected %s"
-                           % ([g[0] for g in got], input_names(objective)))
+                           % ([g[0] for g in got], input_names(objective, conditional)))
     for name, et, d in got:
         if (et, d) != want_in[name]:
             raise RuntimeError("input %s is (%d, %s), expected %s" % (name, et, d, want_in[name]))

@@ -111,8 +111,9 @@ def build_module(m, cfg):
         for k in extra:
             del state[k]
     dit.load_state_dict(state, strict=True)
-    return ditlib.DiTLoss(dit, cfg["in_channels"], with_output=True,
-                          objective=cfg.get("objective", "mse"))
+    loss_class = ditlib.DiTLoss if cfg["num_classes"] > 0 else ditlib.UnconditionalLoss
+    return loss_class(dit, cfg["in_channels"], with_output=True,
+                      objective=cfg.get("objective", "mse"))
 
 
 def draw_inputs(cfg, batch, seed):
@@ -132,8 +133,10 @@ def draw_inputs(cfg, batch, seed):
         return {"x_t": x_t, "t": t, "y": y, "noise": noise, "x_start": x_start}
     x_t = rng.standard_normal((batch, c, s, s), dtype=np.float32)
     t = rng.integers(0, 1000, batch).astype(np.int64)
-    y = rng.integers(0, cfg["num_classes"], batch).astype(np.int64)
+    y = rng.integers(0, max(1, cfg["num_classes"]), batch).astype(np.int64)
     noise = rng.standard_normal((batch, c, s, s), dtype=np.float32)
+    if cfg["num_classes"] == 0:  # unconditional: no label input
+        return {"x_t": x_t, "t": t, "noise": noise}
     return {"x_t": x_t, "t": t, "y": y, "noise": noise}
 
 
@@ -204,12 +207,13 @@ def forward(module, inputs, dtype):
     module itself for "mse", the independent oracle for "mse+vlb"."""
     import torch
     x_t = torch.from_numpy(inputs["x_t"]).to(dtype)
-    t, y = torch.from_numpy(inputs["t"]), torch.from_numpy(inputs["y"])
+    t = torch.from_numpy(inputs["t"])
+    y = torch.from_numpy(inputs["y"]) if "y" in inputs else None
     noise = torch.from_numpy(inputs["noise"]).to(dtype)
     if module.objective == "mse+vlb":
         return training_losses_oracle(module.dit, torch.from_numpy(inputs["x_start"]).to(dtype),
                                       t, y, noise, x_t)
-    return module(x_t, t, y, noise)
+    return module(x_t, t, noise) if y is None else module(x_t, t, y, noise)
 
 
 def run_autocast_bf16(module, inputs):

@@ -87,8 +87,9 @@ Image labelledGrid(const float *samples, const std::vector<int64_t> &rowLabels, 
   const std::size_t plane = static_cast<std::size_t>(height) * width;
   for (std::size_t r = 0; r < rowLabels.size(); ++r) {
     const int top = pad + static_cast<int>(r) * (height + pad);
-    // The class id, right-aligned in the label column, vertically centred.
-    std::string id = std::to_string(rowLabels[r]);
+    // The class id, right-aligned in the label column, vertically centred
+    // (none for a negative id: unconditional samples).
+    std::string id = rowLabels[r] < 0 ? std::string() : std::to_string(rowLabels[r]);
     int x0 = labelWidth - pad - static_cast<int>(id.size()) * 6 * scale;
     int y0 = top + std::max(0, (height - 7 * scale) / 2);
     for (std::size_t k = 0; k < id.size(); ++k)

@@ -19,7 +19,7 @@ struct Image {
 bool writePng(const std::string &path, const Image &image, std::string &error);
 
 // One row per class, in the given order, `perRow` samples each, with the
-// class id drawn left of its row. `samples` is float [rows*perRow, C, H, W]
+// class id drawn left of its row (none where the id is negative). `samples` is float [rows*perRow, C, H, W]
 // in [-1, 1] (clamped); `bands` picks the channels shown: one (grey) or
 // three (R, G, B), each < C.
 Image labelledGrid(const float *samples, const std::vector<int64_t> &rowLabels,

@@ -33,7 +33,8 @@ namespace {
 
 const char *kSampleUsage = R"(usage: hc-run sample SAMPLER.so --ckpt CKPT.safetensors|CKPT_DIR
            [--out GRID.png [--png-bands B|R,G,B]] [--save-npy SAMPLES.npy] [--classes LIST|all]
-           [--per-class N] [--cfg-scale S] [--sampler ddpm|ddim]
+           [--per-class N | --images N] [--cfg-scale S] [--sampler ddpm|ddim]
+           [--weights ema|raw] [--num-classes N] [--class-dropout P]
            [--sampling-steps K] [--seed S] [--no-clip] [--progress|--no-progress]
 
 SAMPLER.so comes from `hc-compile dit_train.onnx --sampler --batch B`. Makes
@@ -46,13 +47,22 @@ SAMPLER.so comes from `hc-compile dit_train.onnx --sampler --batch B`. Makes
 options:
   --ckpt F|DIR        weights: an hc-run checkpoint (its checksum checked) or
                       any safetensors with the parameters under their
-                      PyTorch names; EMA weights (ema:NAME) are used when
-                      present. A --ckpt-dir folder: its newest checkpoint
+                      PyTorch names (EMA or raw: --weights). A --ckpt-dir
+                      folder: its newest checkpoint
   --png-bands LIST    which channels the PNG shows: one (grey) or three
                       (R,G,B), e.g. 3,2,1 for a true-colour composite of
                       multi-band data (default 0,1,2 for 3 channels, else 0)
   --classes LIST|all  class ids, e.g. 0,3,7 (default: all)
   --per-class N       images per class (default 8)
+  --images N          an unconditional model's (no label input): N images
+                      (default 16), the grid in rows of 8, labels -1
+  --weights ema|raw   the checkpoint's EMA (ema:NAME) or its trained weights
+                      (default: the EMA when the file has one, with a note
+                      when it is young: still mostly the initial weights)
+  --num-classes N     classes of a plain export without hc metadata (else the
+                      label table's rows); checked against the metadata
+  --class-dropout P   P > 0: the label table's last row is the null class
+                      (guidance needs it); checked against the table
   --cfg-scale S       classifier-free guidance scale (default 4.0, DiT's);
                       1 turns guidance off; guidance needs the model's null
                       class and an even --batch
@@ -70,7 +80,12 @@ options:
 struct SampleOptions {
   std::string library, ckpt, out, saveNpy, dumpSteps, classes = "all", pngBands;
   int64_t perClass = 8;
+  int64_t images = 0;      // --images N (unconditional models); 0: 16
   double cfgScale = 4.0;
+  bool cfgGiven = false, classesGiven = false, perClassGiven = false;
+  std::string weights = "auto";  // --weights ema|raw; auto: EMA when present
+  int64_t numClasses = -1;       // --num-classes N (else the metadata/table)
+  double classDropout = -1;      // --class-dropout P (P > 0: a null class)
   std::string sampler = "ddpm";
   std::string steps = "250";
   std::vector<int> sections = {250};
@@ -165,12 +180,29 @@ SampleOptions parseSampleOptions(int argc, char **argv) {
       o.dumpSteps = value();
     } else if (a == "--classes") {
       o.classes = value();
+      o.classesGiven = true;
     } else if (a == "--per-class") {
       o.perClass = parseInteger(a, value(), 1, 1 << 20);
+      o.perClassGiven = true;
+    } else if (a == "--images") {
+      o.images = parseInteger(a, value(), 1, 1 << 20);
+    } else if (a == "--weights") {
+      o.weights = value();
+      if (o.weights != "ema" && o.weights != "raw")
+        usageError("--weights must be ema or raw, got '" + o.weights + "'");
+    } else if (a == "--num-classes") {
+      o.numClasses = parseInteger(a, value(), 1, 1 << 24);
+    } else if (a == "--class-dropout") {
+      const std::string v = value();
+      char *end = nullptr;
+      o.classDropout = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(o.classDropout >= 0 && o.classDropout < 1))
+        usageError("--class-dropout needs a probability in [0, 1), got '" + v + "'");
     } else if (a == "--cfg-scale") {
       std::string v = value();
       char *end = nullptr;
       o.cfgScale = std::strtod(v.c_str(), &end);
+      o.cfgGiven = true;
       if (v.empty() || *end || !std::isfinite(o.cfgScale) || o.cfgScale < 0 ||
           o.cfgScale > 1000)
         usageError("--cfg-scale needs a number in [0, 1000], got '" + v + "'");
@@ -230,9 +262,10 @@ struct ModelFacts {
   int64_t batch = 0, channels = 0, height = 0, width = 0, outChannels = 0;
   int64_t numClasses = 0, labelRows = 0;
   bool learnSigma = false, hasNullClass = false;
+  bool conditional = true;  // a label input y
 };
 
-ModelFacts modelFacts(const StepLibrary &lib) {
+ModelFacts modelFacts(const StepLibrary &lib, const SampleOptions &o) {
   const Description &d = lib.desc;
   const std::string &p = lib.path;
   if (!d.raw.contains("library") || d.raw["library"] != "sampler")
@@ -240,9 +273,11 @@ ModelFacts modelFacts(const StepLibrary &lib) {
                "`hc-compile MODEL.onnx --sampler -o dit_sample.so`");
   ModelFacts m;
   const TensorSpec *xt = d.input("x_t"), *t = d.input("t"), *y = d.input("y");
-  if (!xt || !t || !y || d.inputs.size() != 3 || xt->shape.size() != 4 ||
-      xt->dtype != "F32" || t->dtype != "I64" || y->dtype != "I64")
-    usageError(p + ": a sampler must take x_t (float32 [B,C,H,W]), t and y (int64 [B])");
+  if (!xt || !t || d.inputs.size() != (y ? 3u : 2u) || xt->shape.size() != 4 ||
+      xt->dtype != "F32" || t->dtype != "I64" || (y && y->dtype != "I64"))
+    usageError(p + ": a sampler must take x_t (float32 [B,C,H,W]), t (int64 [B]) and, "
+               "when class-conditional, y (int64 [B])");
+  m.conditional = y != nullptr;
   m.batch = xt->shape[0];
   m.channels = xt->shape[1];
   m.height = xt->shape[2];
@@ -258,22 +293,49 @@ ModelFacts modelFacts(const StepLibrary &lib) {
     usageError(p + ": prediction " + shapeString(shape) + " is neither C nor 2C channels of x_t " +
                shapeString(xt->shape));
   m.learnSigma = m.outChannels == 2 * m.channels;
+  if (!m.conditional) {
+    if (o.numClasses > 0 || o.classDropout > 0)
+      usageError(std::string(o.numClasses > 0 ? "--num-classes" : "--class-dropout") + ": " +
+                 p + " is unconditional (no label input y)");
+    return m;
+  }
   const TensorSpec *table = d.labelTable();
   if (!table)
     usageError(p + ": the model has no label table (" + Description::kLabelTableSuffix +
                "): it is not class-conditional");
   m.labelRows = table->shape[0];
   m.numClasses = m.labelRows;
+  int64_t meta = -1;
   if (d.ditConfig.is_object() && d.ditConfig.contains("num_classes") &&
       d.ditConfig["num_classes"].is_number_integer())
-    m.numClasses = d.ditConfig["num_classes"].get<int64_t>();
+    meta = m.numClasses = d.ditConfig["num_classes"].get<int64_t>();
+  // --num-classes / --class-dropout state what a plain export's metadata
+  // would; where both exist they must agree.
+  if (o.numClasses > 0) {
+    if (meta > 0 && meta != o.numClasses)
+      usageError("--num-classes " + std::to_string(o.numClasses) + " contradicts " + p +
+                 "'s dit_config.num_classes " + std::to_string(meta));
+    m.numClasses = o.numClasses;
+  } else if (o.classDropout >= 0 && meta < 0) {
+    m.numClasses = m.labelRows - (o.classDropout > 0 ? 1 : 0);
+  }
+  if (m.labelRows != m.numClasses && m.labelRows != m.numClasses + 1)
+    usageError(p + ": the label table " + table->name + " has " +
+               std::to_string(m.labelRows) + " rows, neither " +
+               std::to_string(m.numClasses) + " classes nor them and a null class");
   m.hasNullClass = m.labelRows == m.numClasses + 1;
+  if (o.classDropout >= 0 && (o.classDropout > 0) != m.hasNullClass)
+    usageError("--class-dropout " + number(o.classDropout) + (m.hasNullClass ? " says no" : " says a") +
+               " null class, but " + p + "'s label table has " + std::to_string(m.labelRows) +
+               " rows for " + std::to_string(m.numClasses) + " classes");
   return m;
 }
 
-// Parameters from --ckpt into the context: ema:NAME where the file has an
+// Parameters from --ckpt into the context: --weights ema (ema:NAME, which
+// must be there), raw (NAME), or by default ema:NAME where the file has an
 // EMA, else NAME. Returns whether the EMA was used.
-bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &path) {
+bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &path,
+                 const std::string &weights) {
   hc::rt::SafetensorsFile plain, verified;
   std::string err;
   if (!plain.open(path, err))
@@ -287,6 +349,22 @@ bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &pa
   bool ema = false;
   for (const auto &e : f->entries())
     ema |= e.name.rfind("ema:", 0) == 0;
+  if (weights == "ema" && !ema)
+    usageError("--weights ema: --ckpt " + path + " holds no EMA (ema:NAME tensors; train "
+               "with hc-run --ema)");
+  if (weights == "raw")
+    ema = false;
+  // A young EMA is still mostly the initial weights (DiT's decay 0.9999
+  // averages over ~10000 steps): say so, the raw weights may sample better.
+  const auto &md = f->metadata();
+  if (ema && weights == "auto" && md.count("hc.ema_decay") && md.count("hc.step")) {
+    const double decay = std::atof(md.at("hc.ema_decay").c_str());
+    const double step = std::atof(md.at("hc.step").c_str());
+    if (decay > 0 && decay < 1 && step < 1.0 / (1.0 - decay))
+      std::printf("hc-run sample: note: the EMA (decay %g) of this step-%.0f checkpoint still "
+                  "weighs its initial parameters by %.0f%%; --weights raw samples the trained "
+                  "ones\n", decay, step, 100.0 * std::pow(decay, step));
+  }
   for (const TensorSpec &p : lib.desc.parameters) {
     const std::string key = (ema ? "ema:" : "") + p.name;
     const hc::rt::SafetensorsEntry *e = f->find(key);
@@ -333,14 +411,32 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
     usageError("sample runs on one process; start it without mpirun");
   StepLibrary lib;
   lib.load(o.library);
-  const ModelFacts m = modelFacts(lib);
+  const ModelFacts m = modelFacts(lib, o);
 
+  // Rows of the grid: classes, or for an unconditional model rows of 8
+  // unlabelled images (label -1).
   std::vector<int64_t> classes;
-  if (o.classes == "all")
+  if (!m.conditional) {
+    if (o.classesGiven || o.perClassGiven)
+      usageError(std::string(o.classesGiven ? "--classes" : "--per-class") + ": " + lib.path +
+                 " is unconditional (no label input y); use --images N");
+    if (o.cfgGiven && o.cfgScale != 1.0)
+      usageError("--cfg-scale " + number(o.cfgScale) + ": " + lib.path + " is unconditional "
+                 "(no label input y), there is no class to guide towards; omit --cfg-scale");
+    o.cfgScale = 1.0;
+    o.perClass = std::min<int64_t>(8, o.images > 0 ? o.images : 16);
+    const int64_t total = o.images > 0 ? o.images : 16;
+    classes.assign(static_cast<std::size_t>((total + o.perClass - 1) / o.perClass), -1);
+    o.images = total;
+  } else if (o.images > 0) {
+    usageError("--images is for unconditional models; " + lib.path +
+               " is class-conditional: use --classes and --per-class");
+  } else if (o.classes == "all") {
     for (int64_t c = 0; c < m.numClasses; ++c)
       classes.push_back(c);
-  else
+  } else {
     classes = parseList("--classes", o.classes, 0, m.numClasses - 1);
+  }
   std::vector<int> bands;
   if (o.pngBands.empty()) {
     bands = m.channels == 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
@@ -391,7 +487,8 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
                         "the folder of --ckpt");
 
   const int64_t perCall = guided ? m.batch / 2 : m.batch;
-  const int64_t N = static_cast<int64_t>(classes.size()) * o.perClass;
+  const int64_t N = m.conditional ? static_cast<int64_t>(classes.size()) * o.perClass
+                                  : o.images;
   const int64_t D = m.channels * m.height * m.width, plane = m.height * m.width;
   const int64_t outD = m.outChannels * plane;
   if (!o.dumpSteps.empty() && N > perCall)
@@ -399,10 +496,13 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
                " images, " + std::to_string(perCall) + " per call)");
 
   StepContext ctx(lib, comm);
-  const bool ema = loadWeights(lib, ctx, o.ckpt);
-  std::printf("hc-run sample: %lld images (%zu classes x %lld) from %s (%s weights), "
+  const bool ema = loadWeights(lib, ctx, o.ckpt, o.weights);
+  const std::string what =
+      m.conditional ? std::to_string(classes.size()) + " classes x " + std::to_string(o.perClass)
+                    : std::string("unconditional");
+  std::printf("hc-run sample: %lld images (%s) from %s (%s weights), "
               "%s, %d steps of 1000, cfg scale %g, seed %llu, %lld images per call\n",
-              static_cast<long long>(N), classes.size(), static_cast<long long>(o.perClass),
+              static_cast<long long>(N), what.c_str(),
               o.ckpt.c_str(), ema ? "EMA" : "raw", o.sampler.c_str(), K, o.cfgScale,
               static_cast<unsigned long long>(o.seed), static_cast<long long>(perCall));
   std::fflush(stdout);
@@ -413,7 +513,12 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
     labels[k] = classes[k / o.perClass];
   std::vector<float> xt(m.batch * D), pred(m.batch * outD);
   std::vector<int64_t> tIn(m.batch), yIn(m.batch);
-  const void *in[3] = {xt.data(), tIn.data(), yIn.data()};
+  // The description's input order.
+  std::vector<const void *> in;
+  for (const TensorSpec &s : lib.desc.inputs)
+    in.push_back(s.name == "x_t" ? static_cast<const void *>(xt.data())
+                 : s.name == "t" ? static_cast<const void *>(tIn.data())
+                                 : static_cast<const void *>(yIn.data()));
   // --dump-steps: x before every step and after the last, raw model outputs,
   // step noise, timesteps and labels fed (one chunk only).
   std::vector<float> dumpX, dumpPred, dumpNoise;
@@ -446,7 +551,7 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
           std::copy(x + j * D, x + (j + 1) * D, xt.begin() + (perCall + j) * D);
       }
       std::fill(tIn.begin(), tIn.end(), sched.timestepMap[i]);
-      ctx.step(in, K - 1 - i);
+      ctx.step(in.data(), K - 1 - i);
       if (lib.api->get_tensor(ctx.handle(), "prediction", pred.data(),
                               pred.size() * sizeof(float)) != 0)
         throw Error(1, lib.path + ": get_tensor('prediction') failed");
@@ -512,13 +617,15 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
     std::printf("samples: %s (labels %s)\n", o.saveNpy.c_str(), labelsPathFor(o.saveNpy).c_str());
   }
   if (!o.out.empty()) {
+    // An unconditional grid's last row is filled out with white.
+    samples.resize(classes.size() * o.perClass * D, 1.0f);
     Image grid = labelledGrid(samples.data(), classes, static_cast<int>(o.perClass),
                               static_cast<int>(m.channels), static_cast<int>(m.height),
                               static_cast<int>(m.width), bands);
     if (!writePng(o.out, grid, err))
       throw Error(1, err);
-    std::printf("grid: %s (%d x %d, one row per class)\n", o.out.c_str(), grid.width,
-                grid.height);
+    std::printf("grid: %s (%d x %d, %s)\n", o.out.c_str(), grid.width, grid.height,
+                m.conditional ? "one row per class" : "rows of 8");
   }
   std::printf("done: %lld model calls in %.1f s\n", static_cast<long long>(calls), seconds());
   return 0;
