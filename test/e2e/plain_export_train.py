@@ -11,7 +11,13 @@ no labels, so every row is a class.
     is the export with metadata (class dropout 0: it has no null row);
   * a label outside the table's rows is refused (exit 2);
   * metadata that contradicts the table (num_classes 9 for 10 rows) is
-    refused (exit 2)."""
+    refused (exit 2);
+  * with class dropout (a null row, 11 rows): the plain export told
+    --num-classes 10 --class-dropout 0.1 trains bit-identically to the
+    export with metadata, and its sampler guides (--cfg-scale 4) when told
+    --num-classes 10, and refuses guidance without it (the 11 rows read as
+    11 classes, no null class); flags that contradict the metadata are
+    refused."""
 import argparse
 import os
 import shutil
@@ -84,8 +90,44 @@ def main():
             "so no null row in its label table) for unlabelled samples; pass --labels")
     refused("plain", ["--labels", w("y_bad.npy")], "label 10 at row 0 is outside 0..9")
     refused("wrong", ["--labels", w("y.npy")],
-            "dit_config says num_classes 9, class_dropout_prob 0.0, but the label table "
-            "y_embedder.embedding_table.weight has 10 rows")
+            "9 classes without a null class (class dropout 0) need a label table of 9 rows, "
+            "but y_embedder.embedding_table.weight has 10 rows (dit_config)")
+
+    # Class dropout: the flags stand in for the metadata.
+    run([PY, os.path.join(ROOT, "models/export_dit.py"), "--model", "tiny", "--image-size", "8",
+         "--num-classes", "10", "--class-dropout-prob", "0.1", "--init", "random",
+         "--quiet", "-o", w("cmeta.onnx")])
+    m = onnx.load(w("cmeta.onnx"))
+    del m.metadata_props[:]
+    onnx.save(m, w("cplain.onnx"))
+    for name in ("cmeta", "cplain"):
+        run([hc_compile, w(name + ".onnx"), "--batch", "2", "--freeze", "pos_embed",
+             "-o", w(name + ".so")])
+    run([hc_run, w("cmeta.so")] + train + ["--labels", w("y.npy"), "--save-params",
+                                          w("cmeta.safetensors")])
+    out = run([hc_run, w("cplain.so")] + train +
+              ["--labels", w("y.npy"), "--num-classes", "10", "--class-dropout", "0.1",
+               "--save-params", w("cplain.safetensors"), "--ckpt-dir", w("ck")])
+    a_, b_ = read_safetensors(w("cmeta.safetensors")), read_safetensors(w("cplain.safetensors"))
+    if "label dropout 0.1" not in out:
+        errors.append("the plain export did not train with label dropout 0.1:\n" + out)
+    if any(not np.array_equal(a_[k], b_[k]) for k in a_):
+        errors.append("--num-classes/--class-dropout trained differently from the metadata")
+    else:
+        print("plain export with --num-classes 10 --class-dropout 0.1: bit-identical to the "
+              "export with metadata (label dropout 0.1)")
+    refused("cmeta", ["--labels", w("y.npy"), "--num-classes", "11"],
+            "--num-classes 11 contradicts")
+    refused("cmeta", ["--labels", w("y.npy"), "--class-dropout", "0.2"],
+            "--class-dropout 0.2 contradicts")
+    run([hc_compile, w("cplain.onnx"), "--sampler", "--batch", "2", "-o", w("s.so")])
+    sample = [hc_run, "sample", w("s.so"), "--ckpt", w("ck"), "--sampling-steps", "4",
+              "--classes", "0,1", "--per-class", "2", "--out", w("g.png")]
+    out = run(sample + ["--num-classes", "10", "--cfg-scale", "4"])
+    print(out.strip().splitlines()[-1])
+    p = subprocess.run(sample + ["--cfg-scale", "4"], capture_output=True, text=True)
+    if p.returncode != 2 or "needs the null class" not in p.stderr:
+        errors.append("guidance without --num-classes: exit %d %s" % (p.returncode, p.stderr))
     shutil.rmtree(a.work, ignore_errors=True)
     if errors:
         sys.exit("FAILED: " + "; ".join(errors))

@@ -64,6 +64,8 @@ struct Options {
   bool strictMemory = false;     // --strict-memory: refuse a plan that cannot fit
   LrSchedule schedule;           // --lr-schedule, --lr, ... (lr_schedule.h)
   int64_t accumulate = 1;        // --accumulate K: micro-batches per step
+  int64_t numClasses = -1;       // --num-classes N (plain exports)
+  double classDropout = -1;      // --class-dropout P (plain exports)
   std::string valData, valLabels;  // --val-data/--val-labels (validation.h)
   int64_t valEvery = 0;            // --val-every N; 0: --log-every
   bool help = false;

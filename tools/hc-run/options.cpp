@@ -16,7 +16,7 @@ const char *usageText() {
                   [--save-grads G.safetensors] [--save-state S.safetensors]
   train mode: [mpirun --bind-to none -np R] hc-run STEP.so --data X.npy
                   [--labels Y.npy] --steps K [--seed S] [--log-every N]
-                  [--accumulate K] [--val-data V.npy [--val-labels VY.npy]
+                  [--accumulate K] [--num-classes N] [--class-dropout P] [--val-data V.npy [--val-labels VY.npy]
                   [--val-every N]]
                   [--metrics FILE.jsonl] [--tensorboard DIR]
                   [--progress|--no-progress]
@@ -47,6 +47,13 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     a global batch trains identically at any rank count.
   --labels Y.npy    integer [N] class ids in [0, num_classes) (default: every
                     sample unlabelled, i.e. the null class)
+  --num-classes N   the classes of a plain export (no hc metadata: any
+                    torch.onnx export of a DiT); the label table must have N
+                    rows, or N + 1 with a null class. Checked against the
+                    metadata where there is some
+  --class-dropout P the probability of training a sample as the null class
+                    (DiT's 0.1; needs the null row; default: the metadata's,
+                    else 0.1 when the table has a null row)
   --steps N         steps to run (required): optimizer steps
   --val-data V.npy  a held-out set (float32 [N,C,H,W], like --data) whose loss
                     is measured every --val-every steps (default: each log
@@ -266,6 +273,17 @@ Options parseOptions(int argc, char **argv) {
       trainOnly.push_back(a);
     } else if (a == "--val-every") {
       o.valEvery = parseInt(a, next(), 1, "a step interval");
+      trainOnly.push_back(a);
+    } else if (a == "--num-classes") {
+      o.numClasses = parseInt(a, next(), 1, "a number of classes");
+      trainOnly.push_back(a);
+    } else if (a == "--class-dropout") {
+      std::string v = next();
+      char *end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x >= 0 && x < 1))
+        usageError("--class-dropout needs a probability in [0, 1), got '" + v + "'");
+      o.classDropout = x;
       trainOnly.push_back(a);
     } else if (a == "--accumulate") {
       o.accumulate = parseInt(a, next(), 1, "a number of micro-batches");

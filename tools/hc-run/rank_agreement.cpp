@@ -49,6 +49,8 @@ json fieldsOf(const Options &opt, const StepLibrary &lib, const DataFiles &files
   f["--labels (content)"] = files.labels;
   f["--hflip"] = opt.hflip ? "on" : "off";
   f["--accumulate"] = std::to_string(opt.accumulate);
+  f["--num-classes"] = std::to_string(opt.numClasses);
+  f["--class-dropout"] = number(opt.classDropout);
   f["--val-data (content)"] = opt.valData.empty() ? "none" : identityOf("--val-data", opt.valData);
   f["--val-labels (content)"] =
       opt.valLabels.empty() ? "none" : identityOf("--val-labels", opt.valLabels);

@@ -179,14 +179,47 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   const nlohmann::json &cfg = d.ditConfig;
   p.numClasses = jsonInt(cfg, "num_classes", -1);
   double cdp = jsonNum(cfg, "class_dropout_prob", 0.0);
+  // --num-classes / --class-dropout say what a plain export's metadata
+  // would; where the metadata exists it must agree.
+  const bool metaCdp = cfg.is_object() && cfg.contains("class_dropout_prob");
+  if (opt.numClasses > 0 || opt.classDropout >= 0) {
+    if (p.y < 0)
+      usageError(std::string(opt.numClasses > 0 ? "--num-classes" : "--class-dropout") + ": " +
+                 lib.path + " is unconditional (no label input y)");
+    if (opt.numClasses > 0 && p.numClasses >= 1 && p.numClasses != opt.numClasses)
+      usageError("--num-classes " + std::to_string(opt.numClasses) + " contradicts " +
+                 lib.path + "'s dit_config.num_classes " + std::to_string(p.numClasses));
+    if (opt.classDropout >= 0 && metaCdp && cdp != opt.classDropout)
+      usageError("--class-dropout " + nlohmann::json(opt.classDropout).dump() +
+                 " contradicts " + lib.path + "'s dit_config.class_dropout_prob " +
+                 nlohmann::json(cdp).dump());
+    const TensorSpec *t = d.labelTable();
+    if (opt.numClasses > 0)
+      p.numClasses = opt.numClasses;
+    if (opt.classDropout >= 0)
+      cdp = opt.classDropout;
+    else if (!metaCdp && t)  // --num-classes alone: a null row says dropout was on
+      cdp = t->shape[0] == p.numClasses + 1 ? 0.1 : 0.0;
+    if (p.numClasses < 1 && t)
+      p.numClasses = t->shape[0] - (cdp > 0 ? 1 : 0);
+    if (opt.classDropout < 0 && !metaCdp && cdp > 0)
+      std::printf("hc-run: note: %s's label table has a null row past --num-classes %lld: "
+                  "training drops labels with DiT's 0.1 (--class-dropout P to choose)\n",
+                  lib.path.c_str(), static_cast<long long>(p.numClasses));
+  }
   const TensorSpec *table = d.labelTable();
   const std::string suffix = Description::kLabelTableSuffix;
   if (p.y >= 0 && p.numClasses >= 1 && table &&
       table->shape[0] != p.numClasses + (cdp > 0 ? 1 : 0))
-    usageError(lib.path + ": dit_config says num_classes " +
-               std::to_string(p.numClasses) + ", class_dropout_prob " +
-               nlohmann::json(cdp).dump() + ", but the label table " + table->name +
-               " has " + std::to_string(table->shape[0]) + " rows");
+    usageError(lib.path + ": " + std::to_string(p.numClasses) + " classes" +
+               (cdp > 0 ? " and a null class (class dropout " + nlohmann::json(cdp).dump() + ")"
+                        : std::string(" without a null class (class dropout 0)")) +
+               " need a label table of " + std::to_string(p.numClasses + (cdp > 0 ? 1 : 0)) +
+               " rows, but " + table->name + " has " + std::to_string(table->shape[0]) +
+               " rows" +
+               (opt.numClasses > 0 || opt.classDropout >= 0 ? " (check --num-classes and "
+                                                              "--class-dropout)"
+                                                            : " (dit_config)"));
   if (p.y >= 0 && p.numClasses < 1) {
     // A plain export (no hc metadata): everything from the table.
     if (!table)
