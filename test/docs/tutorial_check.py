@@ -22,11 +22,17 @@ PROMISED = ["data/images.npy", "data/labels.npy", "dit_ms.onnx", "my_dit.onnx",
             "samples.labels.npy", "quality.json", "dit_ms.pt"]
 
 
-def blocks(path):
-    """[(language, text, first line number)] of the fenced blocks."""
+def blocks(path, section=None):
+    """[(language, text, first line number)] of the fenced blocks (of the
+    `## section` heading's part only, when given)."""
     out, lang, start, body = [], None, 0, []
+    inside = section is None
     with open(path) as f:
         for n, line in enumerate(f, 1):
+            if section is not None and lang is None and line.startswith("## "):
+                inside = line.strip() == "## " + section
+            if not inside:
+                continue
             m = FENCE.match(line.rstrip("\n"))
             if lang is None and m:
                 lang, start, body = m.group(1), n, []
@@ -46,10 +52,19 @@ def main():
     ap.add_argument("--repo", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--section", default=None,
+                    help="only the blocks under this '## ' heading (e.g. the README's "
+                         "'Quick start: a training run')")
+    ap.add_argument("--promise", action="append", default=None,
+                    help="a file the commands must make (default: the tutorial's)")
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
-    found = blocks(a.doc)
+    found = blocks(a.doc, a.section)
+    if not found:
+        sys.exit("FAILED: %s has no code blocks%s" % (a.doc, " under '## %s'" % a.section
+                                                     if a.section else ""))
+    promised = a.promise or PROMISED
     script = ["set -euo pipefail"]
     for k, (lang, text, line) in enumerate(found):
         if lang not in ("sh", "python"):
@@ -78,12 +93,12 @@ def main():
         sys.exit("FAILED: %d of %d blocks ran" % (len(ran), len(found)))
     with open(os.path.join(a.work, "final_cwd")) as f:
         cwd = f.read().strip()
-    missing = [f for f in PROMISED if not os.path.exists(os.path.join(cwd, f))]
+    missing = [f for f in promised if not os.path.exists(os.path.join(cwd, f))]
     if missing:
         sys.exit("FAILED: the tutorial did not make %s (in %s)" % (", ".join(missing), cwd))
     print("tutorial: %d blocks (%d sh, %d python) ran in order; all %d promised files exist"
           % (len(found), sum(b[0] == "sh" for b in found), sum(b[0] == "python" for b in found),
-             len(PROMISED)))
+             len(promised)))
 
 
 if __name__ == "__main__":

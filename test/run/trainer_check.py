@@ -114,13 +114,13 @@ def case_resume(env):
     la = [m["lr"] for m in metrics(env, "m.a.jsonl")]
     lb = [m["lr"] for m in metrics(env, "m.b.jsonl")]
     check(la == lb, "rates %s vs %s" % (la, lb))
-    check(a[1]["hc.lr_schedule"] == "cosine lr=0.05000000074505806 min_lr=0 warmup=6 decay=12",
+    check(a[1]["hc.lr_schedule"] == "cosine lr=0.05000000074505806 min_lr=0.0 warmup=6 decay=12",
           "recorded schedule %r" % a[1]["hc.lr_schedule"])
     # A longer decay on resume is allowed, and said.
     p = train(env, "c", 14, ["--lr-schedule", "cosine", "--warmup-steps", "6", "--ckpt-dir", "B",
                              "--resume"])
     check("note: the learning-rate schedule changes at step 12: was cosine lr=0.05000000074505806 "
-          "min_lr=0 warmup=6 decay=12, now cosine lr=0.05000000074505806 min_lr=0 warmup=6 "
+          "min_lr=0.0 warmup=6 decay=12, now cosine lr=0.05000000074505806 min_lr=0.0 warmup=6 "
           "decay=14" in p.stdout, "no note:\n" + p.stdout)
     # Refusals: one line, exit 2.
     for flags, msg in (

@@ -50,15 +50,12 @@ const char *LrSchedule::kindName(Kind k) {
 }
 
 std::string LrSchedule::describe() const {
-  char buf[256];
+  // Numbers in their shortest exact form (a checkpoint compares the text).
+  auto num = [](double x) { return nlohmann::json(x).dump(); };
   if (kind == Kind::None || kind == Kind::Constant)
-    std::snprintf(buf, sizeof buf, "constant lr=%.17g warmup=%lld", lr,
-                  static_cast<long long>(warmupSteps));
-  else
-    std::snprintf(buf, sizeof buf, "%s lr=%.17g min_lr=%.17g warmup=%lld decay=%lld",
-                  kindName(kind), lr, minLr, static_cast<long long>(warmupSteps),
-                  static_cast<long long>(decaySteps));
-  return buf;
+    return "constant lr=" + num(lr) + " warmup=" + std::to_string(warmupSteps);
+  return std::string(kindName(kind)) + " lr=" + num(lr) + " min_lr=" + num(minLr) +
+         " warmup=" + std::to_string(warmupSteps) + " decay=" + std::to_string(decaySteps);
 }
 
 LrSchedule::Kind parseLrScheduleKind(const std::string &flag, const std::string &v) {

@@ -463,10 +463,13 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     if (K > 1)
       std::printf("hc-run: %lld micro-batches of %lld per optimizer step and rank "
                   "(--accumulate)\n", (long long)K, (long long)B);
-    std::printf("hc-run: %s, %lld rank(s) x batch %lld = global batch %lld; "
+    const std::string perRank =
+        K > 1 ? std::to_string(K) + " micro-batches x batch " + std::to_string(B)
+              : "batch " + std::to_string(B);
+    std::printf("hc-run: %s, %lld rank(s) x %s = global batch %lld; "
                 "data %s: %lld samples %s (%lld steps/epoch)%s; steps %lld..%lld, "
                 "seed %llu, label dropout %g\n",
-                lib.path.c_str(), (long long)R, (long long)(B * K), (long long)G,
+                lib.path.c_str(), (long long)R, perRank.c_str(), (long long)G,
                 opt.data.c_str(), (long long)plan.n,
                 shapeString(plan.chw).c_str(),
                 (long long)sampler.stepsPerEpoch(),
