@@ -297,6 +297,84 @@ TEST(GraphOps, Sgd) {
   }
 }
 
+// ------------------------------------------------ gradient norm, clipping ----
+// grad_norm: double sums over fixed chunks: within a few ulps of the float64
+// norm and the same bits at any thread count; odd sizes and strided views.
+TEST(GraphOps, GradNorm) {
+  uint32_t seed = 1950;
+  std::vector<float> first;
+  for (int th : {1, 0}) {
+    TT a = make({3, 11}, kTransposed, seed), b = make({70001}, kContig, seed + 1, -2, 2),
+       c = make({5, 7}, kStrided, seed + 2);
+    TT norm = output({});
+    run(hcrt_op_grad_norm, {&a, &b, &c}, {&norm}, attrs(), th);
+    double sum = 0;
+    for (const TT *x : {&a, &b, &c})
+      for (double v : x->v)
+        sum += v * v;
+    Checker ck{"grad_norm th=" + std::to_string(th)};
+    ck.check(norm.out(0), std::sqrt(sum), 2 * kU * std::sqrt(sum), 0);
+    first.push_back(static_cast<float>(norm.out(0)));
+  }
+  EXPECT_EQ(first[0], first[1]) << "grad_norm depends on the thread count";
+}
+
+// grad_clip: g * min(1, max / (norm + 1e-6)) in float32; max 0: unchanged;
+// a norm below max: unchanged; out of place from strided views.
+TEST(GraphOps, GradClip) {
+  uint32_t seed = 1960;
+  for (int th : kThreads)
+    for (double maxNorm : {0.0, 0.5, 1e9}) {
+      TT g0 = make({4, 9}, kContig, seed++), g1 = make({13, 3}, kTransposed, seed++);
+      const std::vector<double> G0 = g0.v, G1 = g1.v;
+      TT norm = place({}, kContig, HCRT_F32, {2.5});
+      TT o1 = output({13, 3});
+      std::vector<hcrt_tensor> ins = {norm.t, g0.t, g1.t}, outs = {g0.t, o1.t};
+      hcrt_attrs a = attrs({}, {maxNorm});
+      hcrt_op_grad_clip(ins.data(), 3, outs.data(), 2, &a, hc_threads{0, th});
+      const double coef = maxNorm > 0 ? std::min(1.0, maxNorm / (2.5 + 1e-6)) : 1.0;
+      Checker ck{"grad_clip max=" + std::to_string(maxNorm)};
+      for (size_t k = 0; k < G0.size(); ++k)
+        ck.check(g0.out(k), G0[k] * coef, 2 * kU * std::fabs(G0[k]), k);
+      for (size_t k = 0; k < G1.size(); ++k)
+        ck.check(o1.out(k), G1[k] * coef, 2 * kU * std::fabs(G1[k]), k);
+    }
+}
+
+// grad_accumulate over K = 3 micro-batches: acc = g0, acc += g1, then
+// g = (acc + g2) / 3, in float32; K = 1 leaves both untouched.
+TEST(GraphOps, GradAccumulate) {
+  uint32_t seed = 1970;
+  for (int th : kThreads) {
+    const Shape s = {1001};
+    TT acc = make(s, kContig, seed++);  // garbage: micro-batch 0 overwrites it
+    std::vector<std::vector<double>> gs;
+    TT g;
+    for (int i = 0; i < 3; ++i) {
+      g = make(s, kContig, seed++);
+      gs.push_back(g.v);
+      std::vector<hcrt_tensor> io = {g.t, acc.t};
+      hcrt_attrs a = attrs({}, {double(i), 3.0});
+      hcrt_op_grad_accumulate(io.data(), 2, io.data(), 2, &a, hc_threads{0, th});
+    }
+    Checker ck{"grad_accumulate th=" + std::to_string(th)};
+    for (int64_t k = 0; k < g.n(); ++k) {
+      const double want = (gs[0][k] + gs[1][k] + gs[2][k]) / 3;
+      ck.check(g.out(k), want, 4 * kU * (std::fabs(gs[0][k]) + std::fabs(gs[1][k]) +
+                                         std::fabs(gs[2][k])), k);
+    }
+    TT one = make(s, kContig, seed++), acc1 = make(s, kContig, seed++);
+    const std::vector<double> O = one.v, A = acc1.v;
+    std::vector<hcrt_tensor> io = {one.t, acc1.t};
+    hcrt_attrs a = attrs({}, {0.0, 1.0});
+    hcrt_op_grad_accumulate(io.data(), 2, io.data(), 2, &a, hc_threads{0, th});
+    for (int64_t k = 0; k < one.n(); ++k) {
+      ck.check(one.out(k), O[k], 0, k);
+      ck.check(acc1.out(k), A[k], 0, k);
+    }
+  }
+}
+
 // -------------------------------------------------------------- determinism ----
 // The same inputs and thread range give bit-identical outputs; the ops whose
 // partitions never split a sum (reductions, scatter_add, modulate_grad,
