@@ -102,6 +102,20 @@ def check_reference(a, w):
         errors.append("relative error dp %.3e V %.3e H %.3e > 1e-5" % (e, ev, eh))
     if int(state["adam.T"]) != STEPS:
         errors.append("T = %d after %d steps" % (int(state["adam.T"]), STEPS))
+    # The rate is the graph's (training_info): hc-run's schedule flags are
+    # refused in one line, clipping is not (it acts on the gradients).
+    import subprocess
+    for flags in (["--lr-schedule", "cosine"], ["--lr", "0.1"], ["--weight-decay", "0.1"]):
+        p = subprocess.run([os.path.join(a.bin, "hc-run"), w("ti.so"), "--inputs", w("in"),
+                            "--steps", "1"] + flags, capture_output=True, text=True)
+        lines = p.stderr.strip().splitlines()
+        print("%s: exit %d: %s" % (" ".join(flags), p.returncode, p.stderr.strip()))
+        if p.returncode != 2 or len(lines) != 1 or "trains with ONNX Adam" not in lines[0]:
+            errors.append("%s with ONNX Adam: exit %d %s" % (flags, p.returncode, p.stderr))
+    p = subprocess.run([os.path.join(a.bin, "hc-run"), w("ti.so"), "--inputs", w("in"),
+                        "--steps", "1", "--clip-grad-norm", "0.01"], capture_output=True, text=True)
+    if p.returncode != 0:
+        errors.append("--clip-grad-norm with ONNX Adam: exit %d %s" % (p.returncode, p.stderr))
     if not frozen or any(not np.array_equal(p3[n], p0[n]) for n in frozen):
         errors.append("frozen parameters %s missing or changed" % frozen)
     return errors
