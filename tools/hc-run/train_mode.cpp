@@ -292,6 +292,10 @@ void checkMemory(const Options &opt, const StepLibrary &lib, int r) {
     extra += params;
   if (r == 0 && !opt.ckptDir.empty())
     extra += params + state;  // the checkpoint's write buffer
+  if (opt.accumulate > 1)  // the gradient accumulator, allocated on demand
+    extra += lib.desc.raw.value("accumulator_bytes", int64_t{0});
+  if (!opt.valData.empty())  // validation's inputs and the raw weights kept aside
+    extra += 2 * params;
   const std::string line =
       memoryShortfall(lib.desc.raw, extra, currentMachine().localRanks);
   if (line.empty())
