@@ -450,7 +450,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       if (auto in = dyn_cast<hs::InputOp>(op))
         reserve += hs::byteSize(in.getType());
       if (auto buf = dyn_cast<hs::BufferOp>(op))
-        if (!hs::isLivenessArena(buf.getArena())) {
+        if (!hs::isLivenessArena(buf.getArena()) && !hs::isOnDemandArena(buf.getArena())) {
           int64_t end = (buf.getOffset() ? static_cast<int64_t>(*buf.getOffset()) : 0) +
                         hs::byteSize(buf.getType());
           int64_t &a = persistentArena[buf.getArena().str()];

@@ -131,9 +131,12 @@ LogicalResult verifyMemoryBudget(func::FuncOp f) {
     auto v = sizes.getAs<IntegerAttr>(arena);
     return v ? v.getInt() : 0;
   };
-  // The budget is memory: arenas of a disk tier do not count.
+  // The budget is memory: arenas of a disk tier do not count, nor those the
+  // step allocates only on demand (the gradient accumulator).
   int64_t total = 0;
   for (NamedAttribute a : sizes) {
+    if (hs::isOnDemandArena(a.getName().getValue()))
+      continue;
     hs::MemoryTierAttr tier = memory.tierOf(a.getName().getValue());
     if (!tier || !tier.isDisk())
       total += cast<IntegerAttr>(a.getValue()).getInt();

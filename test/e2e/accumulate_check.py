@@ -98,6 +98,25 @@ def main():
     if not same:
         errors.append("CFTP accumulation differs from one stream")
 
+    # AutoMem: a plan that moves activations to a slow tier (fast memory at
+    # 60% of the activations) accumulates bit-identically, copying every
+    # micro-batch.
+    sys.path.insert(0, os.path.join(ROOT, "models"))
+    from step_description import description
+    libdir = os.path.join(a.bin, "..", "lib")
+    act = description(w("adamw4.so"), libdir)["memory_plan"]["tiers"][0]["arena_bytes"]["act"]
+    run([os.path.join(a.bin, "hc-compile"), w("m.onnx"), "--batch", "4", "--optimizer", "adamw",
+         "--lr", "1e-3", "--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001",
+         "-o", w("mem.so")])
+    _, mm = train("mem.so", "mem", ["--accumulate", "2"])
+    mem = read_safetensors(w("mem.safetensors"))
+    same = all(np.array_equal(mem[k], one[k]) for k in one)
+    copied = [m.get("copy_mb", 0) for m in mm]
+    print("AutoMem (fast memory 60%% of the activations) x accumulate 2: parameters %s, "
+          "%s MB copied per step" % ("bit-identical" if same else "DIFFER", copied))
+    if not same or min(copied) <= 0:
+        errors.append("AutoMem accumulation: same %s, copies %s" % (same, copied))
+
     # Resume between optimizer steps: bit-identical.
     ck = ["--accumulate", "2", "--ckpt-dir", w("ck")]
     train("adamw4.so", "r1", ck, steps=2)

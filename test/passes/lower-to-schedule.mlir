@@ -17,7 +17,11 @@
 // CHECK: hcs.call "mse_loss"
 // CHECK: hcs.call "linear_grad_weight"({{.*}}) -> (%[[GW:[0-9]+]])
 // CHECK: hcs.call "reduce_sum"({{.*}}) -> (%[[GB:[0-9]+]])
+// The bucket joins its accumulator (one micro-batch as compiled: the
+// hyperparameters micro_batch 0 of micro_batches 1) before its all-reduce.
 // CHECK: %[[BUCKET:.*]] = hcs.buffer "grad" {offset = 0 : i64} : memref<32xf32>
+// CHECK-NEXT: %[[ACC:.*]] = hcs.buffer "accum" {offset = 0 : i64} : memref<32xf32>
+// CHECK-NEXT: hcs.call "grad_accumulate"(%[[BUCKET]], %[[ACC]]) -> (%[[BUCKET]], %[[ACC]]) {micro_batch = 0.000000e+00 : f64, micro_batches = 1.000000e+00 : f64}
 // CHECK-NEXT: %[[TOK:.*]] = hcs.allreduce_start %[[BUCKET]] {bucket_id = 0 : i64}
 // Clipping by global norm between the wait and the optimizer, in place on
 // the flat gradients, off as compiled (max_grad_norm 0, a hyperparameter);
@@ -32,9 +36,13 @@
 // Small buckets: one per gradient, each started right after its producer.
 // BUCKETS: hcs.call "linear_grad_weight"
 // BUCKETS-NEXT: hcs.buffer "grad" {offset = 0 : i64} : memref<16xf32>
+// BUCKETS-NEXT: hcs.buffer "accum" {offset = 0 : i64} : memref<16xf32>
+// BUCKETS-NEXT: hcs.call "grad_accumulate"
 // BUCKETS-NEXT: hcs.allreduce_start {{.*}} {bucket_id = 0 : i64}
 // BUCKETS: hcs.call "reduce_sum"
 // BUCKETS-NEXT: hcs.buffer "grad" {offset = 64 : i64} : memref<16xf32>
+// BUCKETS-NEXT: hcs.buffer "accum" {offset = 64 : i64} : memref<16xf32>
+// BUCKETS-NEXT: hcs.call "grad_accumulate"
 // BUCKETS-NEXT: hcs.allreduce_start {{.*}} {bucket_id = 1 : i64}
 // BUCKETS: hcs.wait
 // BUCKETS-NEXT: hcs.wait

@@ -532,7 +532,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
   llvm::json::Object arenas;
   int64_t accumulatorBytes = 0;
   for (NamedAttribute a : arenaBytes) {
-    if (a.getName() == "accum")
+    if (hs::isOnDemandArena(a.getName()))
       accumulatorBytes = cast<IntegerAttr>(a.getValue()).getInt();
     else
       arenas[a.getName().str()] = cast<IntegerAttr>(a.getValue()).getInt();

@@ -55,6 +55,31 @@ struct hc_step {
 
 namespace {
 
+// The plan's slices of the allocated arenas (or of arena `only`), zeroed by
+// the clusters that own them: first touch puts each slice on its home node;
+// then the padding past the plan.
+void firstTouch(hc_step *s, int only) {
+  const size_t n = sizeof(kTouch) / sizeof(kTouch[0]);
+  const int32_t local = s->env.rank % kRanksPerNode;
+  std::vector<hcrt_touch_slice> touch;
+  for (size_t i = 0; i < n; ++i) {
+    const int a = kTouch[i].arena;
+    if (kArenaBytes[a] == 0 || !s->arena[a] || (only >= 0 && a != only))
+      continue;  // not in memory (the disk tier's arena, the accumulator)
+    touch.push_back(kTouch[i]);
+    touch.back().numa = sizeof(kTouchNuma) / sizeof(kTouchNuma[0]) >= n * kRanksPerNode
+                            ? kTouchNuma[i * kRanksPerNode + local] : -1;
+  }
+  hcrt_first_touch(s->arena, touch.data(), static_cast<int32_t>(touch.size()));
+  for (int a = 0; a < kNumArenas; ++a) {
+    if (!s->arena[a] || (only >= 0 && a != only))
+      continue;
+    const size_t page = HCRT_PLACEMENT_PAGE;
+    size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
+    std::memset(s->arena[a] + kArenaBytes[a], 0, bytes - kArenaBytes[a]);
+  }
+}
+
 hc_step *create(const hc_step_env *env, char *error, size_t size) {
   hc_step *s = new (std::nothrow) hc_step();
   if (!s) {
@@ -93,26 +118,7 @@ hc_step *create(const hc_step_env *env, char *error, size_t size) {
       return nullptr;
     }
   }
-  {
-    const size_t n = sizeof(kTouch) / sizeof(kTouch[0]);
-    const int32_t local = env->rank % kRanksPerNode;
-    std::vector<hcrt_touch_slice> touch;
-    for (size_t i = 0; i < n; ++i) {
-      if (kArenaBytes[kTouch[i].arena] == 0 || !s->arena[kTouch[i].arena])
-        continue;  // not in memory (the disk tier's arena, the accumulator)
-      touch.push_back(kTouch[i]);
-      touch.back().numa = sizeof(kTouchNuma) / sizeof(kTouchNuma[0]) >= n * kRanksPerNode
-                              ? kTouchNuma[i * kRanksPerNode + local] : -1;
-    }
-    hcrt_first_touch(s->arena, touch.data(), static_cast<int32_t>(touch.size()));
-    for (int a = 0; a < kNumArenas; ++a) {  // the padding past the plan
-      if (!s->arena[a])
-        continue;
-      const size_t page = HCRT_PLACEMENT_PAGE;
-      size_t bytes = (static_cast<size_t>(kArenaBytes[a]) + 127 + page - 1) / page * page;
-      std::memset(s->arena[a] + kArenaBytes[a], 0, bytes - kArenaBytes[a]);
-    }
-  }
+  firstTouch(s, -1);
   s->tensors.resize(sizeof(kDescs) / sizeof(kDescs[0]));
   for (size_t i = 0; i < s->tensors.size(); ++i) {
     const Desc &d = kDescs[i];
@@ -181,8 +187,8 @@ bool allocateAccumulator(hc_step *s) {
                   "cannot allocate %zu bytes for the gradient accumulator", bytes);
     return false;
   }
-  std::memset(a, 0, bytes);
   s->arena[kAccumArena] = a;
+  firstTouch(s, kAccumArena);  // zeroed, each slice on its owner's node
   for (size_t i = 0; i < s->tensors.size(); ++i)
     if (kDescs[i].arena == kAccumArena)
       s->tensors[i].data = a + kDescs[i].byte_offset;

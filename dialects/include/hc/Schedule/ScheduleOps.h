@@ -55,6 +55,9 @@ inline constexpr int kNumArenas = 8;
 inline bool isLivenessArena(llvm::StringRef arena) {
   return arena == "act" || arena == "offload";
 }
+// Arenas the step allocates only when the host asks for them ("accum":
+// gradient accumulation): not part of a memory budget's resident bytes.
+inline bool isOnDemandArena(llvm::StringRef arena) { return arena == "accum"; }
 // An op's accesses (empty for ops without AccessOpInterface, which touch
 // nothing: buffer, view, input, constant, cluster_wait).
 llvm::SmallVector<Access, 4> accessesOf(mlir::Operation *op);
