@@ -114,6 +114,20 @@ def permutation(seed, epoch, n):
 SQRT_AB, SQRT_1MAB = diffusion.q_coefficients()
 
 
+def draw_t_eps(seed, step, g, d):
+    """Sample g's timestep and its d noise values (Box-Muller over pairs)."""
+    t = min(int(uniform01(seed, step, g, OP_T, 0) * 1000), 999)
+    eps = np.empty(d, np.float32)
+    for k in range(0, d, 2):
+        u1 = uniform01(seed, step, g, OP_EPS, k)
+        u2 = uniform01(seed, step, g, OP_EPS, k + 1)
+        rad = math.sqrt(-2.0 * math.log(1.0 - u1))
+        eps[k] = np.float32(rad * math.cos(2 * math.pi * u2))
+        if k + 1 < d:
+            eps[k + 1] = np.float32(rad * math.sin(2 * math.pi * u2))
+    return t, eps
+
+
 def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class, hflip=False, flips=None,
                  x0s=None):
     """Global batch of step `step` (0-based): x_t, t, y, eps as hc-run must
@@ -127,15 +141,7 @@ def sample_batch(seed, step, images, labels, gbatch, drop_p, null_class, hflip=F
     for g in range(gbatch):
         pos = step * gbatch + g
         row = permutation(seed, pos // per_epoch, n)[pos % per_epoch]
-        t = min(int(uniform01(seed, step, g, OP_T, 0) * 1000), 999)
-        eps = np.empty(d, np.float32)
-        for k in range(0, d, 2):
-            u1 = uniform01(seed, step, g, OP_EPS, k)
-            u2 = uniform01(seed, step, g, OP_EPS, k + 1)
-            rad = math.sqrt(-2.0 * math.log(1.0 - u1))
-            eps[k] = np.float32(rad * math.cos(2 * math.pi * u2))
-            if k + 1 < d:
-                eps[k + 1] = np.float32(rad * math.sin(2 * math.pi * u2))
+        t, eps = draw_t_eps(seed, step, g, d)
         x0 = images[row]
         flip = hflip and uniform01(seed, step, g, OP_FLIP, 0) < 0.5
         if flips is not None:
@@ -164,15 +170,7 @@ def validation_batch(images, labels, first, count, null_class):
     d = images[0].size
     xs, ts, ys, es = [], [], [], []
     for j in range(first, first + count):
-        t = min(int(uniform01(VAL_SEED, VAL_STEP, j, OP_T, 0) * 1000), 999)
-        eps = np.empty(d, np.float32)
-        for k in range(0, d, 2):
-            u1 = uniform01(VAL_SEED, VAL_STEP, j, OP_EPS, k)
-            u2 = uniform01(VAL_SEED, VAL_STEP, j, OP_EPS, k + 1)
-            rad = math.sqrt(-2.0 * math.log(1.0 - u1))
-            eps[k] = np.float32(rad * math.cos(2 * math.pi * u2))
-            if k + 1 < d:
-                eps[k + 1] = np.float32(rad * math.sin(2 * math.pi * u2))
+        t, eps = draw_t_eps(VAL_SEED, VAL_STEP, j, d)
         x0 = images[j].reshape(d)
         xs.append((np.float32(SQRT_AB[t]) * x0 + np.float32(SQRT_1MAB[t]) * eps).astype(np.float32))
         ts.append(t)

@@ -219,6 +219,7 @@ int main(int argc, char **argv) {
   hc::ImportedModel model;
   options.path = input;
   options.userFrozen = pipeline.freeze;
+  options.allowSharedParams = pipeline.allowSharedParams;
   bool unsupported = false;
   if (!hc::importOnnx(context, options, model, error, &unsupported)) {
     std::fprintf(stderr, "hc-compile: %s\n", error.c_str());

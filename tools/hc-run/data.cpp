@@ -213,4 +213,31 @@ int64_t labelAt(const MappedNpy &l, int64_t i) {
   return reinterpret_cast<const uint8_t *>(l.data())[i];
 }
 
+BatchBuffers::BatchBuffers(const Description &d, const Plan &plan, int64_t batch)
+    : plan_(plan), d_(plan.sampleElems), xt_(batch * d_), noise_(batch * d_),
+      xStart_(plan.xStart >= 0 ? batch * d_ : 0), t64_(batch), y64_(batch), t32_(batch),
+      y32_(batch), ptrs_(d.inputs.size()) {
+  ptrs_[plan.xt] = xt_.data();
+  ptrs_[plan.noise] = noise_.data();
+  if (plan.xStart >= 0)
+    ptrs_[plan.xStart] = xStart_.data();
+  ptrs_[plan.t] = d.inputs[plan.t].dtype == "I32" ? static_cast<const void *>(t32_.data())
+                                                 : t64_.data();
+  if (plan.y >= 0)
+    ptrs_[plan.y] = d.inputs[plan.y].dtype == "I32" ? static_cast<const void *>(y32_.data())
+                                                   : y64_.data();
+}
+
+void BatchBuffers::fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
+                        uint64_t g, const float *x0, int64_t label, double dropProb,
+                        std::size_t flipWidth) {
+  Sample smp = makeSample(sched, seed, step, g, x0, d_, label, dropProb, plan_.nullClass,
+                          &xt_[b * d_], &noise_[b * d_], flipWidth,
+                          plan_.xStart >= 0 ? &xStart_[b * d_] : nullptr);
+  t64_[b] = smp.t;
+  t32_[b] = static_cast<int32_t>(smp.t);
+  y64_[b] = smp.y;
+  y32_[b] = static_cast<int32_t>(smp.y);
+}
+
 } // namespace hcrun

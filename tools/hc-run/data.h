@@ -122,6 +122,27 @@ Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                   double dropProb, int64_t nullClass, float *xt, float *eps,
                   std::size_t flipWidth = 0, float *x0Out = nullptr);
 
+// One rank's inputs of a training graph for B samples, in the description's
+// order (`ptrs`): x_t, noise, x_start (where the graph has it), t and y as
+// the graph's int64 or int32. fill(b, ...) draws sample b into them.
+struct Description;
+class BatchBuffers {
+public:
+  BatchBuffers(const Description &d, const Plan &plan, int64_t batch);
+  // makeSample() for slot b; the label as given (dropout applies).
+  void fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
+            uint64_t g, const float *x0, int64_t label, double dropProb, std::size_t flipWidth);
+  const void *const *ptrs() const { return ptrs_.data(); }
+
+private:
+  const Plan &plan_;
+  std::size_t d_;
+  std::vector<float> xt_, noise_, xStart_;
+  std::vector<int64_t> t64_, y64_;
+  std::vector<int32_t> t32_, y32_;
+  std::vector<const void *> ptrs_;
+};
+
 } // namespace hcrun
 
 #endif // HC_RUN_DATA_H

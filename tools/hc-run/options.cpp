@@ -197,12 +197,18 @@ int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo,
                v + "'");
   return x;
 }
-double parseDecay(const std::string &flag, const std::string &v) {
+// A number in [lo, hi] (hiOpen: [lo, hi)); `what` names it in the error,
+// e.g. "a decay in [0, 1)". NaN and infinities are refused by the range.
+double parseNumber(const std::string &flag, const std::string &v, double lo, double hi,
+                   bool hiOpen, const char *what) {
   char *end = nullptr;
   double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !(x >= 0 && x < 1))
-    usageError(flag + " needs a decay in [0, 1), got '" + v + "'");
+  if (v.empty() || *end != '\0' || !(x >= lo && (hiOpen ? x < hi : x <= hi)))
+    usageError(flag + " needs " + what + ", got '" + v + "'");
   return x;
+}
+double parseDecay(const std::string &flag, const std::string &v) {
+  return parseNumber(flag, v, 0, 1, true, "a decay in [0, 1)");
 }
 } // namespace
 
@@ -278,12 +284,7 @@ Options parseOptions(int argc, char **argv) {
       o.numClasses = parseInt(a, next(), 1, "a number of classes");
       trainOnly.push_back(a);
     } else if (a == "--class-dropout") {
-      std::string v = next();
-      char *end = nullptr;
-      double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(x >= 0 && x < 1))
-        usageError("--class-dropout needs a probability in [0, 1), got '" + v + "'");
-      o.classDropout = x;
+      o.classDropout = parseNumber(a, next(), 0, 1, true, "a probability in [0, 1)");
       trainOnly.push_back(a);
     } else if (a == "--accumulate") {
       o.accumulate = parseInt(a, next(), 1, "a number of micro-batches");
@@ -321,12 +322,8 @@ Options parseOptions(int argc, char **argv) {
       o.checkpointOnGiven = true;
       trainOnly.push_back(a);
     } else if (a == "--checkpoint-grace") {
-      std::string v = next();
-      char *end = nullptr;
-      double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(x >= 0 && x <= 86400 * 7))
-        usageError("--checkpoint-grace needs seconds (0 to 604800), got '" + v + "'");
-      o.preemption.graceSeconds = x;
+      o.preemption.graceSeconds =
+          parseNumber(a, next(), 0, 86400 * 7, false, "seconds (0 to 604800)");
       o.checkpointOnGiven = true;
       trainOnly.push_back(a);
     } else if (a == "--allow-data-change") {
@@ -336,18 +333,9 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--lr-schedule") {
       o.schedule.kind = parseLrScheduleKind(a, next());
     } else if (a == "--clip-grad-norm") {
-      std::string v = next();
-      char *end = nullptr;
-      double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(x > 0 && x < 1e30))
-        usageError(a + " needs a norm > 0, got '" + v + "'");
-      o.schedule.clipGradNorm = x;
+      o.schedule.clipGradNorm = parseNumber(a, next(), 1e-30, 1e30, true, "a norm > 0");
     } else if (a == "--lr" || a == "--min-lr" || a == "--weight-decay") {
-      std::string v = next();
-      char *end = nullptr;
-      double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(x >= 0 && x < 1e6))
-        usageError(a + " needs a number >= 0, got '" + v + "'");
+      const double x = parseNumber(a, next(), 0, 1e6, true, "a number >= 0");
       (a == "--lr" ? o.schedule.lr : a == "--min-lr" ? o.schedule.minLr
                                                      : o.schedule.weightDecay) = x;
       if (a == "--min-lr")
@@ -375,12 +363,7 @@ Options parseOptions(int argc, char **argv) {
       noValue();
       o.checkFinite = true;
     } else if (a == "--progress-every") {
-      std::string v = next();
-      char *end = nullptr;
-      double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(x >= 1 && x <= 86400))
-        usageError("--progress-every needs seconds (1 to 86400), got '" + v + "'");
-      o.progressEvery = x;
+      o.progressEvery = parseNumber(a, next(), 1, 86400, false, "seconds (1 to 86400)");
       trainOnly.push_back(a);
     } else if (a == "--progress" || a == "--no-progress") {
       noValue();

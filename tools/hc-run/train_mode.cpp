@@ -440,19 +440,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
 
   // Per-rank input buffers, in the description's order.
   const std::size_t D = plan.sampleElems;
-  std::vector<float> xt(B * D), noise(B * D), xStart(plan.xStart >= 0 ? B * D : 0);
-  std::vector<int64_t> t64(B), y64(B);
-  std::vector<int32_t> t32(B), y32(B);
-  std::vector<const void *> ptrs(d.inputs.size());
-  ptrs[plan.xt] = xt.data();
-  ptrs[plan.noise] = noise.data();
-  if (plan.xStart >= 0)
-    ptrs[plan.xStart] = xStart.data();
-  bool t32In = d.inputs[plan.t].dtype == "I32";
-  ptrs[plan.t] = t32In ? static_cast<const void *>(t32.data()) : t64.data();
-  bool y32In = plan.y >= 0 && d.inputs[plan.y].dtype == "I32";
-  if (plan.y >= 0)
-    ptrs[plan.y] = y32In ? static_cast<const void *>(y32.data()) : y64.data();
+  BatchBuffers batch(d, plan, B);
 
   EpochSampler sampler(seed, plan.n, G);
   DiffusionSchedule sched;
@@ -505,6 +493,17 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   int64_t window = 0;
   int64_t lastCheckpoint = first;  // the newest checkpoint's step on disk
   Progress progress(r == 0 && opt.progress != 0, bar, opt.progressEvery, first, opt.steps);
+  // Rank 0: one metrics line, and its numbers as TensorBoard scalars.
+  auto record = [&](int64_t done, const nlohmann::ordered_json &m) {
+    const std::string line = m.dump() + "\n";
+    if (metrics && (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0))
+      comm.fail(1, "--metrics " + opt.metrics + ": write failed");
+    try {
+      tensorboard.scalars(done, tensorboardScalars(m));
+    } catch (const Error &e) {
+      comm.fail(e.code, e.what());
+    }
+  };
   auto stopFor = [&](int sig, int64_t done, bool abandoned) {
     if (bar)
       std::printf("\n");
@@ -550,17 +549,9 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                              " at element " + std::to_string(i) + " (found building "
                              "the batch of step " + std::to_string(s + 1) + ")");
         int64_t label = opt.labels.empty() ? plan.nullClass : labelAt(labels, row);
-        Sample smp = makeSample(sched, seed, static_cast<uint64_t>(s),
-                                static_cast<uint64_t>(g), x0, D, label,
-                                opt.labels.empty() ? 0.0 : plan.dropProb,
-                                plan.nullClass, &xt[b * D], &noise[b * D],
-                                opt.hflip ? static_cast<std::size_t>(plan.chw.back())
-                                          : 0,
-                                plan.xStart >= 0 ? &xStart[b * D] : nullptr);
-        t64[b] = smp.t;
-        t32[b] = static_cast<int32_t>(smp.t);
-        y64[b] = smp.y;
-        y32[b] = static_cast<int32_t>(smp.y);
+        batch.fill(b, sched, seed, static_cast<uint64_t>(s), static_cast<uint64_t>(g), x0,
+                   label, opt.labels.empty() ? 0.0 : plan.dropProb,
+                   opt.hflip ? static_cast<std::size_t>(plan.chw.back()) : 0);
       }
       try {
         if (m == 0) {
@@ -569,7 +560,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         }
         if (K > 1)
           ctx->setHyperparameter("micro_batch", static_cast<double>(m));
-        loss = ctx->step(ptrs.data(), s + 1, &stopped);
+        loss = ctx->step(batch.ptrs(), s + 1, &stopped);
         if (!stopped && m == K - 1)
           gradNorm = ctx->gradNorm();
       } catch (const Error &e) {
@@ -631,14 +622,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         if (std::isfinite(v.ema))
           m["val_loss_ema"] = v.ema;
         m["val_samples"] = validation.samples();
-        const std::string line = m.dump() + "\n";
-        if (metrics && (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0))
-          comm.fail(1, "--metrics " + opt.metrics + ": write failed");
-        try {
-          tensorboard.scalars(done, tensorboardScalars(m));
-        } catch (const Error &e) {
-          comm.fail(e.code, e.what());
-        }
+        record(done, m);
       }
     }
     const bool log = done % opt.logEvery == 0 || done == opt.steps;
@@ -708,14 +692,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         const nlohmann::ordered_json split = profiler.window(*ctx);
         for (auto &[key, value] : split.items())
           m[key] = value;
-        std::string line = m.dump() + "\n";
-        if (metrics && (std::fputs(line.c_str(), metrics) < 0 || std::fflush(metrics) != 0))
-          comm.fail(1, "--metrics " + opt.metrics + ": write failed");
-        try {
-          tensorboard.scalars(done, tensorboardScalars(m));
-        } catch (const Error &e) {
-          comm.fail(e.code, e.what());
-        }
+        record(done, m);
       }
     }
     windowLoss = 0;

@@ -56,39 +56,19 @@ void Validation::open(const Options &opt, const StepLibrary &lib, const Plan &pl
 }
 
 double Validation::evaluate(const StepLibrary &lib, StepContext &ctx, hc::rt::Comm &comm) {
-  const Description &d = lib.desc;
   const std::size_t D = plan_.sampleElems;
-  const int64_t B = batch_;
-  std::vector<float> xt(B * D), noise(B * D), xStart(plan_.xStart >= 0 ? B * D : 0);
-  std::vector<int64_t> t64(B), y64(B);
-  std::vector<int32_t> t32(B), y32(B);
-  std::vector<const void *> ptrs(d.inputs.size());
-  ptrs[plan_.xt] = xt.data();
-  ptrs[plan_.noise] = noise.data();
-  if (plan_.xStart >= 0)
-    ptrs[plan_.xStart] = xStart.data();
-  ptrs[plan_.t] = d.inputs[plan_.t].dtype == "I32" ? static_cast<const void *>(t32.data())
-                                                  : t64.data();
-  if (plan_.y >= 0)
-    ptrs[plan_.y] = d.inputs[plan_.y].dtype == "I32" ? static_cast<const void *>(y32.data())
-                                                    : y64.data();
+  BatchBuffers batch(lib.desc, plan_, batch_);
   double sum = 0;
   for (int64_t k = 0; k < batches_; ++k) {
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t j = k * globalBatch_ + comm.rank() * B + b;
+    for (int64_t b = 0; b < batch_; ++b) {
+      const int64_t j = k * globalBatch_ + comm.rank() * batch_ + b;
       const float *x0 = reinterpret_cast<const float *>(images_.data()) +
                         static_cast<std::size_t>(j) * D;
       const int64_t label = labels_.path().empty() ? plan_.nullClass : labelAt(labels_, j);
-      Sample smp = makeSample(sched_, kValidationSeed, kValidationStep,
-                              static_cast<uint64_t>(j), x0, D, label, 0.0, plan_.nullClass,
-                              &xt[b * D], &noise[b * D], 0,
-                              plan_.xStart >= 0 ? &xStart[b * D] : nullptr);
-      t64[b] = smp.t;
-      t32[b] = static_cast<int32_t>(smp.t);
-      y64[b] = smp.y;
-      y32[b] = static_cast<int32_t>(smp.y);
+      batch.fill(b, sched_, kValidationSeed, kValidationStep, static_cast<uint64_t>(j), x0,
+                 label, 0.0, 0);
     }
-    sum += ctx.evaluate(ptrs.data());
+    sum += ctx.evaluate(batch.ptrs());
   }
   double total[1] = {sum};
   if (comm.size() > 1 && !comm.allreduceSumF64(total, 1))

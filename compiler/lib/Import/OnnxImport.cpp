@@ -5,6 +5,7 @@
 #include "HcDomain.h"
 #include "LibonnxGuards.h"
 #include "OpsetSchemas.h"
+#include "TiedWeights.h"
 #include "TrainingInfo.h"
 #include "hc/Compiler/Pipeline.h"
 
@@ -102,6 +103,7 @@ private:
   void checkOpsets();
   void checkStructure();
   void checkInitializer(const onnx::TensorProto &t);
+  void refuseMergedWeights();
   const float *initializerData(const onnx::TensorProto &t);
   const float *mapExternal(const onnx::TensorProto &t);
   std::map<std::string, const float *> external;
@@ -658,6 +660,7 @@ void Importer::run() {
   if (model().training_info_size() > 0)
     applyTrainingInfo();
   refuseUnnamedDynamoWeights();
+  refuseMergedWeights();
   exportConstants = hc::import::torchExportConstants(model());
   bool folded = false;
   for (const auto &t : model().graph().initializer())
@@ -673,6 +676,24 @@ void Importer::run() {
     recordTrainingInfo();
   warnLooksFrozen();
   out.storage = storage;
+}
+
+// An eval-mode export with constant folding merged parameters that held
+// equal values (TiedWeights.h): the file would train a tied model.
+void Importer::refuseMergedWeights() {
+  if (options.allowSharedParams)
+    return;
+  const std::string m = hc::import::mergedInitializer(model());
+  if (m.empty())
+    return;
+  const size_t a = m.find('|'), b = m.find('|', a + 1);
+  fileError("initializer '" + m.substr(0, a) + "' is also used by node '" +
+            m.substr(a + 1, b - a - 1) + "', whose module's own '" + m.substr(b + 1) +
+            "' is not in the file: the exporter merged parameters that held equal "
+            "values (an eval-mode export with constant folding), so training would tie "
+            "them; export with torch.onnx.export(..., training=torch.onnx.TrainingMode."
+            "TRAINING, do_constant_folding=False) (models/export_dit.py does), or pass "
+            "--allow-shared-params if the model ties them on purpose");
 }
 
 // An optimized dynamo export (unnamed folded weights) is refused, naming

@@ -18,6 +18,11 @@ namespace hc {
 const char *pipelineFlagsHelp() {
   return R"(  --no-fuse        skip the fusion passes (the IR stays as the exporter
                    decomposed it)
+  --allow-shared-params  train a parameter that two modules share (tied on
+                   purpose); without it such an initializer, where the other
+                   module's own parameter is missing from the file, is
+                   refused: an eval-mode export with constant folding merged
+                   parameters that merely held equal values
   --fuse-gemm-epilogues  after autodiff, run GELU and its gradient in the
                    GEMMs' epilogues (linear_gelu, linear_grad_input_gelu).
                    Off by default: measured slower than the GEMM plus the
@@ -172,6 +177,10 @@ int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &o,
   }
   if (arg == "--fuse-gemm-epilogues" && !inlineValue) {
     o.fuseGemmEpilogues = true;
+    return 1;
+  }
+  if (arg == "--allow-shared-params" && !inlineValue) {
+    o.allowSharedParams = true;
     return 1;
   }
   // Every flag that takes a value; `machine` ones do not change the

@@ -21,6 +21,10 @@ struct ImportOptions {
   // Parameters the user freezes (hc-compile --freeze): the importer's
   // "looks frozen" warnings skip them.
   std::vector<std::string> userFrozen;
+  // hc-compile --allow-shared-params: a model that ties parameters on
+  // purpose (else an initializer used by two modules of which one lacks its
+  // own parameter is refused: an exporter merged equal tensors).
+  bool allowSharedParams = false;
 };
 
 // An initializer's values, viewed in place (in the protobuf or a memory-mapped

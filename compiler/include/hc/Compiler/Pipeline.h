@@ -43,6 +43,7 @@ struct PipelineOptions {
   int64_t bucketBytes = bucketBytesForLink(kDefaultLink);
   bool bucketGiven = false, linkGiven = false;
   std::vector<std::string> freeze;  // beyond the model's own frozen set
+  bool allowSharedParams = false;   // --allow-shared-params (the importer's)
   std::string optimizer = "adamw";  // adamw | adam | sgd
   // Adam (ONNX): R, alpha, beta, epsilon, norm_coefficient(_post).
   double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.0,
