@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures (once) and builds hc into ${HC_BUILD_DIR:-build}. Used by
-# check.sh and demo.sh; safe to run by hand.
+# check.sh and demo.sh; safe to run by hand. Arguments are targets (e.g.
+# hc-compile hc-run: what the demo runs, without the test and sanitizer
+# builds); none builds everything.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${HC_BUILD_DIR:-$root/build}"
@@ -14,4 +16,8 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
     ${HC_CMAKE_ARGS:-} >/dev/null
 fi
-cmake --build "$build" -- -j"${HC_JOBS:-$(nproc)}"
+targets=()
+for t in "$@"; do
+  targets+=(--target "$t")
+done
+cmake --build "$build" "${targets[@]}" -- -j"${HC_JOBS:-$(nproc)}"

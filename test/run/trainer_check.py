@@ -134,6 +134,12 @@ def case_resume(env):
         p = train(env, "bad", 12, flags, ok=False)
         check(p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1,
               "%s: exit %d\n%s" % (flags, p.returncode, p.stderr))
+    # Pixels in [0, 255] train, with a warning (issue 51); [-1, 1] without.
+    np.save(env.path("pixels.npy"), (np.load(env.path("data.npy")) * 60 + 128).astype(np.float32))
+    p = env.ok(["toy_b4.so", "--data", "pixels.npy", "--steps", "1", "--no-progress"])
+    check("hc-run: warning: pixels.npy holds values up to" in p.stdout, "no [0, 255] warning:\n" +
+          p.stdout)
+    check("holds values up to" not in train(env, "plain", 1, []).stdout, "warning on [-1, 1] data")
     print("resume: stopped at step 4 of a 6-step warmup and resumed: all %d tensors bit-identical "
           "at step 12, rates equal; a changed schedule noted; 6 refusals" % len(a[0]))
 

@@ -61,6 +61,7 @@ struct Plan {
   int64_t nullClass = 0;
   double dropProb = 0;
   int64_t n = 0;
+  double dataMaxAbs = 0;  // over the first samples: pixels in [0, 255]?
 };
 
 // For a SIGBUS handler (async-signal-safe): the line to print when `addr`

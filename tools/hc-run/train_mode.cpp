@@ -162,6 +162,15 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
                ", the model trains on float32 [N," +
                shapeString(p.chw).substr(1));
   p.n = h.shape[0];
+  {
+    // Pixels in [0, 255] train, badly: DiT wants [-1, 1] (or latents).
+    const float *v = reinterpret_cast<const float *>(images.data());
+    const std::size_t look = std::min<std::size_t>(static_cast<std::size_t>(p.n), 64) *
+                             static_cast<std::size_t>(p.sampleElems);
+    for (std::size_t i = 0; i < look; ++i)
+      if (std::isfinite(v[i]))
+        p.dataMaxAbs = std::max(p.dataMaxAbs, static_cast<double>(std::fabs(v[i])));
+  }
   const int64_t G = R * d.batchPerRank * opt.accumulate;
   if (p.n < G)
     usageError(opt.data + ": " + std::to_string(p.n) + " samples are fewer "
@@ -471,6 +480,11 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                 plan.dropProb);
     if (schedule.given())
       std::printf("hc-run: learning rate: %s\n", schedule.describe().c_str());
+    if (plan.dataMaxAbs > 10)
+      std::printf("hc-run: warning: %s holds values up to %g in its first samples: DiT "
+                  "trains on pixels scaled to [-1, 1] (x / 127.5 - 1) or on VAE latents, "
+                  "so data in [0, 255] trains badly\n",
+                  opt.data.c_str(), plan.dataMaxAbs);
     if (first == opt.steps)
       std::printf("hc-run: the checkpoint is at --steps %lld already; nothing "
                   "to train\n", (long long)opt.steps);
