@@ -48,15 +48,16 @@ template <const GemmKernel &(*Base)()> struct Rounded {
   }
 };
 
-// -1: from the environment (HC_BF16_NATIVE=0 forces the emulation), else
-// the last hcrt_set_bf16_native.
+// -1: not decided yet: HC_BF16_NATIVE=1/0 from the environment, else
+// measured (vdpbf16ps only where it outruns the FMAs); then the last
+// hcrt_set_bf16_native.
 std::atomic<int32_t> gNative{-1};
 
 bool wantNative() {
   int32_t v = gNative.load(std::memory_order_relaxed);
   if (v < 0) {
     const char *e = std::getenv("HC_BF16_NATIVE");
-    v = !(e && std::atoi(e) == 0);
+    v = e && *e ? std::atoi(e) != 0 : hcrt_bf16_over_fma() > 1.0;
     gNative.store(v, std::memory_order_relaxed);
   }
   return v != 0;
@@ -93,7 +94,7 @@ void hc_gemm_bf16(const hc_sgemm_args *g, hc_threads threads) {
 int32_t hcrt_bf16_native(void) { return native() ? 1 : 0; }
 
 int32_t hcrt_set_bf16_native(int32_t on) {
-  gNative.store(on ? 1 : 0, std::memory_order_relaxed);
+  gNative.store(on < 0 ? -1 : on ? 1 : 0, std::memory_order_relaxed);
   return hcrt_bf16_native();
 }
 

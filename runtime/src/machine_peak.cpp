@@ -128,6 +128,26 @@ extern "C" double hcrt_bf16_peak_gflops(int32_t threads) {
   return runs[1];
 }
 
+extern "C" double hcrt_bf16_over_fma(void) {
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16")))
+    return 0;
+  // One thread, a few milliseconds; each loop's best of 3, interleaved so
+  // that a busy machine slows both alike.
+  const long fmaIters = 400000, dpIters = 160000;
+  double fma = 0, dp = 0;
+  std::atomic<double> sink{0};
+  for (int rep = 0; rep < 3; ++rep) {
+    auto t0 = Clock::now();
+    sink.store(fmaLoop512(fmaIters));
+    fma = std::max(fma, fmaIters * 12.0 * 16 * 2 / since(t0));
+    t0 = Clock::now();
+    sink.store(dpbf16Loop512(dpIters));
+    dp = std::max(dp, dpIters * 30.0 * 64.0 / since(t0));
+  }
+  return fma > 0 ? dp / fma : 0;
+}
+
 extern "C" double hcrt_triad_gbs(int32_t threads) {
   threads = std::max(threads, 1);
   const int64_t n = 16 << 20; // 64 MiB per array: well past any L3 here

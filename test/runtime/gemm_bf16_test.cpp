@@ -181,6 +181,27 @@ TEST(GemmBf16, NativePathWhereCpuHasIt) {
   SUCCEED();
 }
 
+TEST(GemmBf16, NativeOnlyWhereFasterThanTheFmas) {
+  // Undecided, without HC_BF16_NATIVE: vdpbf16ps only where one thread's
+  // bf16 dot products outrun its fp32 FMAs (2x on Zen 4/5, 0.5x on the
+  // Xeon of bench/results-device-anchors-spr16.txt).
+  const char *env = std::getenv("HC_BF16_NATIVE");
+  const std::string saved = env ? env : "";
+  unsetenv("HC_BF16_NATIVE");
+  IsaScope s(HC_ISA_AVX512);
+  const double ratio = hcrt_bf16_over_fma();
+  const int32_t chosen = hcrt_set_bf16_native(-1);
+  std::printf("bf16 dot / FMA rate on one thread: %.2f; vdpbf16ps chosen: %d\n", ratio, chosen);
+  if (hcrt_isa() != HC_ISA_AVX512 || ratio == 0)
+    EXPECT_EQ(chosen, 0);
+  else if (ratio > 1.2 || ratio < 0.8)  // clearly one side (a noisy ratio near 1 may go either way)
+    EXPECT_EQ(chosen, ratio > 1.0 ? 1 : 0);
+  EXPECT_EQ(hcrt_set_bf16_native(0), 0);
+  if (env)
+    setenv("HC_BF16_NATIVE", saved.c_str(), 1);
+  hcrt_set_bf16_native(1);
+}
+
 TEST(GemmBf16, ReferenceShapes) {
   Case c{29, 33, 47, 1, 0};
   c.ref = true;

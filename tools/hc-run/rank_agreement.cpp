@@ -3,6 +3,7 @@
 
 #include "hc/runtime/files.h"
 #include "hc/runtime/hcrt.h"
+#include "hc/runtime/kernels.h"
 
 #include <cstdio>
 
@@ -49,6 +50,10 @@ json fieldsOf(const Options &opt, const StepLibrary &lib, const DataFiles &files
   f["--labels (content)"] = files.labels;
   f["--hflip"] = opt.hflip ? "on" : "off";
   f["--accumulate"] = std::to_string(opt.accumulate);
+  // Where the library is bf16: the GEMM path this rank's CPU chose (each
+  // rounds its sums differently; ranks must run the same arithmetic).
+  if (d.raw.value("precision", std::string()) == "bf16")
+    f["the bf16 GEMM path"] = hcrt_bf16_native() ? "vdpbf16ps" : "emulated";
   f["--num-classes"] = std::to_string(opt.numClasses);
   f["--class-dropout"] = number(opt.classDropout);
   f["--val-data (content)"] = opt.valData.empty() ? "none" : identityOf("--val-data", opt.valData);

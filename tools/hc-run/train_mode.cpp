@@ -13,6 +13,7 @@
 #include "hc/runtime/checkpoint.h"
 #include "hc/runtime/copy_engine.h"
 #include "hc/runtime/files.h"
+#include "hc/runtime/kernels.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -480,6 +481,14 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                 plan.dropProb);
     if (schedule.given())
       std::printf("hc-run: learning rate: %s\n", schedule.describe().c_str());
+    if (d.raw.value("precision", std::string()) == "bf16")
+      std::printf("hc-run: bf16 GEMMs: %s\n",
+                  hcrt_bf16_native()
+                      ? "AVX512-BF16 vdpbf16ps (faster than the fp32 FMAs here)"
+                      : hcrt_bf16_over_fma() > 0
+                            ? "bf16-rounded operands on the fp32 FMAs (this CPU's vdpbf16ps "
+                              "is slower than its FMAs)"
+                            : "bf16-rounded operands on the fp32 FMAs (no AVX512-BF16)");
     if (plan.dataMaxAbs > 10)
       std::printf("hc-run: warning: %s holds values up to %g in its first samples: DiT "
                   "trains on pixels scaled to [-1, 1] (x / 127.5 - 1) or on VAE latents, "

@@ -83,6 +83,10 @@ double hcrt_fma_peak_gflops(int32_t threads, int32_t isa);
 // The same for bf16 dot products (vdpbf16ps, 2 FLOPs per bf16 pair
 // product and accumulate: 64 per zmm instruction); 0 without AVX512-BF16.
 double hcrt_bf16_peak_gflops(int32_t threads);
+// One thread's bf16 dot-product FLOP rate over its fp32 FMA rate (AVX-512),
+// measured now in a few milliseconds; 0 without AVX512-BF16. About 2 on
+// Zen 4/5, 0.5 on the Xeon measured in bench/results-device-anchors-spr16.txt.
+double hcrt_bf16_over_fma(void);
 double hcrt_triad_gbs(int32_t threads);
 
 // ---------------------------------------------------------------- GEMM ----
@@ -157,8 +161,13 @@ void hc_sgemm_ref(const hc_sgemm_args *args);
 // also treats bf16 denormals as zero) where CPUID has it and the AVX-512
 // path is in effect; elsewhere the rounded operands go through the fp32
 // kernel of hcrt_isa() (same rounding, float32 FMAs).
-// hcrt_set_bf16_native(0) forces that emulation (tests); it returns
-// whether the vdpbf16ps kernel is in use afterwards.
+// vdpbf16ps is used only where it is faster than the fp32 FMAs: measured
+// once per process (hcrt_bf16_over_fma() > 1); where it is slower (the
+// Xeon above: half the FMA rate) the emulation is the faster bf16 GEMM.
+// HC_BF16_NATIVE=1 or 0 in the environment, or hcrt_set_bf16_native(on),
+// decide instead (on < 0: decide again, the environment else measured);
+// hcrt_set_bf16_native returns whether the vdpbf16ps kernel is in use
+// afterwards.
 void hc_gemm_bf16(const hc_sgemm_args *args, hc_threads threads);
 // Reference of the same contract (single thread, double accumulation).
 void hc_gemm_bf16_ref(const hc_sgemm_args *args);
