@@ -5,7 +5,7 @@
 #include "HcDomain.h"
 #include "LibonnxGuards.h"
 #include "OpsetSchemas.h"
-#include "TiedWeights.h"
+#include "ExportChecks.h"
 #include "TrainingInfo.h"
 #include "hc/Compiler/Pipeline.h"
 
@@ -679,21 +679,13 @@ void Importer::run() {
 }
 
 // An eval-mode export with constant folding merged parameters that held
-// equal values (TiedWeights.h): the file would train a tied model.
+// equal values (ExportChecks.h): the file would train a tied model.
 void Importer::refuseMergedWeights() {
   if (options.allowSharedParams)
     return;
-  const std::string m = hc::import::mergedInitializer(model());
-  if (m.empty())
-    return;
-  const size_t a = m.find('|'), b = m.find('|', a + 1);
-  fileError("initializer '" + m.substr(0, a) + "' is also used by node '" +
-            m.substr(a + 1, b - a - 1) + "', whose module's own '" + m.substr(b + 1) +
-            "' is not in the file: the exporter merged parameters that held equal "
-            "values (an eval-mode export with constant folding), so training would tie "
-            "them; export with torch.onnx.export(..., training=torch.onnx.TrainingMode."
-            "TRAINING, do_constant_folding=False) (models/export_dit.py does), or pass "
-            "--allow-shared-params if the model ties them on purpose");
+  const std::string m = hc::import::mergedInitializerError(model());
+  if (!m.empty())
+    fileError(m);
 }
 
 // An optimized dynamo export (unnamed folded weights) is refused, naming
@@ -713,37 +705,6 @@ void Importer::refuseUnnamedDynamoWeights() {
               "OUT.onnx");
 }
 
-// A fixed sin-cos position table as DiT/MAE build it ([T, D] or [1, T, D]):
-// 2-D over a sqrt(T) x sqrt(T) grid (columns in the first half of the
-// channels, rows in the second, each half sin then cos) or 1-D over T.
-bool isSinCosTable(const ParamData &p) {
-  if (p.shape.size() < 2 || p.shape.size() > 3 ||
-      (p.shape.size() == 3 && p.shape[0] != 1))
-    return false;
-  const int64_t T = p.shape[p.shape.size() - 2], D = p.shape.back();
-  if (T < 2 || D < 4 || D % 2)
-    return false;
-  // [M] positions -> `half` sin then `half` cos channels at column `at`.
-  auto matches1d = [&](int64_t width, int64_t at, auto position) {
-    const int64_t half = width / 2;
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t k = 0; k < half; ++k) {
-        double angle = position(t) / std::pow(10000.0, double(k) / half);
-        const float *row = p.data + t * D + at;
-        if (std::abs(row[k] - std::sin(angle)) > 1e-5 ||
-            std::abs(row[half + k] - std::cos(angle)) > 1e-5)
-          return false;
-      }
-    return true;
-  };
-  const int64_t g = static_cast<int64_t>(std::llround(std::sqrt(double(T))));
-  if (g * g == T && D % 4 == 0 &&
-      matches1d(D / 2, 0, [&](int64_t t) { return double(t % g); }) &&
-      matches1d(D / 2, D / 2, [&](int64_t t) { return double(t / g); }))
-    return true;
-  return matches1d(D, 0, [](int64_t t) { return double(t); });
-}
-
 // ONNX does not record requires_grad: a plain export's fixed tensors look
 // trainable. Name the ones hc will train that look frozen (issue 26).
 void Importer::warnLooksFrozen() {
@@ -756,7 +717,7 @@ void Importer::warnLooksFrozen() {
     if (llvm::is_contained(options.userFrozen, n))
       continue;  // --freeze names it: frozen, as the warning would advise
     auto it = out.params.find(n);
-    if (it != out.params.end() && it->second.data && isSinCosTable(it->second))
+    if (it != out.params.end() && it->second.data && hc::import::isSinCosTable(it->second))
       out.warnings.push_back(
           options.path + ": parameter '" + n +
           "' is a fixed sin-cos position table, which DiT does not train, "

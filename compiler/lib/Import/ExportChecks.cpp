@@ -1,5 +1,7 @@
-// Merged initializers of an eval-mode export: see TiedWeights.h.
-#include "TiedWeights.h"
+// What an export's initializers show: see ExportChecks.h.
+#include "ExportChecks.h"
+
+#include <cmath>
 
 #include <set>
 #include <vector>
@@ -104,6 +106,48 @@ std::string mergedInitializer(const onnx::ModelProto &model) {
     }
   }
   return "";
+}
+
+std::string mergedInitializerError(const onnx::ModelProto &model) {
+  const std::string m = mergedInitializer(model);
+  if (m.empty())
+    return "";
+  const size_t a = m.find('|'), b = m.find('|', a + 1);
+  return "initializer '" + m.substr(0, a) + "' is also used by node '" +
+         m.substr(a + 1, b - a - 1) + "', whose module's own '" + m.substr(b + 1) +
+         "' is not in the file: the exporter merged parameters that held equal "
+         "values (an eval-mode export with constant folding), so training would tie "
+         "them; export with torch.onnx.export(..., training=torch.onnx.TrainingMode."
+         "TRAINING, do_constant_folding=False) (models/export_dit.py does), or pass "
+         "--allow-shared-params if the model ties them on purpose";
+}
+
+bool isSinCosTable(const ParamData &p) {
+  if (p.shape.size() < 2 || p.shape.size() > 3 ||
+      (p.shape.size() == 3 && p.shape[0] != 1))
+    return false;
+  const int64_t T = p.shape[p.shape.size() - 2], D = p.shape.back();
+  if (T < 2 || D < 4 || D % 2)
+    return false;
+  // [M] positions -> `half` sin then `half` cos channels at column `at`.
+  auto matches1d = [&](int64_t width, int64_t at, auto position) {
+    const int64_t half = width / 2;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t k = 0; k < half; ++k) {
+        double angle = position(t) / std::pow(10000.0, double(k) / half);
+        const float *row = p.data + t * D + at;
+        if (std::abs(row[k] - std::sin(angle)) > 1e-5 ||
+            std::abs(row[half + k] - std::cos(angle)) > 1e-5)
+          return false;
+      }
+    return true;
+  };
+  const int64_t g = static_cast<int64_t>(std::llround(std::sqrt(double(T))));
+  if (g * g == T && D % 4 == 0 &&
+      matches1d(D / 2, 0, [&](int64_t t) { return double(t % g); }) &&
+      matches1d(D / 2, D / 2, [&](int64_t t) { return double(t / g); }))
+    return true;
+  return matches1d(D, 0, [](int64_t t) { return double(t); });
 }
 
 } // namespace hc::import
