@@ -412,7 +412,7 @@ class StopGradient(torch.autograd.Function):
         return g.op("hc::StopGradient", x).setType(x.type())
 
 
-OBJECTIVES = ("mse", "mse+vlb")
+OBJECTIVES = ("mse", "mse+vlb", "flow")
 
 
 class DiTLoss(nn.Module):
@@ -431,8 +431,9 @@ class DiTLoss(nn.Module):
     def __init__(self, dit, in_channels=None, with_output=False, objective="mse",
                  stop_gradient=None):
         super().__init__()
-        if objective not in OBJECTIVES:
-            raise ValueError("unknown objective %r (expected %s)" % (objective, " or ".join(OBJECTIVES)))
+        if objective not in ("mse", "mse+vlb"):
+            raise ValueError("DiTLoss takes objective mse or mse+vlb, not %r (flow: FlowLoss)"
+                             % objective)
         if objective != "mse" and not dit.learn_sigma:
             raise ValueError("objective %s trains the variance: it needs learn_sigma" % objective)
         self.dit = dit
@@ -458,6 +459,46 @@ class UnconditionalLoss(DiTLoss):
 
     def forward(self, x_t, t, noise, x_start=None):
         return super().forward(x_t, t, None, noise, x_start)
+
+
+class FlowLoss(nn.Module):
+    """A flow-matching objective (models/transport.py, SiT's interpolants) as
+    exported: inputs x_t, t (float32 in [0, 1], t = 1 data), y and the
+    target (u_t for a velocity model, the noise x0 for noise and score);
+    loss = transport.Objective.loss of DiT(x_t, t, y)[:, :C]. The path's
+    coefficients and the loss weight are computed in the graph from t. With a
+    learned sigma (SiT's default) the extra channels are ignored, as SiT's
+    forward does."""
+
+    def __init__(self, dit, flow, in_channels=None, with_output=False):
+        super().__init__()
+        self.dit = dit
+        self.flow = flow
+        self.in_channels = dit.in_channels if in_channels is None else in_channels
+        self.with_output = with_output
+
+    def forward(self, x_t, t, y, target):
+        out = self.dit(x_t, t, y)
+        loss = self.flow.loss(out[:, :self.in_channels], t, target)
+        if self.with_output:
+            return loss, out
+        return loss
+
+
+class UnconditionalFlowLoss(FlowLoss):
+    def forward(self, x_t, t, target):
+        return super().forward(x_t, t, None, target)
+
+
+def loss_module(dit, objective="mse", flow=None, with_output=False, **kw):
+    """The exported training module of `dit` for an objective name (and, for
+    "flow", a transport.Objective)."""
+    conditional = dit.config["num_classes"] > 0
+    if objective == "flow":
+        cls = FlowLoss if conditional else UnconditionalFlowLoss
+        return cls(dit, flow, with_output=with_output)
+    cls = DiTLoss if conditional else UnconditionalLoss
+    return cls(dit, with_output=with_output, objective=objective, **kw)
 
 
 def objective_loss(out, in_channels, objective, stop_gradient, x_t, t, noise, x_start=None):

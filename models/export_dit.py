@@ -7,7 +7,9 @@ usage: /usr/bin/python3 models/export_dit.py --model DiT-S/2|tiny|...
            [--learn-sigma|--no-learn-sigma] [--opset 13|17] [--batch 2]
            [--dynamic-batch] [--init default|random] [--seed 0]
            [--with-output] [--class-dropout-prob 0.1] [--external-data|--no-external-data]
-           [--attention index|unbind|sdpa] [--objective mse|mse+vlb]
+           [--attention index|unbind|sdpa] [--objective mse|mse+vlb|flow]
+           [--path linear|gvp|vp] [--prediction velocity|noise|score]
+           [--loss-weight none|velocity|likelihood] [--train-eps E] [--sample-eps E]
            [--print-ops] [--quiet]
            [--training-info [--lr R] [--beta1 A] [--beta2 B] [--eps E]
             [--weight-decay C] [--weight-decay-post P]]
@@ -15,6 +17,8 @@ usage: /usr/bin/python3 models/export_dit.py --model DiT-S/2|tiny|...
 
 Graph inputs: x_t [B,C,H,W] f32, t [B] i64, y [B] i64, noise [B,C,H,W] f32,
 and with --objective mse+vlb x_start [B,C,H,W] f32 (the clean sample).
+--objective flow (SiT's interpolants, models/transport.py): x_t, t [B] f32 in
+[0, 1] (1 = data), y, target [B,C,H,W] f32 (u_t for velocity, else the noise).
 Outputs: loss (scalar f32) [, prediction [B,out_channels,H,W] f32].
 Parameters are initializers under their state_dict names; metadata_props hold
 hc.frozen (requires_grad=False parameters) and hc.dit_config (JSON).
@@ -38,12 +42,16 @@ import torch  # noqa: E402
 
 import dit as ditlib  # noqa: E402
 
+import transport  # noqa: E402
+
 INPUT_NAMES = ["x_t", "t", "y", "noise"]
+FLOW_INPUT_NAMES = ["x_t", "t", "y", "target"]
 VLB_INPUT = "x_start"  # the fifth input of --objective mse+vlb
 
 
 def input_names(objective, conditional=True):
-    names = INPUT_NAMES if conditional else [n for n in INPUT_NAMES if n != "y"]
+    names = FLOW_INPUT_NAMES if objective == "flow" else INPUT_NAMES
+    names = names if conditional else [n for n in names if n != "y"]
     return names + ([VLB_INPUT] if objective == "mse+vlb" else [])
 # Parameters past this many bytes go to an external data file (protobuf's
 # hard limit is 2 GB; DiT-XL/2 is ~2.7 GB).
@@ -55,6 +63,8 @@ LOSS_TEXT = {
     "mse+vlb": "mean((prediction[:, :in_channels] - noise)^2) + mean(vlb_bits("
                "stop_gradient(prediction[:, :in_channels]), prediction[:, in_channels:], "
                "x_start, x_t, t)) (models/diffusion.py vlb_terms)",
+    "flow": "models/transport.py Objective.loss(prediction[:, :in_channels], t, target) "
+            "(dit_config.flow: path, prediction, loss weight)",
 }
 
 
@@ -71,7 +81,8 @@ def parse_args(argv):
     ap.add_argument("--image-size", type=int, default=32)
     ap.add_argument("--in-channels", type=int, default=4)
     ap.add_argument("--num-classes", type=int, default=1000)
-    ap.add_argument("--learn-sigma", dest="learn_sigma", action="store_true", default=True)
+    ap.add_argument("--learn-sigma", dest="learn_sigma", action="store_true", default=None,
+                    help="(default, except with --objective flow)")
     ap.add_argument("--no-learn-sigma", dest="learn_sigma", action="store_false")
     ap.add_argument("--opset", type=int, default=13)
     ap.add_argument("--batch", type=int, default=2)
@@ -86,7 +97,18 @@ def parse_args(argv):
                          "(sdpa, torch 2's op; torch 1.13 gets its exporter decomposition)")
     ap.add_argument("--objective", default="mse", choices=ditlib.OBJECTIVES,
                     help="mse: eps MSE only; mse+vlb: DiT's full learned-sigma objective "
-                         "(MSE + variational bound with the mean stopped)")
+                         "(MSE + variational bound with the mean stopped); flow: SiT's "
+                         "flow matching (--path, --prediction, --loss-weight)")
+    ap.add_argument("--path", default="linear", choices=transport.PATHS,
+                    help="flow: the interpolant (linear = rectified flow)")
+    ap.add_argument("--prediction", default="velocity", choices=transport.PREDICTIONS,
+                    help="flow: what the model predicts")
+    ap.add_argument("--loss-weight", default="none", choices=transport.LOSS_WEIGHTS,
+                    help="flow: SiT's weight of the noise and score losses")
+    ap.add_argument("--train-eps", type=float, default=None,
+                    help="flow: SiT's train_eps (default: SiT's for the path and prediction)")
+    ap.add_argument("--sample-eps", type=float, default=None,
+                    help="flow: SiT's sample_eps (default: SiT's for the path and prediction)")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--external-data", dest="external_data", action="store_true", default=None,
                     help="weights in OUT.onnx.data (default: only past 1 GiB of parameters)")
@@ -126,7 +148,25 @@ def parse_args(argv):
         a.class_dropout_prob = 0.0  # no labels, nothing to drop
     if a.batch <= 0:
         ap.error("--batch must be positive, got %d" % a.batch)
-    if a.objective != "mse" and not a.learn_sigma:
+    flow_flags = [f for f, v, d in (("--path", a.path, "linear"),
+                                    ("--prediction", a.prediction, "velocity"),
+                                    ("--loss-weight", a.loss_weight, "none"),
+                                    ("--train-eps", a.train_eps, None),
+                                    ("--sample-eps", a.sample_eps, None)) if v != d]
+    a.flow = None
+    if a.objective == "flow":
+        try:
+            a.flow = transport.Objective(a.path, a.prediction, a.loss_weight, a.train_eps,
+                                         a.sample_eps)
+        except ValueError as e:
+            ap.error("--objective flow: %s" % e)
+        if a.learn_sigma is None:
+            a.learn_sigma = False  # a flow model has no variance to learn
+    elif flow_flags:
+        ap.error("%s applies to --objective flow only" % flow_flags[0])
+    if a.learn_sigma is None:
+        a.learn_sigma = True
+    if a.objective == "mse+vlb" and not a.learn_sigma:
         ap.error("--objective %s trains the variance: it needs --learn-sigma" % a.objective)
     if not 0.0 <= a.class_dropout_prob < 1.0:
         ap.error("--class-dropout-prob must be in [0, 1), got %g" % a.class_dropout_prob)
@@ -178,12 +218,15 @@ def example_inputs(model_cfg, batch, seed, objective="mse"):
     g.manual_seed(seed)
     c, s = model_cfg["in_channels"], model_cfg["image_size"]
     x_t = torch.randn(batch, c, s, s, generator=g)
-    t = torch.randint(0, 1000, (batch,), generator=g, dtype=torch.int64)
+    if objective == "flow":
+        t = torch.rand(batch, generator=g) * 0.8 + 0.1
+    else:
+        t = torch.randint(0, 1000, (batch,), generator=g, dtype=torch.int64)
     y = torch.randint(0, max(1, model_cfg["num_classes"]), (batch,), generator=g,
                       dtype=torch.int64)
     noise = torch.randn(batch, c, s, s, generator=g)
     lead = (x_t, t, y) if model_cfg["num_classes"] > 0 else (x_t, t)
-    if objective == "mse":
+    if objective in ("mse", "flow"):  # flow: the target, shaped like the noise
         return lead + (noise,)
     return lead + (noise, torch.rand(batch, c, s, s, generator=g) * 2 - 1)
 
@@ -191,7 +234,7 @@ def example_inputs(model_cfg, batch, seed, objective="mse"):
 def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=True,
            opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
            with_output=False, class_dropout_prob=0.1, output="out.onnx", external_data=None,
-           training=None, attention="index", objective="mse"):
+           training=None, attention="index", objective="mse", flow=None):
     """Export and check; returns (onnx.ModelProto, seconds). `training`: Adam
     hyper-parameters (onnx_training.add_training_info's keywords) to add the
     model's own training step, or None."""
@@ -203,11 +246,13 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
                           attention=attention)
     return export_module(dit, output, opset=opset, batch=batch, dynamic_batch=dynamic_batch,
                          init=init, seed=seed, with_output=with_output,
-                         external_data=external_data, training=training, objective=objective)
+                         external_data=external_data, training=training, objective=objective,
+                         flow=flow)
 
 
 def export_module(dit, output, opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
-                  with_output=False, external_data=None, training=None, objective="mse"):
+                  with_output=False, external_data=None, training=None, objective="mse",
+                  flow=None):
     """Export a DiT instance (models/dit.py's class, e.g. with weights loaded
     from a PyTorch checkpoint) with its objective; returns (onnx.ModelProto,
     seconds). `init`, `seed` are only recorded in the metadata."""
@@ -217,8 +262,9 @@ def export_module(dit, output, opset=13, batch=2, dynamic_batch=False, init="def
     t0 = time.time()
     in_channels, image_size = dit.in_channels, dit.config["image_size"]
     conditional = dit.config["num_classes"] > 0
-    loss_class = ditlib.DiTLoss if conditional else ditlib.UnconditionalLoss
-    module = loss_class(dit, in_channels, with_output=with_output, objective=objective)
+    if objective == "flow" and flow is None:
+        flow = transport.Objective()
+    module = ditlib.loss_module(dit, objective, flow, with_output=with_output)
     names = input_names(objective, conditional)
     args = example_inputs(dit.config, batch, seed, objective)
     output_names = ["loss"] + (["prediction"] if with_output else [])
@@ -242,7 +288,8 @@ def export_module(dit, output, opset=13, batch=2, dynamic_batch=False, init="def
     if external_data is None:
         external_data = param_bytes > EXTERNAL_DATA_THRESHOLD
     return _finish(m, module, dit, output, opset, init, seed, in_channels, image_size,
-                   batch, dynamic_batch, with_output, external_data, t0, training, objective)
+                   batch, dynamic_batch, with_output, external_data, t0, training, objective,
+                   flow)
 
 
 def _torch_export(module, args, path, opset, input_names, output_names, dynamic_axes):
@@ -263,7 +310,8 @@ def _torch_export(module, args, path, opset, input_names, output_names, dynamic_
 
 
 def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, batch,
-            dynamic_batch, with_output, external_data, t0, training=None, objective="mse"):
+            dynamic_batch, with_output, external_data, t0, training=None, objective="mse",
+            flow=None):
     import onnx
     conditional = dit.config["num_classes"] > 0
     names = input_names(objective, conditional)
@@ -296,6 +344,8 @@ def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, 
     cfg["init"] = init
     cfg["seed"] = seed
     cfg["objective"] = objective
+    if flow is not None:
+        cfg["flow"] = flow.config()
     del m.metadata_props[:]
     for k, v in (("hc.frozen", ",".join(frozen)),
                  ("hc.dit_config", json.dumps(cfg, sort_keys=True)),
@@ -346,8 +396,9 @@ def _check_io(m, c, s, batch, dynamic, with_output, out_c, objective, conditiona
                 for d in vi.type.tensor_type.shape.dim]
 
     b = "batch" if dynamic else batch
-    want_in = {"x_t": (1, [b, c, s, s]), "t": (7, [b]), "y": (7, [b]),
-               "noise": (1, [b, c, s, s]), VLB_INPUT: (1, [b, c, s, s])}
+    want_in = {"x_t": (1, [b, c, s, s]), "t": (1 if objective == "flow" else 7, [b]),
+               "y": (7, [b]), "noise": (1, [b, c, s, s]), "target": (1, [b, c, s, s]),
+               VLB_INPUT: (1, [b, c, s, s])}
     got = [(i.name, i.type.tensor_type.elem_type, dims(i)) for i in m.graph.input]
     if [g[0] for g in got] != input_names(objective, conditional):
         raise RuntimeError("graph inputs are %s, expected %s"
@@ -378,7 +429,7 @@ def main(argv=None):
                                        weight_decay=a.weight_decay,
                                        weight_decay_post=a.weight_decay_post)
                          if a.training_info else None, attention=a.attention,
-                         objective=a.objective)
+                         objective=a.objective, flow=a.flow)
     except UsageError as e:
         sys.stderr.write("export_dit.py: error: %s\n" % e)
         return 2

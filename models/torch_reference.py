@@ -66,6 +66,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli import PROG, Parser as _Parser, fail  # noqa: E402
 import lr_schedules  # noqa: E402
+import transport  # noqa: E402
 
 
 
@@ -111,15 +112,31 @@ def build_module(m, cfg):
         for k in extra:
             del state[k]
     dit.load_state_dict(state, strict=True)
-    loss_class = ditlib.DiTLoss if cfg["num_classes"] > 0 else ditlib.UnconditionalLoss
-    return loss_class(dit, cfg["in_channels"], with_output=True,
-                      objective=cfg.get("objective", "mse"))
+    objective = cfg.get("objective", "mse")
+    flow = transport.Objective.from_config(cfg) if objective == "flow" else None
+    module = ditlib.loss_module(dit, objective, flow, with_output=True)
+    module.objective = objective
+    return module
 
 
 def draw_inputs(cfg, batch, seed):
     import numpy as np
     rng = np.random.default_rng(seed)
     c, s = cfg["in_channels"], cfg["image_size"]
+    if cfg.get("objective", "mse") == "flow":
+        # Consistent inputs: data x1 in [-1, 1], noise x0, t on the training
+        # interval, x_t and the target from the path in float64.
+        flow = transport.Objective.from_config(cfg)
+        x1 = rng.uniform(-1, 1, (batch, c, s, s))
+        x0 = rng.standard_normal((batch, c, s, s))
+        t = transport.sample_time(batch, rng, flow)
+        x_t, _ = flow.plan(np.float64(t), x0, x1)
+        out = {"x_t": x_t.astype(np.float32), "t": t,
+               "y": rng.integers(0, max(1, cfg["num_classes"]), batch).astype(np.int64),
+               "target": flow.target(np.float64(t), x0, x1).astype(np.float32)}
+        if cfg["num_classes"] == 0:
+            del out["y"]
+        return out
     if cfg.get("objective", "mse") == "mse+vlb":
         import diffusion
         pixels = rng.integers(0, 256, (batch, c, s, s))
@@ -209,6 +226,9 @@ def forward(module, inputs, dtype):
     x_t = torch.from_numpy(inputs["x_t"]).to(dtype)
     t = torch.from_numpy(inputs["t"])
     y = torch.from_numpy(inputs["y"]) if "y" in inputs else None
+    if module.objective == "flow":
+        t, target = t.to(dtype), torch.from_numpy(inputs["target"]).to(dtype)
+        return module(x_t, t, target) if y is None else module(x_t, t, y, target)
     noise = torch.from_numpy(inputs["noise"]).to(dtype)
     if module.objective == "mse+vlb":
         return training_losses_oracle(module.dit, torch.from_numpy(inputs["x_start"]).to(dtype),
@@ -408,8 +428,10 @@ def write_train(out, res, a):
         "dtype": a.dtype,
         "batch": a.batch,
         "seed": a.seed,
-        "loss": ("mse + vb (training_losses_oracle)" if res["objective"] == "mse+vlb" else
-                 "mean((prediction[:, :in_channels] - noise)^2)") + ", same inputs every step",
+        "loss": {"mse+vlb": "mse + vb (training_losses_oracle)",
+                 "flow": "transport.Objective.loss (dit_config.flow)"}.get(
+                     res["objective"], "mean((prediction[:, :in_channels] - noise)^2)")
+                + ", same inputs every step",
     }
     with open(os.path.join(out, "train_meta.json"), "w") as f:
         json.dump(meta, f, indent=1)

@@ -20,6 +20,15 @@ void checkInputValues(const StepLibrary &lib, const TensorSpec &in,
                       const std::string &path, const hc::rt::NpyArray &a) {
   int64_t hi = 0;
   std::string what;
+  if (in.name == "t" && in.dtype == "F32") {
+    // A flow model's continuous time: SiT's [0, 1], 1 = data.
+    const float *t = reinterpret_cast<const float *>(a.data.data());
+    for (std::size_t k = 0; k < static_cast<std::size_t>(a.header.shape[0]); ++k)
+      if (!(t[k] >= 0.0f && t[k] <= 1.0f))
+        usageError(path + ": " + std::to_string(t[k]) + " at index " + std::to_string(k) +
+                   " is not a flow time: needs 0 <= t <= 1");
+    return;
+  }
   if (in.name == "t") {
     hi = 1000;
     what = "timestep";
