@@ -95,6 +95,20 @@ std::string decayText(double d) {
 }
 } // namespace
 
+std::string objectiveText(const Description &d) {
+  const std::string objective = d.ditConfig.is_object()
+                                    ? d.ditConfig.value("objective", std::string())
+                                    : std::string();
+  if (d.input("target"))
+    return "flow: " + FlowObjective::fromConfig(d.ditConfig, "the description").describe();
+  return objective.empty() ? std::string("mse") : objective;
+}
+
+std::string timeSamplingText(const StepLibrary &lib, const Options &opt) {
+  return lib.desc.input("target") ? opt.timeSampling.text()
+                                  : std::string("ddpm: integer t uniform in [0, 1000)");
+}
+
 std::string modelIdentity(const Description &d) {
   json j;
   j["parameters"] = specsJson(d.parameters);
@@ -335,6 +349,14 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
     usageError(std::string(opt_.hflip ? "--hflip given, but " : "--hflip missing: ") +
                path + " was trained with augmentation '" + augment +
                "' (resume with the same augmentation)");
+  // The time distribution is part of what is trained (checkpoints from
+  // before flow objectives trained DDPM's integer timesteps).
+  const std::string timeNow = timeSamplingText(lib_, opt_);
+  const std::string timeThen =
+      md.count("hc.time_sampling") ? md.at("hc.time_sampling") : timeSamplingText(lib_, Options());
+  if (timeThen != timeNow)
+    usageError(path + " was trained with time sampling '" + timeThen + "', this run draws '" +
+               timeNow + "' (resume with the same --time-sampling, --logit-mean, --logit-std)");
   const std::string emaText = get("hc.ema_decay");
   double ema = emaText == "none" ? -1 : std::strtod(emaText.c_str(), nullptr);
   if (opt_.emaDecay >= 0 && ema < 0)
@@ -470,6 +492,8 @@ Checkpointer::metadata(const Ema &ema, int64_t step, uint64_t seed) const {
       {"hc.epoch", std::to_string(perEpoch > 0 ? step / perEpoch : 0)},
       {"hc.ema_decay", decayText(ema.on() ? ema.decay : -1)},
       {"hc.augment", opt_.hflip ? "hflip" : "none"},
+      {"hc.objective", objectiveText(d)},
+      {"hc.time_sampling", timeSamplingText(lib_, opt_)},
       {"hc.lr_schedule", scheduleText()},
       {"hc.rng", "philox4x32-10 keyed by (seed, step, global sample, draw "
                  "kind); no other random state"},

@@ -102,6 +102,10 @@ private:
 // name and the DiT architecture. Two libraries compiled from the same model
 // with other hyper-parameters or batch share it.
 std::string modelIdentity(const Description &d);
+// What a checkpoint records of the objective ("mse", "mse+vlb" or "flow: ...
+// path, prediction, weight, epsilons") and of how train mode draws t.
+std::string objectiveText(const Description &d);
+std::string timeSamplingText(const StepLibrary &lib, const Options &opt);
 
 } // namespace hcrun
 

@@ -5,6 +5,7 @@
 
 #include "lr_schedule.h"
 #include "preemption.h"
+#include "transport.h"
 
 #include "hc/runtime/comm.h"
 #include "hc/runtime/step_abi.h"
@@ -57,6 +58,8 @@ struct Options {
   std::string profile;        // --profile FILE (profile.h)
   bool seedSeen = false;      // --seed given (a resume checks it)
   bool hflip = false;         // --hflip: DiT's random horizontal flip
+  TimeSampling timeSampling;  // --time-sampling, --logit-mean/std (flow models)
+  bool timeSamplingGiven = false, logitGiven = false;
   // --checkpoint-on / --checkpoint-grace (preemption.h); on with --ckpt-dir.
   PreemptionOptions preemption{{SIGTERM, SIGUSR1, SIGINT}, 0.0};
   bool checkpointOnGiven = false;

@@ -165,6 +165,35 @@ DiffusionSchedule::DiffusionSchedule() {
   }
 }
 
+namespace {
+// Standard normal noise of sample g (Box-Muller over uniform pairs).
+void drawNoise(uint64_t seed, uint64_t step, uint64_t g, std::size_t d, float *eps) {
+  using hc::rt::uniform01;
+  const double twoPi = 6.283185307179586476925;
+  for (std::size_t k = 0; k < d; k += 2) {
+    double u1 = uniform01(seed, step, g, kDrawNoise, k);
+    double u2 = uniform01(seed, step, g, kDrawNoise, k + 1);
+    double rad = std::sqrt(-2.0 * std::log(1.0 - u1)); // 1-u1 in (0, 1]
+    eps[k] = static_cast<float>(rad * std::cos(twoPi * u2));
+    if (k + 1 < d)
+      eps[k + 1] = static_cast<float>(rad * std::sin(twoPi * u2));
+  }
+}
+
+// Element i of the (maybe mirrored) image: column c of its row from column
+// flipWidth - 1 - c.
+std::size_t sourceOf(std::size_t i, bool flipped, std::size_t flipWidth) {
+  return flipped ? i - i % flipWidth + (flipWidth - 1 - i % flipWidth) : i;
+}
+
+int64_t drawLabel(uint64_t seed, uint64_t step, uint64_t g, int64_t label, double dropProb,
+                  int64_t nullClass) {
+  if (dropProb > 0 && hc::rt::uniform01(seed, step, g, kDrawLabelDrop, 0) < dropProb)
+    return nullClass;
+  return label;
+}
+} // namespace
+
 Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                   uint64_t g, const float *x0, std::size_t d, int64_t label,
                   double dropProb, int64_t nullClass, float *xt, float *eps,
@@ -176,31 +205,49 @@ Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                              DiffusionSchedule::kSteps);
   if (s.t >= DiffusionSchedule::kSteps)
     s.t = DiffusionSchedule::kSteps - 1;
-  const double twoPi = 6.283185307179586476925;
-  for (std::size_t k = 0; k < d; k += 2) {
-    double u1 = uniform01(seed, step, g, kDrawNoise, k);
-    double u2 = uniform01(seed, step, g, kDrawNoise, k + 1);
-    double rad = std::sqrt(-2.0 * std::log(1.0 - u1)); // 1-u1 in (0, 1]
-    eps[k] = static_cast<float>(rad * std::cos(twoPi * u2));
-    if (k + 1 < d)
-      eps[k + 1] = static_cast<float>(rad * std::sin(twoPi * u2));
-  }
+  drawNoise(seed, step, g, d, eps);
   const float a = static_cast<float>(sched.sqrtAb[s.t]);
   const float b = static_cast<float>(sched.sqrtOneMinusAb[s.t]);
   for (std::size_t i = 0; i < d; ++i) {
-    // element i of the (maybe mirrored) image: column c of its row from
-    // column flipWidth - 1 - c
-    const std::size_t src =
-        s.flipped ? i - i % flipWidth + (flipWidth - 1 - i % flipWidth) : i;
+    const std::size_t src = sourceOf(i, s.flipped, flipWidth);
     float ax = a * x0[src];
     float be = b * eps[i];
     xt[i] = ax + be;
     if (x0Out)
       x0Out[i] = x0[src];
   }
-  s.y = label;
-  if (dropProb > 0 && uniform01(seed, step, g, kDrawLabelDrop, 0) < dropProb)
-    s.y = nullClass;
+  s.y = drawLabel(seed, step, g, label, dropProb, nullClass);
+  return s;
+}
+
+Sample makeFlowSample(const FlowObjective &flow, const TimeSampling &time, uint64_t seed,
+                      uint64_t step, uint64_t g, const float *x1, std::size_t d, int64_t label,
+                      double dropProb, int64_t nullClass, float *xt, float *target,
+                      float *noise, std::size_t flipWidth) {
+  using hc::rt::uniform01;
+  Sample s;
+  s.flipped = flipWidth > 0 && uniform01(seed, step, g, kDrawFlip, 0) < 0.5;
+  const auto [t0, t1] = flow.trainInterval();
+  s.flowT = static_cast<float>(time.draw(uniform01(seed, step, g, kDrawTimestep, 0),
+                                         uniform01(seed, step, g, kDrawTimestep, 1), t0, t1));
+  s.t = 0;
+  drawNoise(seed, step, g, d, noise);
+  const FlowObjective::Coefficients c = flow.at(static_cast<double>(s.flowT));
+  const float a = static_cast<float>(c.alpha), b = static_cast<float>(c.sigma);
+  const float da = static_cast<float>(c.dAlpha), db = static_cast<float>(c.dSigma);
+  const bool velocity = flow.prediction == FlowPrediction::Velocity;
+  for (std::size_t i = 0; i < d; ++i) {
+    const float x = x1[sourceOf(i, s.flipped, flipWidth)];
+    float ax = a * x, be = b * noise[i];
+    xt[i] = ax + be;
+    if (velocity) {
+      float dax = da * x, dbe = db * noise[i];
+      target[i] = dax + dbe;
+    } else {
+      target[i] = noise[i];
+    }
+  }
+  s.y = drawLabel(seed, step, g, label, dropProb, nullClass);
   return s;
 }
 
@@ -215,14 +262,19 @@ int64_t labelAt(const MappedNpy &l, int64_t i) {
 
 BatchBuffers::BatchBuffers(const Description &d, const Plan &plan, int64_t batch)
     : plan_(plan), d_(plan.sampleElems), xt_(batch * d_), noise_(batch * d_),
-      xStart_(plan.xStart >= 0 ? batch * d_ : 0), t64_(batch), y64_(batch), t32_(batch),
-      y32_(batch), ptrs_(d.inputs.size()) {
+      xStart_(plan.xStart >= 0 ? batch * d_ : 0), target_(plan.flow ? batch * d_ : 0),
+      tf_(batch), t64_(batch), y64_(batch), t32_(batch), y32_(batch),
+      ptrs_(d.inputs.size()) {
   ptrs_[plan.xt] = xt_.data();
-  ptrs_[plan.noise] = noise_.data();
+  if (plan.noise >= 0)
+    ptrs_[plan.noise] = noise_.data();
   if (plan.xStart >= 0)
     ptrs_[plan.xStart] = xStart_.data();
-  ptrs_[plan.t] = d.inputs[plan.t].dtype == "I32" ? static_cast<const void *>(t32_.data())
-                                                 : t64_.data();
+  if (plan.flow)
+    ptrs_[plan.target] = target_.data();
+  ptrs_[plan.t] = plan.flow                          ? static_cast<const void *>(tf_.data())
+                  : d.inputs[plan.t].dtype == "I32" ? static_cast<const void *>(t32_.data())
+                                                    : t64_.data();
   if (plan.y >= 0)
     ptrs_[plan.y] = d.inputs[plan.y].dtype == "I32" ? static_cast<const void *>(y32_.data())
                                                    : y64_.data();
@@ -231,9 +283,14 @@ BatchBuffers::BatchBuffers(const Description &d, const Plan &plan, int64_t batch
 void BatchBuffers::fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                         uint64_t g, const float *x0, int64_t label, double dropProb,
                         std::size_t flipWidth) {
-  Sample smp = makeSample(sched, seed, step, g, x0, d_, label, dropProb, plan_.nullClass,
-                          &xt_[b * d_], &noise_[b * d_], flipWidth,
-                          plan_.xStart >= 0 ? &xStart_[b * d_] : nullptr);
+  Sample smp = plan_.flow
+                   ? makeFlowSample(plan_.flowObjective, plan_.timeSampling, seed, step, g, x0,
+                                    d_, label, dropProb, plan_.nullClass, &xt_[b * d_],
+                                    &target_[b * d_], &noise_[b * d_], flipWidth)
+                   : makeSample(sched, seed, step, g, x0, d_, label, dropProb, plan_.nullClass,
+                                &xt_[b * d_], &noise_[b * d_], flipWidth,
+                                plan_.xStart >= 0 ? &xStart_[b * d_] : nullptr);
+  tf_[b] = smp.flowT;
   t64_[b] = smp.t;
   t32_[b] = static_cast<int32_t>(smp.t);
   y64_[b] = smp.y;

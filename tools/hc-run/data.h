@@ -4,6 +4,8 @@
 #ifndef HC_RUN_DATA_H
 #define HC_RUN_DATA_H
 
+#include "transport.h"
+
 #include "hc/runtime/npy.h"
 
 #include <cstddef>
@@ -55,6 +57,10 @@ int64_t labelAt(const MappedNpy &l, int64_t i);
 struct Plan {
   int xt = -1, t = -1, y = -1, noise = -1; // input positions
   int xStart = -1;  // the clean sample, for objectives that need it (VLB)
+  int target = -1;  // a flow objective's target (u_t, or the noise)
+  bool flow = false;  // a flow objective (float t, x_t from its path)
+  FlowObjective flowObjective;
+  TimeSampling timeSampling;
   std::vector<int64_t> chw;
   std::size_t sampleElems = 0;
   int64_t numClasses = 0;
@@ -117,11 +123,23 @@ struct DiffusionSchedule {
 struct Sample {
   int64_t t, y;
   bool flipped = false;
+  float flowT = 0;  // makeFlowSample's t
 };
 Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                   uint64_t g, const float *x0, std::size_t d, int64_t label,
                   double dropProb, int64_t nullClass, float *xt, float *eps,
                   std::size_t flipWidth = 0, float *x0Out = nullptr);
+
+// One flow-matching sample from clean data x1 [D]: t from `time` on the
+// objective's training interval (draws kDrawTimestep 0 and 1), rounded to
+// float32, the path's coefficients at that float t in float64 rounded to
+// float32; x0 ~ N(0, 1) as makeSample's eps; x_t = alpha x1 + sigma x0 and
+// target = alpha' x1 + sigma' x0 (velocity) or x0 (noise, score). Labels
+// and --hflip as makeSample.
+Sample makeFlowSample(const FlowObjective &flow, const TimeSampling &time, uint64_t seed,
+                      uint64_t step, uint64_t g, const float *x1, std::size_t d, int64_t label,
+                      double dropProb, int64_t nullClass, float *xt, float *target,
+                      float *noise, std::size_t flipWidth = 0);
 
 // One rank's inputs of a training graph for B samples, in the description's
 // order (`ptrs`): x_t, noise, x_start (where the graph has it), t and y as
@@ -138,7 +156,7 @@ public:
 private:
   const Plan &plan_;
   std::size_t d_;
-  std::vector<float> xt_, noise_, xStart_;
+  std::vector<float> xt_, noise_, xStart_, target_, tf_;
   std::vector<int64_t> t64_, y64_;
   std::vector<int32_t> t32_, y32_;
   std::vector<const void *> ptrs_;

@@ -23,6 +23,8 @@ const char *usageText() {
                   [--init P] [--save-params F] [--save-grads G] [--save-state S]
                   [--ckpt-dir D [--ckpt-every N] [--ckpt-keep K] [--resume]]
                   [--ema [DECAY]] [--hflip] [--checkpoint-on SIGS]
+                  [--time-sampling uniform|logit-normal [--logit-mean M]
+                   [--logit-std S]]
                   [--checkpoint-grace S] [--allow-data-change] [--strict-memory]
   both modes:     [--lr-schedule constant|linear|cosine] [--lr L]
                   [--warmup-steps W] [--decay-steps D] [--min-lr M]
@@ -81,6 +83,14 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     the same at any rank count. Off by default: on data
                     where a mirror changes the meaning (text, maps, some
                     remote-sensing bands) it teaches the wrong thing.
+  --time-sampling uniform|logit-normal  flow models (export_dit.py
+                    --objective flow): how t is drawn on the objective's
+                    training interval. uniform (SiT's, the default), or
+                    logit-normal as SD3 trains rectified flow: SD3's noise
+                    level sigmoid(M + S n), n ~ N(0, 1), is 1 - t here
+                    (t = 1 is data), so SD3's --logit-mean/--logit-std mean
+                    the same. Recorded in checkpoints; a resume keeps it
+  --logit-mean M, --logit-std S  logit-normal's parameters (default 0, 1)
   --log-every N     log line every N steps (default 100)
   --metrics FILE    JSON lines {step, loss, steps_per_sec, img_per_sec,
                     gflops, peak_rss_mb, setup_peak_rss_mb,
@@ -265,6 +275,21 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--hflip") {
       o.hflip = true;
       trainOnly.push_back(a);
+    } else if (a == "--time-sampling") {
+      const std::string v = next();
+      if (v != "uniform" && v != "logit-normal")
+        usageError("--time-sampling must be uniform or logit-normal, got '" + v + "'");
+      o.timeSampling.logitNormal = v == "logit-normal";
+      o.timeSamplingGiven = true;
+      trainOnly.push_back(a);
+    } else if (a == "--logit-mean" || a == "--logit-std") {
+      const bool mean = a == "--logit-mean";
+      (mean ? o.timeSampling.mean : o.timeSampling.std) =
+          mean ? parseNumber(a, next(), -10, 10, false, "a mean in [-10, 10]")
+               : parseNumber(a, next(), 1e-3, 10, false, "a deviation in [0.001, 10]");
+      o.logitGiven = true;
+      o.timeSamplingGiven = true;
+      trainOnly.push_back(a);
     } else if (a == "--log-every") {
       o.logEvery = parseInt(a, next(), 1, "a step interval");
       trainOnly.push_back(a);
@@ -418,6 +443,8 @@ Options parseOptions(int argc, char **argv) {
   if ((!o.valLabels.empty() || o.valEvery > 0) && o.valData.empty())
     usageError(std::string(o.valEvery > 0 ? "--val-every" : "--val-labels") +
                " needs --val-data");
+  if (o.logitGiven && !o.timeSampling.logitNormal)
+    usageError("--logit-mean/--logit-std need --time-sampling logit-normal");
   if (!o.trainMode() && !trainOnly.empty())
     usageError(trainOnly.front() + " is a train-mode flag (with --data), "
                "not for --inputs");

@@ -127,25 +127,42 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   for (std::size_t i = 0; i < d.inputs.size(); ++i) {
     const std::string &nm = d.inputs[i].name;
     int *slot = nm == "x_t" ? &p.xt : nm == "t" ? &p.t : nm == "y" ? &p.y
-              : nm == "noise" ? &p.noise : nm == "x_start" ? &p.xStart : nullptr;
+              : nm == "noise" ? &p.noise : nm == "x_start" ? &p.xStart
+              : nm == "target" ? &p.target : nullptr;
     if (!slot)
       usageError(lib.path + ": input '" + nm + "' is not one of x_t, t, y, "
-                 "noise, x_start: train mode needs a DiT training graph (use "
+                 "noise, x_start, target: train mode needs a DiT training graph (use "
                  "--inputs to feed other graphs)");
     *slot = static_cast<int>(i);
   }
-  if (p.xt < 0 || p.t < 0 || p.noise < 0)
-    usageError(lib.path + ": train mode needs inputs x_t, t and noise");
+  // A 'target' input makes a flow objective (export_dit.py --objective flow).
+  p.flow = p.target >= 0;
+  if (p.flow && (p.noise >= 0 || p.xStart >= 0))
+    usageError(lib.path + ": a flow graph (input 'target') takes no '" +
+               (p.noise >= 0 ? "noise" : "x_start") + "' input");
+  if (p.xt < 0 || p.t < 0 || (!p.flow && p.noise < 0))
+    usageError(lib.path + ": train mode needs inputs x_t, t and noise (DDPM) or target "
+               "(flow matching)");
+  if (p.flow) {
+    p.flowObjective = FlowObjective::fromConfig(d.ditConfig, lib.path);
+    p.timeSampling = opt.timeSampling;
+  } else if (opt.timeSamplingGiven) {
+    usageError("--time-sampling/--logit-mean/--logit-std: " + lib.path + " trains DDPM's "
+               "integer timesteps, not a flow objective's continuous time");
+  }
   const TensorSpec &xs = d.inputs[p.xt];
   if (xs.dtype != "F32" || xs.shape.size() != 4)
     usageError(lib.path + ": input x_t is " + xs.dtype + " " +
                shapeString(xs.shape) + ", expected F32 [B,C,H,W]");
-  for (int k : {p.noise, p.xStart})
+  for (int k : {p.noise, p.xStart, p.target})
     if (k >= 0 && (d.inputs[k].dtype != "F32" || d.inputs[k].shape != xs.shape))
       usageError(lib.path + ": input " + d.inputs[k].name + " must be F32 " +
                  shapeString(xs.shape));
+  if (p.flow && (d.inputs[p.t].dtype != "F32" || d.inputs[p.t].shape.size() != 1))
+    usageError(lib.path + ": input t is " + d.inputs[p.t].dtype + " " +
+               shapeString(d.inputs[p.t].shape) + ", a flow model's time is F32 [B]");
   for (int k : {p.t, p.y}) {
-    if (k < 0)
+    if (k < 0 || (p.flow && k == p.t))
       continue;
     const TensorSpec &s = d.inputs[k];
     if ((s.dtype != "I64" && s.dtype != "I32") || s.shape.size() != 1)
@@ -479,6 +496,11 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                 (long long)first + 1, (long long)opt.steps,
                 (unsigned long long)seed,
                 plan.dropProb);
+    if (plan.flow)
+      std::printf("hc-run: flow matching: %s; t drawn %s on [%g, %g] (1 = data)\n",
+                  plan.flowObjective.describe().c_str(), plan.timeSampling.text().c_str(),
+                  plan.flowObjective.trainInterval().first,
+                  plan.flowObjective.trainInterval().second);
     if (schedule.given())
       std::printf("hc-run: learning rate: %s\n", schedule.describe().c_str());
     if (d.raw.value("precision", std::string()) == "bf16")
