@@ -1,10 +1,13 @@
 // The forward pass a sampler calls, cut out of a DiT training graph.
 //
-// The exported objective is loss = mse(DiT(x_t, t, y)[:, :C], noise). A
-// sampler needs DiT(x_t, t, y) itself, every channel of it: with learned
+// The exported objective is loss = mse(DiT(x_t, t, y)[:, :C], noise) (DDPM),
+// or a flow objective's comparison with its `target` input (velocity and
+// noise: out - target; score: out * sigma_t + target, models/transport.py).
+// A sampler needs DiT(x_t, t, y) itself, every channel of it: with learned
 // sigma the channels past C hold the variance interpolation that the
 // sampler uses. So the cut is made at the tensor the loss compares with the
-// `noise` input, and before a channel slice of it when there is one.
+// `noise` or `target` input, through a per-sample scale (the score's
+// sigma_t) and before a channel slice when there is one.
 #include "StepNames.h"
 #include "hc/Passes/Passes.h"
 
@@ -25,6 +28,17 @@ BlockArgument inputNamed(func::FuncOp f, StringRef name) {
   return nullptr;
 }
 
+// `v` is shaped [B, 1, ..., 1] (or fewer elements): one factor per sample.
+bool isPerSampleFactor(Value v, RankedTensorType full) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() > full.getRank())
+    return false;
+  for (int64_t d = 1; d < t.getRank(); ++d)
+    if (t.getDimSize(d) != 1)
+      return false;
+  return true;
+}
+
 // `s` takes channels [0, k) of its input and everything of every other axis.
 bool isLeadingChannelSlice(SliceOp s) {
   auto in = cast<RankedTensorType>(s.getInput().getType());
@@ -41,9 +55,12 @@ bool isLeadingChannelSlice(SliceOp s) {
 
 LogicalResult extract(func::FuncOp f) {
   BlockArgument xt = inputNamed(f, "x_t"), noise = inputNamed(f, "noise");
+  StringRef refName = "noise";
+  if (!noise && (noise = inputNamed(f, "target")))
+    refName = "target";
   if (!xt || !noise)
     return f.emitError("--sampler: the graph has no '")
-           << (xt ? "noise" : "x_t")
+           << (xt ? "noise' input (DDPM) or 'target" : "x_t")
            << "' input, so it is not a DiT training objective whose model output "
               "can be found";
   // The one op that compares the model's output with the noise.
@@ -52,28 +69,39 @@ LogicalResult extract(func::FuncOp f) {
     if (llvm::is_contained(op.getOperands(), noise))
       users.push_back(&op);
   if (users.size() > 1)
-    return users[1]->emitError("--sampler: the 'noise' input feeds more than one op ('")
+    return users[1]->emitError("--sampler: the '")
+           << refName << "' input feeds more than one op ('"
            << users[0]->getName() << "' and '" << users[1]->getName()
            << "'); cannot tell which one is the loss";
   Operation *compare = users.empty() ? nullptr : users[0];
   if (!compare)
-    return f.emitError("--sampler: the 'noise' input is unused, so no loss compares "
-                       "a model output with it");
+    return f.emitError("--sampler: the '")
+           << refName << "' input is unused, so no loss compares a model output with it";
   if (compare->getNumOperands() != 2)
     return compare->emitError("--sampler: '")
            << compare->getName()
-           << "' reads the noise but is not a two-operand comparison (mse_loss or sub)";
+           << "' reads the " << refName
+           << " but is not a two-operand comparison (mse_loss, sub or add)";
   Value other = compare->getOperand(0) == noise ? compare->getOperand(1)
                                                 : compare->getOperand(0);
   if (other == noise)
-    return compare->emitError("--sampler: the loss compares the noise with itself");
+    return compare->emitError("--sampler: the loss compares the ")
+           << refName << " with itself";
+  auto want = cast<RankedTensorType>(xt.getType());
+  // A score model's loss scales its output by sigma_t first.
+  if (auto mul = other.getDefiningOp<MulOp>()) {
+    Value a = mul->getOperand(0), b = mul->getOperand(1);
+    if (a.getType() == other.getType() && isPerSampleFactor(b, want))
+      other = a;
+    else if (b.getType() == other.getType() && isPerSampleFactor(a, want))
+      other = b;
+  }
   Value output = other;
   if (auto slice = other.getDefiningOp<SliceOp>())
     if (isLeadingChannelSlice(slice))
       output = slice.getInput();
 
   // Shaped like x_t except for the channel count (C, or 2C with sigma).
-  auto want = cast<RankedTensorType>(xt.getType());
   auto got = dyn_cast<RankedTensorType>(output.getType());
   bool shaped = got && got.getRank() == want.getRank() && want.getRank() >= 2 &&
                 got.getElementType() == want.getElementType();
@@ -82,7 +110,8 @@ LogicalResult extract(func::FuncOp f) {
                     : got.getDimSize(d) == want.getDimSize(d);
   if (!shaped) {
     Operation *at = output.getDefiningOp() ? output.getDefiningOp() : compare;
-    return at->emitError("--sampler: the tensor the loss compares with the noise is ")
+    return at->emitError("--sampler: the tensor the loss compares with the ")
+           << refName << " is "
            << output.getType() << ", not a model output shaped like x_t "
            << xt.getType() << " (up to a multiple of its channels)";
   }
@@ -100,7 +129,7 @@ LogicalResult extract(func::FuncOp f) {
     if (op->use_empty())
       op->erase();
   if (!noise.use_empty())
-    return f.emitError("--sampler: the model itself reads the 'noise' input");
+    return f.emitError("--sampler: the model itself reads the '") << refName << "' input";
   // Random ops left in the model (a TRAINING-mode export's label dropout)
   // would drop a sampler's class labels at random.
   for (Operation &op : f.getBody().front())

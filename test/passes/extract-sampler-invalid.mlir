@@ -52,3 +52,17 @@ func.func @random(%x: tensor<2x1x4x4xf32> {hc.input = "x_t"},
   %l = hc.mse_loss %o, %n : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A flow target scaled by a full-size tensor (not a per-sample factor) is
+// not looked through: the compared tensor is then a product the cut keeps,
+// but a second use of the target is refused by name.
+func.func @target_twice(%x: tensor<2x1x4x4xf32> {hc.input = "x_t"},
+                        %g: tensor<2x1x4x4xf32> {hc.input = "target"}) -> tensor<f32>
+    attributes {hc.result_names = ["loss"]} {
+  %a = hc.add %x, %g : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  // expected-error @+1 {{--sampler: the 'target' input feeds more than one op}}
+  %l = hc.mse_loss %a, %g : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -90,3 +90,45 @@ func.func @vlb(%x: tensor<2x2x4x4xf32> {hc.input = "x_t"},
   %l = hc.add %mse, %vb : (tensor<f32>, tensor<f32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A flow objective's score loss, mean((out * sigma_t + target)^2) with
+// sigma_t per sample ([B,1,1,1], from the float t): the cut looks through
+// the scale to the model output; t stays an input, the target goes.
+// CHECK-LABEL: func.func @flow_score
+// CHECK-SAME: (%[[X:.*]]: tensor<2x1x4x4xf32> {hc.input = "x_t"}, %[[T:.*]]: tensor<2xf32> {hc.input = "t"}, %[[W:.*]]: tensor<2x1x4x4xf32> {hc.param = "w"})
+// CHECK-SAME: -> tensor<2x1x4x4xf32> attributes {hc.result_names = ["prediction"]}
+// CHECK-NEXT: %[[O:.*]] = hc.mul %[[X]], %[[W]]
+// CHECK-NEXT: return %[[O]] : tensor<2x1x4x4xf32>
+func.func @flow_score(%x: tensor<2x1x4x4xf32> {hc.input = "x_t"},
+                      %t: tensor<2xf32> {hc.input = "t"},
+                      %g: tensor<2x1x4x4xf32> {hc.input = "target"},
+                      %w: tensor<2x1x4x4xf32> {hc.param = "w"}) -> tensor<f32>
+    attributes {hc.result_names = ["loss"]} {
+  %o = hc.mul %x, %w : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %c = hc.cos %t : tensor<2xf32>
+  %s = hc.reshape %c : tensor<2xf32> -> tensor<2x1x1x1xf32>
+  %m = hc.mul %o, %s : (tensor<2x1x4x4xf32>, tensor<2x1x1x1xf32>) -> tensor<2x1x4x4xf32>
+  %a = hc.add %m, %g : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %q = hc.mul %a, %a : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %l = hc.reduce_mean %q {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : tensor<2x1x4x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A flow velocity loss, mse_loss(out, target): the same cut as DDPM's.
+// CHECK-LABEL: func.func @flow_velocity
+// CHECK-SAME: -> tensor<2x1x4x4xf32> attributes {hc.result_names = ["prediction"]}
+// CHECK-NOT: target
+// CHECK: return
+func.func @flow_velocity(%x: tensor<2x1x4x4xf32> {hc.input = "x_t"},
+                         %t: tensor<2xf32> {hc.input = "t"},
+                         %g: tensor<2x1x4x4xf32> {hc.input = "target"},
+                         %w: tensor<2x1x4x4xf32> {hc.param = "w"}) -> tensor<f32>
+    attributes {hc.result_names = ["loss"]} {
+  %o = hc.mul %x, %w : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %l = hc.mse_loss %o, %g : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -7,8 +7,8 @@
 // in one batch, as forward_with_cfg), then one DDPM or DDIM step
 // (sampling_schedule.h). Random draws are Philox keyed by (seed, step,
 // image index), so an image does not depend on the batch it ran in.
-#include "common.h"
 #include "png.h"
+#include "sample_mode.h"
 #include "sampling_schedule.h"
 
 #include "hc/runtime/checkpoint.h"
@@ -33,9 +33,12 @@ namespace {
 
 const char *kSampleUsage = R"(usage: hc-run sample SAMPLER.so --ckpt CKPT.safetensors|CKPT_DIR
            [--out GRID.png [--png-bands B|R,G,B]] [--save-npy SAMPLES.npy] [--classes LIST|all]
-           [--per-class N | --images N] [--cfg-scale S] [--sampler ddpm|ddim]
+           [--per-class N | --images N] [--cfg-scale S] [--sampler NAME]
            [--weights ema|raw] [--num-classes N] [--class-dropout P]
            [--sampling-steps K] [--seed S] [--no-clip] [--progress|--no-progress]
+           flow models: [--atol A] [--rtol R] [--diffusion-form F]
+           [--diffusion-norm X] [--last-step Mean|Tweedie|Euler|none]
+           [--last-step-size H]
 
 SAMPLER.so comes from `hc-compile dit_train.onnx --sampler --batch B`. Makes
 --per-class images of each class and writes them (at least one of):
@@ -66,10 +69,27 @@ options:
   --cfg-scale S       classifier-free guidance scale (default 4.0, DiT's);
                       1 turns guidance off; guidance needs the model's null
                       class and an even --batch
-  --sampler ddpm|ddim ancestral DDPM (default) or deterministic DDIM (eta 0)
-  --sampling-steps K  DiT's timestep respacing of the 1000 training steps:
-                      K, sections "K1,K2,...", or "ddimN" (every
-                      stride-th step, N of them; default 250)
+  --sampler NAME      DDPM models: ddpm (ancestral, default) or ddim
+                      (deterministic, eta 0). Flow models (export_dit.py
+                      --objective flow), SiT's samplers from noise at t = 0
+                      to data at 1: euler or heun (fixed-step ODE; heun is
+                      the default), dopri5 (adaptive Dormand-Prince 5(4),
+                      --atol/--rtol, its evaluations reported), sde-euler
+                      (Euler-Maruyama) or sde-heun, with SiT's last step.
+                      Each kind refuses the other's samplers
+  --sampling-steps K  DDPM: DiT's timestep respacing of the 1000 training
+                      steps: K, sections "K1,K2,...", or "ddimN" (every
+                      stride-th step, N of them; default 250). Flow: K
+                      integration steps of euler, heun (2 evaluations each),
+                      sde-euler, sde-heun (default 25 for the ODE, 250 for
+                      the SDE; SiT counts grid points, K + 1 of them)
+  --atol A, --rtol R  dopri5's tolerances (SiT's defaults 1e-6, 1e-3)
+  --diffusion-form F  SDE: constant, SBDM, sigma (default), linear,
+                      decreasing or increasing-decreasing (SiT's forms)
+  --diffusion-norm X  SDE: the diffusion's scale (default 1)
+  --last-step S       SDE: SiT's last step to t = 1: Mean (default), Tweedie,
+                      Euler or none
+  --last-step-size H  its size (default 0.04)
   --seed S            seed of every draw (default 0)
   --no-clip           do not clip x0 predictions to [-1, 1] (DiT does not
                       clip its latents; pixel data is clipped by default)
@@ -86,7 +106,9 @@ struct SampleOptions {
   std::string weights = "auto";  // --weights ema|raw; auto: EMA when present
   int64_t numClasses = -1;       // --num-classes N (else the metadata/table)
   double classDropout = -1;      // --class-dropout P (P > 0: a null class)
-  std::string sampler = "ddpm";
+  std::string sampler;  // empty: the model's default (ddpm, or heun for flow)
+  FlowSamplerOptions flow;
+  bool stepsGiven = false, flowFlagGiven = false, tolGiven = false, sdeGiven = false;
   std::string steps = "250";
   std::vector<int> sections = {250};
   int ddimCount = 0;  // --sampling-steps ddimN
@@ -94,19 +116,6 @@ struct SampleOptions {
   bool clip = true, help = false;
   int progress = -1;
 };
-
-// Draw kinds of the sampler (the op id of random.h), apart from training's.
-enum : uint64_t { kDrawInitialNoise = 0x80, kDrawStepNoise = 0x81 };
-
-// N(0, 1) by Box-Muller over a pair of uniforms: element k is the cosine
-// (even k) or sine (odd k) of pair k/2.
-float normalDraw(uint64_t seed, uint64_t step, uint64_t image, uint64_t kind, uint64_t k) {
-  const double u1 = hc::rt::uniform01(seed, step, image, kind, k & ~uint64_t{1});
-  const double u2 = hc::rt::uniform01(seed, step, image, kind, k | 1);
-  const double radius = std::sqrt(-2.0 * std::log(1.0 - u1));  // 1-u1 in (0, 1]
-  const double angle = 6.283185307179586 * u2;
-  return static_cast<float>(radius * (k & 1 ? std::sin(angle) : std::cos(angle)));
-}
 
 int64_t parseInteger(const std::string &flag, const std::string &v, int64_t lo, int64_t hi) {
   char *end = nullptr;
@@ -208,10 +217,37 @@ SampleOptions parseSampleOptions(int argc, char **argv) {
         usageError("--cfg-scale needs a number in [0, 1000], got '" + v + "'");
     } else if (a == "--sampler") {
       o.sampler = value();
-      if (o.sampler != "ddpm" && o.sampler != "ddim")
-        usageError("--sampler must be ddpm or ddim, got '" + o.sampler + "'");
+      FlowMethod fm;
+      if (o.sampler != "ddpm" && o.sampler != "ddim" && !parseFlowMethod(o.sampler, fm))
+        usageError("--sampler must be ddpm or ddim (DDPM models), or euler, heun, dopri5, "
+                   "sde-euler or sde-heun (flow models), got '" + o.sampler + "'");
+    } else if (a == "--atol" || a == "--rtol" || a == "--diffusion-norm" ||
+               a == "--last-step-size") {
+      const std::string v = value();
+      char *end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      const bool size = a == "--last-step-size";
+      if (v.empty() || *end || !std::isfinite(x) || x < 0 || (!size && x == 0) ||
+          (size && x >= 0.5))
+        usageError(a + (size ? " needs a number in [0, 0.5)" : " needs a positive number") +
+                   ", got '" + v + "'");
+      (a == "--atol" ? o.flow.atol : a == "--rtol" ? o.flow.rtol
+       : size ? o.flow.lastStepSize : o.flow.norm) = x;
+      o.flowFlagGiven = true;
+      (a == "--atol" || a == "--rtol" ? o.tolGiven : o.sdeGiven) = true;
+    } else if (a == "--diffusion-form") {
+      if (!parseDiffusionForm(value(), o.flow.form))
+        usageError("--diffusion-form must be constant, SBDM, sigma, linear, decreasing or "
+                   "increasing-decreasing, got '" + std::string(argv[i]) + "'");
+      o.flowFlagGiven = o.sdeGiven = true;
+    } else if (a == "--last-step") {
+      if (!parseLastStep(value(), o.flow.lastStep))
+        usageError("--last-step must be Mean, Tweedie, Euler or none, got '" +
+                   std::string(argv[i]) + "'");
+      o.flowFlagGiven = o.sdeGiven = true;
     } else if (a == "--sampling-steps") {
       o.steps = value();
+      o.stepsGiven = true;
       o.sections.clear();
       o.ddimCount = 0;
       if (o.steps.rfind("ddim", 0) == 0)
@@ -263,6 +299,8 @@ struct ModelFacts {
   int64_t numClasses = 0, labelRows = 0;
   bool learnSigma = false, hasNullClass = false;
   bool conditional = true;  // a label input y
+  bool flow = false;        // a flow objective (dit_config.objective "flow")
+  FlowObjective flowObjective;
 };
 
 ModelFacts modelFacts(const StepLibrary &lib, const SampleOptions &o) {
@@ -272,11 +310,16 @@ ModelFacts modelFacts(const StepLibrary &lib, const SampleOptions &o) {
     usageError(p + " is a training step library; make a sampler with "
                "`hc-compile MODEL.onnx --sampler -o dit_sample.so`");
   ModelFacts m;
+  m.flow = d.ditConfig.is_object() && d.ditConfig.value("objective", std::string()) == "flow";
+  if (m.flow)
+    m.flowObjective = FlowObjective::fromConfig(d.ditConfig, p);
   const TensorSpec *xt = d.input("x_t"), *t = d.input("t"), *y = d.input("y");
+  const char *tType = m.flow ? "F32" : "I64";
   if (!xt || !t || d.inputs.size() != (y ? 3u : 2u) || xt->shape.size() != 4 ||
-      xt->dtype != "F32" || t->dtype != "I64" || (y && y->dtype != "I64"))
-    usageError(p + ": a sampler must take x_t (float32 [B,C,H,W]), t (int64 [B]) and, "
-               "when class-conditional, y (int64 [B])");
+      xt->dtype != "F32" || t->dtype != tType || (y && y->dtype != "I64"))
+    usageError(p + ": a sampler must take x_t (float32 [B,C,H,W]), t (" +
+               (m.flow ? "float32 [B], a flow model's time" : "int64 [B]") +
+               ") and, when class-conditional, y (int64 [B])");
   m.conditional = y != nullptr;
   m.batch = xt->shape[0];
   m.channels = xt->shape[1];
@@ -331,11 +374,47 @@ ModelFacts modelFacts(const StepLibrary &lib, const SampleOptions &o) {
   return m;
 }
 
+// The sampler of a flow model: its defaults, and the other kind's refused.
+void chooseFlowSampler(SampleOptions &o, const StepLibrary &lib, const ModelFacts &m) {
+  if (o.sampler.empty())
+    o.sampler = "heun";
+  if (o.sampler == "ddpm" || o.sampler == "ddim")
+    usageError("--sampler " + o.sampler + ": " + lib.path + " is a flow model (" +
+               m.flowObjective.describe() + "); its samplers are euler, heun, dopri5, "
+               "sde-euler and sde-heun");
+  parseFlowMethod(o.sampler, o.flow.method);
+  const bool sde = isSde(o.flow.method), adaptive = o.flow.method == FlowMethod::Dopri5;
+  if (o.tolGiven && !adaptive)
+    usageError("--atol/--rtol set dopri5's tolerances; --sampler " + o.sampler +
+               " takes fixed steps (--sampling-steps)");
+  if (o.sdeGiven && !sde)
+    usageError("--diffusion-form/--diffusion-norm/--last-step/--last-step-size shape the "
+               "SDE; --sampler " + o.sampler + " integrates the ODE");
+  if (!o.clip)
+    usageError("--no-clip: the flow samplers never clip (DDPM's x0 clipping)");
+  if (adaptive && o.stepsGiven)
+    usageError("--sampling-steps: dopri5 chooses its own steps (--atol, --rtol)");
+  o.flow.steps = sde ? 250 : 25;
+  if (o.stepsGiven)
+    o.flow.steps = static_cast<int>(parseInteger("--sampling-steps", o.steps, 1, 100000));
+}
+
+void chooseDdpmSampler(SampleOptions &o, const StepLibrary &lib) {
+  if (o.sampler.empty())
+    o.sampler = "ddpm";
+  if (o.sampler != "ddpm" && o.sampler != "ddim")
+    usageError("--sampler " + o.sampler + ": " + lib.path + " is a DDPM model (its t is an "
+               "integer timestep); its samplers are ddpm and ddim");
+  if (o.flowFlagGiven)
+    usageError("--atol/--rtol/--diffusion-form/--diffusion-norm/--last-step/--last-step-size "
+               "are for flow models; " + lib.path + " is a DDPM model");
+}
+
 // Parameters from --ckpt into the context: --weights ema (ema:NAME, which
 // must be there), raw (NAME), or by default ema:NAME where the file has an
 // EMA, else NAME. Returns whether the EMA was used.
 bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &path,
-                 const std::string &weights) {
+                 const std::string &weights, const FlowObjective *flow) {
   hc::rt::SafetensorsFile plain, verified;
   std::string err;
   if (!plain.open(path, err))
@@ -345,6 +424,17 @@ bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &pa
     if (!hc::rt::openCheckpoint(path, verified, err))
       usageError("--ckpt " + err);
     f = &verified;
+  }
+  // A checkpoint says what it was trained for: a flow model's outputs mean
+  // nothing to DDPM's sampler, and the reverse.
+  if (f->metadata().count("hc.objective")) {
+    const std::string trained = f->metadata().at("hc.objective");
+    const bool trainedFlow = trained.rfind("flow: ", 0) == 0;
+    const std::string mine = flow ? "flow: " + flow->describe() : "DDPM";
+    if (trainedFlow != (flow != nullptr) || (flow && trained != mine))
+      usageError("--ckpt " + path + " was trained with objective '" + trained + "', but " +
+                 lib.path + " samples " + (flow ? "'" + mine + "'" : std::string("a DDPM model")) +
+                 " (compile the sampler from the export the checkpoint was trained with)");
   }
   bool ema = false;
   for (const auto &e : f->entries())
@@ -381,136 +471,17 @@ bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &pa
   return ema;
 }
 
-void progressLine(int64_t done, int64_t total, double seconds) {
-  const int width = 30;
-  int filled = static_cast<int>(width * done / total);
-  std::fprintf(stderr, "\rsampling %6lld/%lld model calls [", static_cast<long long>(done),
-               static_cast<long long>(total));
-  for (int i = 0; i < width; ++i)
-    std::fputc(i < filled ? '=' : (i == filled ? '>' : ' '), stderr);
-  std::fprintf(stderr, "] %.1f s\033[K", seconds);
-  std::fflush(stderr);
-}
-
-void writeNpyOrFail(const std::string &path, const std::string &dtype,
-                    const std::vector<int64_t> &shape, const void *data) {
-  std::string err;
-  if (!hc::rt::writeNpy(path, dtype, shape, data, err))
-    throw Error(1, err);
-}
-
-} // namespace
-
-int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
-  SampleOptions o = parseSampleOptions(argc, argv);
-  if (o.help) {
-    std::fputs(kSampleUsage, stdout);
-    return 0;
-  }
-  if (comm.size() != 1)
-    usageError("sample runs on one process; start it without mpirun");
-  StepLibrary lib;
-  lib.load(o.library);
-  const ModelFacts m = modelFacts(lib, o);
-
-  // Rows of the grid: classes, or for an unconditional model rows of 8
-  // unlabelled images (label -1).
-  std::vector<int64_t> classes;
-  if (!m.conditional) {
-    if (o.classesGiven || o.perClassGiven)
-      usageError(std::string(o.classesGiven ? "--classes" : "--per-class") + ": " + lib.path +
-                 " is unconditional (no label input y); use --images N");
-    if (o.cfgGiven && o.cfgScale != 1.0)
-      usageError("--cfg-scale " + number(o.cfgScale) + ": " + lib.path + " is unconditional "
-                 "(no label input y), there is no class to guide towards; omit --cfg-scale");
-    o.cfgScale = 1.0;
-    o.perClass = std::min<int64_t>(8, o.images > 0 ? o.images : 16);
-    const int64_t total = o.images > 0 ? o.images : 16;
-    classes.assign(static_cast<std::size_t>((total + o.perClass - 1) / o.perClass), -1);
-    o.images = total;
-  } else if (o.images > 0) {
-    usageError("--images is for unconditional models; " + lib.path +
-               " is class-conditional: use --classes and --per-class");
-  } else if (o.classes == "all") {
-    for (int64_t c = 0; c < m.numClasses; ++c)
-      classes.push_back(c);
-  } else {
-    classes = parseList("--classes", o.classes, 0, m.numClasses - 1);
-  }
-  std::vector<int> bands;
-  if (o.pngBands.empty()) {
-    bands = m.channels == 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
-  } else {
-    if (o.out.empty())
-      usageError("--png-bands chooses what --out shows; give --out GRID.png");
-    for (int64_t b : parseList("--png-bands", o.pngBands, 0, m.channels - 1))
-      bands.push_back(static_cast<int>(b));
-    if (bands.size() != 1 && bands.size() != 3)
-      usageError("--png-bands needs one channel (grey) or three (R,G,B), got " +
-                 std::to_string(bands.size()));
-  }
-  o.ckpt = resolveCheckpoint(o.ckpt);
-  const bool guided = o.cfgScale != 1.0;
-  if (guided && !m.hasNullClass)
-    usageError("--cfg-scale " + number(o.cfgScale) + " needs the null class, but " +
-               lib.path + "'s label table has " + std::to_string(m.labelRows) + " rows for " +
-               std::to_string(m.numClasses) +
-               " classes (exported with --class-dropout-prob 0?); use --cfg-scale 1");
-  if (guided && m.batch % 2)
-    usageError("--cfg-scale " + number(o.cfgScale) + " runs the conditional and "
-               "null-class halves in one batch, so the library's batch must be even, not " +
-               std::to_string(m.batch) + " (hc-compile --sampler --batch)");
-  std::string err;
-  std::vector<int> visited = o.ddimCount ? ddimTimesteps(1000, o.ddimCount, err)
-                                         : spaceTimesteps(1000, o.sections, err);
-  if (visited.empty())
-    usageError("--sampling-steps " + o.steps + ": " + err);
-  if (visited.size() < 2)
-    usageError("--sampling-steps " + o.steps + " visits one timestep; at least 2 are needed");
-  const SamplingSchedule sched = respacedSchedule(visited);
+// DDPM/DDIM over every chunk (sampling_schedule.h); returns the model calls.
+int64_t sampleDdpmChunks(const SampleRun &r, const SampleOptions &o, const ModelFacts &m,
+                         const SamplingSchedule &sched) {
+  const StepLibrary &lib = r.lib;
+  StepContext &ctx = r.ctx;
   const int K = sched.size();
-
-  // Outputs never replace an input (or each other).
-  std::vector<NamedPath> outputs, inputs = {{"the sampler library", lib.path},
-                                            {"--ckpt", o.ckpt},
-                                            {"the initial parameters", lib.initPath("")}};
-  if (!o.out.empty())
-    outputs.push_back({"--out", o.out});
-  if (!o.saveNpy.empty()) {
-    outputs.push_back({"--save-npy", o.saveNpy});
-    outputs.push_back({"--save-npy's labels", labelsPathFor(o.saveNpy)});
-  }
-  checkOutputsAgainstInputs(outputs, inputs);
-  // As train mode: no output takes a checkpoint's name in the folder the
-  // weights come from.
-  refuseCheckpointNames(outputs, o.ckpt.substr(0, o.ckpt.find_last_of('/') + 1) + ".",
-                        "the folder of --ckpt");
-
-  const int64_t perCall = guided ? m.batch / 2 : m.batch;
-  const int64_t N = m.conditional ? static_cast<int64_t>(classes.size()) * o.perClass
-                                  : o.images;
   const int64_t D = m.channels * m.height * m.width, plane = m.height * m.width;
-  const int64_t outD = m.outChannels * plane;
-  if (!o.dumpSteps.empty() && N > perCall)
-    usageError("--dump-steps needs every image in one model call (" + std::to_string(N) +
-               " images, " + std::to_string(perCall) + " per call)");
-
-  StepContext ctx(lib, comm);
-  const bool ema = loadWeights(lib, ctx, o.ckpt, o.weights);
-  const std::string what =
-      m.conditional ? std::to_string(classes.size()) + " classes x " + std::to_string(o.perClass)
-                    : std::string("unconditional");
-  std::printf("hc-run sample: %lld images (%s) from %s (%s weights), "
-              "%s, %d steps of 1000, cfg scale %g, seed %llu, %lld images per call\n",
-              static_cast<long long>(N), what.c_str(),
-              o.ckpt.c_str(), ema ? "EMA" : "raw", o.sampler.c_str(), K, o.cfgScale,
-              static_cast<unsigned long long>(o.seed), static_cast<long long>(perCall));
-  std::fflush(stdout);
-
-  std::vector<float> samples(static_cast<std::size_t>(N * D));
-  std::vector<int64_t> labels(static_cast<std::size_t>(N));
-  for (int64_t k = 0; k < N; ++k)
-    labels[k] = classes[k / o.perClass];
+  const int64_t outD = m.outChannels * plane, perCall = r.perCall, N = r.images;
+  const bool guided = r.guided, bar = r.bar;
+  const std::vector<int64_t> &labels = r.labels;
+  std::vector<float> &samples = r.samples;
   std::vector<float> xt(m.batch * D), pred(m.batch * outD);
   std::vector<int64_t> tIn(m.batch), yIn(m.batch);
   // The description's input order.
@@ -524,7 +495,6 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   std::vector<float> dumpX, dumpPred, dumpNoise;
   std::vector<int64_t> dumpT;
 
-  const bool bar = o.progress == 1 || (o.progress == -1 && isatty(STDERR_FILENO));
   const int64_t chunks = (N + perCall - 1) / perCall, calls = chunks * K;
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {
@@ -591,10 +561,6 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   }
   if (bar)
     std::fputc('\n', stderr);
-  for (float v : samples)
-    if (!std::isfinite(v))
-      throw Error(1, "a sample holds a non-finite value; nothing written");
-
   const std::vector<int64_t> image = {m.channels, m.height, m.width};
   if (!o.dumpSteps.empty()) {
     const std::string &dir = o.dumpSteps;
@@ -610,6 +576,175 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
     writeNpyOrFail(dir + "/t.npy", "i8", {K}, dumpT.data());
     writeNpyOrFail(dir + "/y.npy", "i8", {m.batch}, yIn.data());
   }
+  return calls;
+}
+
+} // namespace
+
+// N(0, 1) by Box-Muller over a pair of uniforms (sample_mode.h).
+float normalDraw(uint64_t seed, uint64_t step, uint64_t image, uint64_t kind, uint64_t k) {
+  const double u1 = hc::rt::uniform01(seed, step, image, kind, k & ~uint64_t{1});
+  const double u2 = hc::rt::uniform01(seed, step, image, kind, k | 1);
+  const double radius = std::sqrt(-2.0 * std::log(1.0 - u1));  // 1-u1 in (0, 1]
+  const double angle = 6.283185307179586 * u2;
+  return static_cast<float>(radius * (k & 1 ? std::sin(angle) : std::cos(angle)));
+}
+
+void progressLine(int64_t done, int64_t total, double seconds) {
+  const int width = 30;
+  int filled = static_cast<int>(width * done / total);
+  std::fprintf(stderr, "\rsampling %6lld/%lld model calls [", static_cast<long long>(done),
+               static_cast<long long>(total));
+  for (int i = 0; i < width; ++i)
+    std::fputc(i < filled ? '=' : (i == filled ? '>' : ' '), stderr);
+  std::fprintf(stderr, "] %.1f s\033[K", seconds);
+  std::fflush(stderr);
+}
+
+void writeNpyOrFail(const std::string &path, const std::string &dtype,
+                    const std::vector<int64_t> &shape, const void *data) {
+  std::string err;
+  if (!hc::rt::writeNpy(path, dtype, shape, data, err))
+    throw Error(1, err);
+}
+
+
+int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
+  SampleOptions o = parseSampleOptions(argc, argv);
+  if (o.help) {
+    std::fputs(kSampleUsage, stdout);
+    return 0;
+  }
+  if (comm.size() != 1)
+    usageError("sample runs on one process; start it without mpirun");
+  StepLibrary lib;
+  lib.load(o.library);
+  const ModelFacts m = modelFacts(lib, o);
+
+  // Rows of the grid: classes, or for an unconditional model rows of 8
+  // unlabelled images (label -1).
+  std::vector<int64_t> classes;
+  if (!m.conditional) {
+    if (o.classesGiven || o.perClassGiven)
+      usageError(std::string(o.classesGiven ? "--classes" : "--per-class") + ": " + lib.path +
+                 " is unconditional (no label input y); use --images N");
+    if (o.cfgGiven && o.cfgScale != 1.0)
+      usageError("--cfg-scale " + number(o.cfgScale) + ": " + lib.path + " is unconditional "
+                 "(no label input y), there is no class to guide towards; omit --cfg-scale");
+    o.cfgScale = 1.0;
+    o.perClass = std::min<int64_t>(8, o.images > 0 ? o.images : 16);
+    const int64_t total = o.images > 0 ? o.images : 16;
+    classes.assign(static_cast<std::size_t>((total + o.perClass - 1) / o.perClass), -1);
+    o.images = total;
+  } else if (o.images > 0) {
+    usageError("--images is for unconditional models; " + lib.path +
+               " is class-conditional: use --classes and --per-class");
+  } else if (o.classes == "all") {
+    for (int64_t c = 0; c < m.numClasses; ++c)
+      classes.push_back(c);
+  } else {
+    classes = parseList("--classes", o.classes, 0, m.numClasses - 1);
+  }
+  std::vector<int> bands;
+  if (o.pngBands.empty()) {
+    bands = m.channels == 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
+  } else {
+    if (o.out.empty())
+      usageError("--png-bands chooses what --out shows; give --out GRID.png");
+    for (int64_t b : parseList("--png-bands", o.pngBands, 0, m.channels - 1))
+      bands.push_back(static_cast<int>(b));
+    if (bands.size() != 1 && bands.size() != 3)
+      usageError("--png-bands needs one channel (grey) or three (R,G,B), got " +
+                 std::to_string(bands.size()));
+  }
+  o.ckpt = resolveCheckpoint(o.ckpt);
+  const bool guided = o.cfgScale != 1.0;
+  if (guided && !m.hasNullClass)
+    usageError("--cfg-scale " + number(o.cfgScale) + " needs the null class, but " +
+               lib.path + "'s label table has " + std::to_string(m.labelRows) + " rows for " +
+               std::to_string(m.numClasses) +
+               " classes (exported with --class-dropout-prob 0?); use --cfg-scale 1");
+  if (guided && m.batch % 2)
+    usageError("--cfg-scale " + number(o.cfgScale) + " runs the conditional and "
+               "null-class halves in one batch, so the library's batch must be even, not " +
+               std::to_string(m.batch) + " (hc-compile --sampler --batch)");
+  std::string err;
+  SamplingSchedule sched;
+  int K = 0;
+  if (m.flow) {
+    chooseFlowSampler(o, lib, m);
+  } else {
+    chooseDdpmSampler(o, lib);
+    std::vector<int> visited = o.ddimCount ? ddimTimesteps(1000, o.ddimCount, err)
+                                           : spaceTimesteps(1000, o.sections, err);
+    if (visited.empty())
+      usageError("--sampling-steps " + o.steps + ": " + err);
+    if (visited.size() < 2)
+      usageError("--sampling-steps " + o.steps + " visits one timestep; at least 2 are needed");
+    sched = respacedSchedule(visited);
+    K = sched.size();
+  }
+
+  // Outputs never replace an input (or each other).
+  std::vector<NamedPath> outputs, inputs = {{"the sampler library", lib.path},
+                                            {"--ckpt", o.ckpt},
+                                            {"the initial parameters", lib.initPath("")}};
+  if (!o.out.empty())
+    outputs.push_back({"--out", o.out});
+  if (!o.saveNpy.empty()) {
+    outputs.push_back({"--save-npy", o.saveNpy});
+    outputs.push_back({"--save-npy's labels", labelsPathFor(o.saveNpy)});
+  }
+  checkOutputsAgainstInputs(outputs, inputs);
+  // As train mode: no output takes a checkpoint's name in the folder the
+  // weights come from.
+  refuseCheckpointNames(outputs, o.ckpt.substr(0, o.ckpt.find_last_of('/') + 1) + ".",
+                        "the folder of --ckpt");
+
+  const int64_t perCall = guided ? m.batch / 2 : m.batch;
+  const int64_t N = m.conditional ? static_cast<int64_t>(classes.size()) * o.perClass
+                                  : o.images;
+  const int64_t D = m.channels * m.height * m.width, plane = m.height * m.width;
+  if (!o.dumpSteps.empty() && N > perCall)
+    usageError("--dump-steps needs every image in one model call (" + std::to_string(N) +
+               " images, " + std::to_string(perCall) + " per call)");
+
+  StepContext ctx(lib, comm);
+  const bool ema = loadWeights(lib, ctx, o.ckpt, o.weights, m.flow ? &m.flowObjective : nullptr);
+  const std::string what =
+      m.conditional ? std::to_string(classes.size()) + " classes x " + std::to_string(o.perClass)
+                    : std::string("unconditional");
+  const std::string how =
+      !m.flow ? o.sampler + ", " + std::to_string(K) + " steps of 1000"
+      : o.flow.method == FlowMethod::Dopri5
+          ? "dopri5 (atol " + number(o.flow.atol) + ", rtol " + number(o.flow.rtol) + ")"
+          : o.sampler + ", " + std::to_string(o.flow.steps) + " steps (flow: " +
+                m.flowObjective.describe() + ")";
+  std::printf("hc-run sample: %lld images (%s) from %s (%s weights), "
+              "%s, cfg scale %g, seed %llu, %lld images per call\n",
+              static_cast<long long>(N), what.c_str(),
+              o.ckpt.c_str(), ema ? "EMA" : "raw", how.c_str(), o.cfgScale,
+              static_cast<unsigned long long>(o.seed), static_cast<long long>(perCall));
+  std::fflush(stdout);
+
+  std::vector<float> samples(static_cast<std::size_t>(N * D));
+  std::vector<int64_t> labels(static_cast<std::size_t>(N));
+  for (int64_t k = 0; k < N; ++k)
+    labels[k] = classes[k / o.perClass];
+  const bool bar = o.progress == 1 || (o.progress == -1 && isatty(STDERR_FILENO));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const SampleRun run{lib,      ctx,    m.batch,     m.channels, plane,  m.outChannels,
+                      m.numClasses, guided, o.cfgScale, perCall,   N,      o.seed,
+                      labels,   samples, bar,        o.dumpSteps};
+  const int64_t calls = m.flow ? sampleFlowChunks(run, m.flowObjective, o.flow)
+                               : sampleDdpmChunks(run, o, m, sched);
+  for (float v : samples)
+    if (!std::isfinite(v))
+      throw Error(1, "a sample holds a non-finite value; nothing written");
+
   if (!o.saveNpy.empty()) {
     std::vector<int64_t> shape = {N, m.channels, m.height, m.width};
     writeNpyOrFail(o.saveNpy, "f4", shape, samples.data());
