@@ -238,6 +238,84 @@ class Objective:
         return (rar * out - x) / var
 
 
+# ---- the samplers' arithmetic (the float64 reference of hc-run sample) ------
+def guided(cond, uncond, scale):
+    """Classifier-free guidance on every channel: uncond + s (cond - uncond)."""
+    return uncond + scale * (cond - uncond)
+
+
+def sde_drift(objective, x, t, out, form="sigma", norm=1.0):
+    """drift + diffusion * score (the reverse SDE's drift; the ODE's when the
+    diffusion is 0)."""
+    g = objective.diffusion(np.asarray(t, np.float64), form, norm)
+    d = objective.drift(x, t, out)
+    if np.all(g == 0):
+        return d
+    return d + _expand(g, x) * objective.score(x, t, out)
+
+
+def grid(t0, t1, steps):
+    """The fixed-step methods' times: steps + 1 points from t0 to t1."""
+    return [t0 + k * (t1 - t0) / steps for k in range(steps)] + [t1]
+
+
+def euler_step(objective, x, t, dt, out):
+    return x + dt * objective.drift(x, _per_sample(t, x), out)
+
+
+def heun_stage(objective, x, t, dt, out):
+    """Heun's first slope and the point of its second evaluation."""
+    k1 = objective.drift(x, _per_sample(t, x), out)
+    return k1, x + dt * k1
+
+
+def heun_step(objective, x, t, dt, k1, x_mid, out_mid):
+    k2 = objective.drift(x_mid, _per_sample(t + dt, x), out_mid)
+    return x + 0.5 * dt * (k1 + k2)
+
+
+def sde_euler_step(objective, x, t, dt, out, noise, form="sigma", norm=1.0):
+    """Euler-Maruyama: x + f dt + sqrt(2 g) sqrt(dt) w."""
+    ts = _per_sample(t, x)
+    g = float(objective.diffusion(np.float64(t), form, norm))
+    return x + sde_drift(objective, x, ts, out, form, norm) * dt + \
+        math.sqrt(2 * g) * math.sqrt(dt) * noise
+
+
+def sde_heun_noise(objective, x, t, dt, noise, form="sigma", norm=1.0):
+    """SiT's stochastic Heun: the noised point where both slopes start."""
+    g = float(objective.diffusion(np.float64(t), form, norm))
+    return x + math.sqrt(2 * g) * math.sqrt(dt) * noise
+
+
+def sde_heun_stage(objective, xhat, t, dt, out, form="sigma", norm=1.0):
+    k1 = sde_drift(objective, xhat, _per_sample(t, xhat), out, form, norm)
+    return k1, xhat + dt * k1
+
+
+def sde_heun_step(objective, xhat, t, dt, k1, x_mid, out_mid, form="sigma", norm=1.0):
+    k2 = sde_drift(objective, x_mid, _per_sample(t + dt, x_mid), out_mid, form, norm)
+    return xhat + 0.5 * dt * (k1 + k2)
+
+
+def last_step(objective, x, t1, out, kind="Mean", size=0.04, form="sigma", norm=1.0):
+    """SiT's last SDE step at t1."""
+    ts = _per_sample(t1, x)
+    if kind == "Mean":
+        return x + sde_drift(objective, x, ts, out, form, norm) * size
+    if kind == "Euler":
+        return x + objective.drift(x, ts, out) * size
+    if kind == "Tweedie":
+        a = objective.alpha(np.float64(t1))[0]
+        s = objective.sigma(np.float64(t1))[0]
+        return x / a + s * s / a * objective.score(x, ts, out)
+    return x
+
+
+def _per_sample(t, x):
+    return np.full(x.shape[0], t, np.float64)
+
+
 def _vp_log_mean(t):
     return -0.25 * (1 - t) ** 2 * (VP_SIGMA_MAX - VP_SIGMA_MIN) - 0.5 * (1 - t) * VP_SIGMA_MIN
 
