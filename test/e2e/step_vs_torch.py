@@ -94,6 +94,9 @@ def main():
     ap.add_argument("--clip-half", action="store_true",
                     help="hc-run --clip-grad-norm and torch.nn.utils.clip_grad_norm_ at half "
                          "the first step's norm (so the clip engages)")
+    ap.add_argument("--plant", action="append", default=[],
+                    help="after the checks: PyTorch's flow loss with this planted error "
+                         "(planted_reference.py: t-flip, weight) must be told apart")
     ap.add_argument("export_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -144,6 +147,17 @@ def main():
         errors += compare_step(w("ref"), read_safetensors(w("g1.safetensors")),
                                read_safetensors(w("p.safetensors")), 1e-4,
                                mask_roundoff=a.optimizer == "adamw")
+        for plant in a.plant:
+            # The same comparison against a reference with a planted error fails.
+            run([PY, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                  "planted_reference.py"), plant, w("model.onnx"),
+                 "--batch", str(batch), "--out", w("plant_" + plant), "--train-steps",
+                 str(steps), "--dtype", "float32"] + hyper + schedule)
+            pe = rel(losses, np.load(w("plant_" + plant, "train_loss.npy")))
+            print("planted %s in PyTorch's loss: loss rel err %.3e (must exceed 1e-4)"
+                  % (plant, pe))
+            if pe <= 1e-4:
+                errors.append("the planted %s is not caught (%.3e)" % (plant, pe))
     else:
         # Global inputs for 2B samples; -np 2 at batch B vs -np 1 at batch 2B.
         run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
