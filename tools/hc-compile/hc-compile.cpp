@@ -28,8 +28,10 @@ const char *kUsage = R"(usage: hc-compile MODEL.onnx -o dit_step.so --batch N [o
 Compiles the training graph of a DiT exported to ONNX into a shared library
 running one training step. The loss is whatever the graph computes: DiT's
 noise MSE, or with learned sigma its full objective (MSE plus the
-variational bound through hc::StopGradient, docs/input-format.md), with or
-without a label input y (unconditional models).
+variational bound through hc::StopGradient, docs/input-format.md), or a
+flow-matching loss of SiT's (a float t and a target input,
+docs/objectives.md), with or without a label input y (unconditional
+models).
 
 options:
   -o FILE          output file: the step library, with its initial
