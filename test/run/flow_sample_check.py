@@ -36,19 +36,12 @@ sys.path.insert(0, os.path.join(ROOT, "models"))
 import safetensors_np  # noqa: E402
 import transport  # noqa: E402
 from run_check import check  # noqa: E402
+from sample_check import run  # noqa: E402  (a command, its exit code checked)
 
 PY = "/usr/bin/python3"
 C, S, CLASSES, BATCH, CFG = 4, 8, 3, 4, 4.0
 TOL_STEP, TOL_MODEL = 1e-5, 1e-4
 MODELS = {"lin_v": ("linear", "velocity"), "gvp_n": ("gvp", "noise"), "vp_s": ("vp", "score")}
-
-
-def run(cmd, cwd, expect=0):
-    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
-    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    check(p.returncode == expect, "%s: exit %d (expected %d)\n%s%s"
-          % (" ".join(cmd), p.returncode, expect, p.stdout[-2000:], p.stderr[-2000:]))
-    return p
 
 
 def case_setup(a):
@@ -306,6 +299,7 @@ def case_refusals(a):
         check(not os.path.exists(os.path.join(a.work, "r.npy")), "an output was written")
         print("refused: %s" % lines[0])
     # A resume with another time sampling is refused too.
+    shutil.rmtree(os.path.join(a.work, "ck_ln"), ignore_errors=True)
     run([hc_run, "flow_train.so", "--data", "x.npy", "--labels", "y.npy", "--steps", "1",
          "--ckpt-dir", "ck_ln", "--no-progress"], a.work)
     p = run([hc_run, "flow_train.so", "--data", "x.npy", "--labels", "y.npy", "--steps", "2",
