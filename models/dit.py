@@ -434,7 +434,7 @@ class DiTLoss(nn.Module):
         if objective not in ("mse", "mse+vlb"):
             raise ValueError("DiTLoss takes objective mse or mse+vlb, not %r (flow: FlowLoss)"
                              % objective)
-        if objective != "mse" and not dit.learn_sigma:
+        if objective != "mse" and not getattr(dit, "learn_sigma", True):
             raise ValueError("objective %s trains the variance: it needs learn_sigma" % objective)
         self.dit = dit
         self.in_channels = dit.in_channels if in_channels is None else in_channels
@@ -490,15 +490,17 @@ class UnconditionalFlowLoss(FlowLoss):
         return super().forward(x_t, t, None, target)
 
 
-def loss_module(dit, objective="mse", flow=None, with_output=False, **kw):
-    """The exported training module of `dit` for an objective name (and, for
-    "flow", a transport.Objective)."""
-    conditional = dit.config["num_classes"] > 0
+def loss_wrapper(model, objective="mse", flow=None, in_channels=None, conditional=True,
+                 with_output=False, stop_gradient=None):
+    """The exported training module around `model` (any module with forward
+    (x, t[, y]) -> [B, C', H, W]) for an objective name (and, for "flow", a
+    transport.Objective). Its parameters are model's under "dit."."""
     if objective == "flow":
         cls = FlowLoss if conditional else UnconditionalFlowLoss
-        return cls(dit, flow, with_output=with_output)
+        return cls(model, flow, in_channels, with_output=with_output)
     cls = DiTLoss if conditional else UnconditionalLoss
-    return cls(dit, with_output=with_output, objective=objective, **kw)
+    return cls(model, in_channels, with_output=with_output, objective=objective,
+               stop_gradient=stop_gradient)
 
 
 def objective_loss(out, in_channels, objective, stop_gradient, x_t, t, noise, x_start=None):

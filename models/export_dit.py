@@ -26,14 +26,9 @@ hc.frozen (requires_grad=False parameters) and hc.dit_config (JSON).
 ai.onnx.preview.training Adam with these hyper-parameters, T <- T + 1.
 """
 
-import argparse
 import collections
-import json
 import os
-import shutil
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli import Parser as _Parser, fail  # noqa: E402
@@ -43,35 +38,8 @@ import torch  # noqa: E402
 import dit as ditlib  # noqa: E402
 
 import transport  # noqa: E402
-
-INPUT_NAMES = ["x_t", "t", "y", "noise"]
-FLOW_INPUT_NAMES = ["x_t", "t", "y", "target"]
-VLB_INPUT = "x_start"  # the fifth input of --objective mse+vlb
-
-
-def input_names(objective, conditional=True):
-    names = FLOW_INPUT_NAMES if objective == "flow" else INPUT_NAMES
-    names = names if conditional else [n for n in names if n != "y"]
-    return names + ([VLB_INPUT] if objective == "mse+vlb" else [])
-# Parameters past this many bytes go to an external data file (protobuf's
-# hard limit is 2 GB; DiT-XL/2 is ~2.7 GB).
-EXTERNAL_DATA_THRESHOLD = 1 << 30
-
-
-LOSS_TEXT = {
-    "mse": "mean((prediction[:, :in_channels] - noise)^2)",
-    "mse+vlb": "mean((prediction[:, :in_channels] - noise)^2) + mean(vlb_bits("
-               "stop_gradient(prediction[:, :in_channels]), prediction[:, in_channels:], "
-               "x_start, x_t, t)) (models/diffusion.py vlb_terms)",
-    "flow": "models/transport.py Objective.loss(prediction[:, :in_channels], t, target) "
-            "(dit_config.flow: path, prediction, loss weight)",
-}
-
-
-class UsageError(Exception):
-    pass
-
-
+from export_training import (UsageError, export_training, input_names,  # noqa: E402,F401
+                             register_layer_norm_opset17)
 
 
 def parse_args(argv):
@@ -177,42 +145,6 @@ def parse_args(argv):
     return a
 
 
-# --------------------------------------------------------------------------
-# opset 17: LayerNormalization needs a Scale input. torch 1.13 passes the
-# (absent) weight of an elementwise_affine=False LayerNorm straight through,
-# which gives an invalid node. Pass a constant ones scale instead (and leave
-# the optional bias out when there is none).
-# --------------------------------------------------------------------------
-
-_LN17_REGISTERED = False
-
-
-def register_layer_norm_opset17():
-    global _LN17_REGISTERED
-    if _LN17_REGISTERED:
-        return
-    from torch.onnx import symbolic_helper
-
-    @symbolic_helper.parse_args("v", "is", "v", "v", "f", "none")
-    def layer_norm17(g, inp, normalized_shape, weight, bias, eps, cudnn_enable):
-        dtype = torch.float32
-        st = inp.type().scalarType() if hasattr(inp.type(), "scalarType") else None
-        if st == "Double":
-            dtype = torch.float64
-        elif st == "Half":
-            dtype = torch.float16
-        if weight is None or symbolic_helper._is_none(weight):
-            weight = g.op("Constant", value_t=torch.ones(list(normalized_shape), dtype=dtype))
-        inputs = [inp, weight]
-        if not (bias is None or symbolic_helper._is_none(bias)):
-            inputs.append(bias)
-        return g.op("LayerNormalization", *inputs, epsilon_f=eps,
-                    axis_i=-len(normalized_shape))
-
-    torch.onnx.register_custom_op_symbolic("aten::layer_norm", layer_norm17, 17)
-    _LN17_REGISTERED = True
-
-
 def example_inputs(model_cfg, batch, seed, objective="mse"):
     g = torch.Generator()
     g.manual_seed(seed)
@@ -254,164 +186,17 @@ def export_module(dit, output, opset=13, batch=2, dynamic_batch=False, init="def
                   with_output=False, external_data=None, training=None, objective="mse",
                   flow=None):
     """Export a DiT instance (models/dit.py's class, e.g. with weights loaded
-    from a PyTorch checkpoint) with its objective; returns (onnx.ModelProto,
-    seconds). `init`, `seed` are only recorded in the metadata."""
-    out_dir = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(out_dir):
-        raise UsageError("output folder %s does not exist" % out_dir)
-    t0 = time.time()
-    in_channels, image_size = dit.in_channels, dit.config["image_size"]
-    conditional = dit.config["num_classes"] > 0
-    if objective == "flow" and flow is None:
-        flow = transport.Objective()
-    module = ditlib.loss_module(dit, objective, flow, with_output=with_output)
-    names = input_names(objective, conditional)
+    from a PyTorch checkpoint) with its objective through export_training;
+    returns (onnx.ModelProto, seconds). `init`, `seed` are only recorded in
+    the metadata."""
     args = example_inputs(dit.config, batch, seed, objective)
-    output_names = ["loss"] + (["prediction"] if with_output else [])
-    dynamic_axes = None
-    if dynamic_batch:
-        dynamic_axes = {n: {0: "batch"} for n in names}
-        if with_output:
-            dynamic_axes["prediction"] = {0: "batch"}
-    if opset == 17:
-        register_layer_norm_opset17()
-
-    # torch writes >2 GB models as one external file per tensor next to its
-    # output: export into a private folder, then write our own layout.
-    tmpdir = tempfile.mkdtemp(prefix=".export-", dir=out_dir)
-    try:
-        m = _torch_export(module, args, os.path.join(tmpdir, "model.onnx"), opset,
-                          names, output_names, dynamic_axes)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    param_bytes = sum(p.numel() * p.element_size() for p in module.parameters())
-    if external_data is None:
-        external_data = param_bytes > EXTERNAL_DATA_THRESHOLD
-    return _finish(m, module, dit, output, opset, init, seed, in_channels, image_size,
-                   batch, dynamic_batch, with_output, external_data, t0, training, objective,
-                   flow)
-
-
-def _torch_export(module, args, path, opset, input_names, output_names, dynamic_axes):
-    import onnx
-    torch.onnx.export(
-        module, args, path,
-        export_params=True,
-        training=torch.onnx.TrainingMode.TRAINING,
-        do_constant_folding=False,
-        keep_initializers_as_inputs=False,
-        opset_version=opset,
-        input_names=input_names,
-        output_names=output_names,
-        dynamic_axes=dynamic_axes,
-        custom_opsets={"hc": 1},  # dit.StopGradient's domain (--objective mse+vlb)
-    )
-    return onnx.load(path, load_external_data=True)
-
-
-def _finish(m, module, dit, output, opset, init, seed, in_channels, image_size, batch,
-            dynamic_batch, with_output, external_data, t0, training=None, objective="mse",
-            flow=None):
-    import onnx
-    conditional = dit.config["num_classes"] > 0
-    names = input_names(objective, conditional)
-    # Parameters must appear as initializers under their state_dict names
-    # (prefixed by "dit." since DiTLoss wraps the DiT) -- and nothing else
-    # may be a float initializer, since hc treats those as trainable.
-    # torch names them after DiTLoss's attribute: strip that prefix.
-    params = dict(module.named_parameters())
-    inits = {i.name for i in m.graph.initializer}
-    rename = {}
-    for name in params:
-        short = name[len("dit."):]
-        if name in inits:
-            rename[name] = short
-        elif short in inits:
-            rename[short] = short
-        else:
-            raise RuntimeError("parameter %s is missing from the initializers of %s "
-                               "(constant folding or deduplication renamed it?)"
-                               % (short, output))
-    extra = sorted(inits - set(rename))
-    if extra:
-        raise RuntimeError("unexpected initializers that are not DiT parameters: %s"
-                           % ", ".join(extra[:10]))
-    _rename_values(m.graph, rename)
-
-    frozen = [n[len("dit."):] for n, p in module.named_parameters() if not p.requires_grad]
+    named = dict(zip(("x_t", "t", "y") if dit.config["num_classes"] > 0 else ("x_t", "t"),
+                     args))
     cfg = dict(dit.config)
-    cfg["opset"] = opset
-    cfg["init"] = init
-    cfg["seed"] = seed
-    cfg["objective"] = objective
-    if flow is not None:
-        cfg["flow"] = flow.config()
-    del m.metadata_props[:]
-    for k, v in (("hc.frozen", ",".join(frozen)),
-                 ("hc.dit_config", json.dumps(cfg, sort_keys=True)),
-                 ("hc.loss", LOSS_TEXT[objective])):
-        p = m.metadata_props.add()
-        p.key, p.value = k, v
-    m.producer_name = "hc models/export_dit.py (torch %s)" % torch.__version__
-    m.doc_string = "DiT training loss; inputs %s; output loss" % ", ".join(names)
-
-    _check_io(m, in_channels, image_size, batch, dynamic_batch, with_output, dit.out_channels,
-              objective, conditional)
-    if training is not None:
-        # Trainable: requires_grad parameters in state_dict order; data
-        # inputs are Gradient's zs. (onnx's external-data writer leaves
-        # training_info tensors, the zero moments too, inside the file.)
-        from onnx_training import add_training_info
-        trainable = [n[len("dit."):] for n, p in module.named_parameters() if p.requires_grad]
-        add_training_info(m, trainable, zs=names, loss="loss", **training)
-    data_name = os.path.basename(output) + ".data"
-    data_path = os.path.join(os.path.dirname(os.path.abspath(output)), data_name)
-    if os.path.exists(data_path):
-        os.remove(data_path)  # onnx.save appends to an existing data file
-    if external_data:
-        onnx.save(m, output, save_as_external_data=True, all_tensors_to_one_file=True,
-                  location=data_name, size_threshold=1024)
-    else:
-        # In memory too: the checker's full_check also runs strict shape inference.
-        onnx.checker.check_model(m, full_check=True)
-        onnx.save(m, output)
-    onnx.checker.check_model(output, full_check=True)
-    return m, time.time() - t0
-
-
-def _rename_values(graph, rename):
-    if all(k == v for k, v in rename.items()):
-        return
-    for init in graph.initializer:
-        init.name = rename.get(init.name, init.name)
-    for node in graph.node:
-        for i, n in enumerate(node.input):
-            if n in rename:
-                node.input[i] = rename[n]
-
-
-def _check_io(m, c, s, batch, dynamic, with_output, out_c, objective, conditional=True):
-    def dims(vi):
-        return [d.dim_param if d.dim_param else d.dim_value
-                for d in vi.type.tensor_type.shape.dim]
-
-    b = "batch" if dynamic else batch
-    want_in = {"x_t": (1, [b, c, s, s]), "t": (1 if objective == "flow" else 7, [b]),
-               "y": (7, [b]), "noise": (1, [b, c, s, s]), "target": (1, [b, c, s, s]),
-               VLB_INPUT: (1, [b, c, s, s])}
-    got = [(i.name, i.type.tensor_type.elem_type, dims(i)) for i in m.graph.input]
-    if [g[0] for g in got] != input_names(objective, conditional):
-        raise RuntimeError("graph inputs are %s, expected %s"
-                           % ([g[0] for g in got], input_names(objective, conditional)))
-    for name, et, d in got:
-        if (et, d) != want_in[name]:
-            raise RuntimeError("input %s is (%d, %s), expected %s" % (name, et, d, want_in[name]))
-    outs = [(o.name, o.type.tensor_type.elem_type, dims(o)) for o in m.graph.output]
-    want_out = [("loss", 1, [])]
-    if with_output:
-        want_out.append(("prediction", 1, [b, out_c, s, s]))
-    if outs != want_out:
-        raise RuntimeError("graph outputs are %s, expected %s" % (outs, want_out))
+    cfg["init"], cfg["seed"] = init, seed
+    return export_training(dit, named, output, objective=objective, flow=flow, opset=opset,
+                           dynamic_batch=dynamic_batch, with_output=with_output,
+                           external_data=external_data, config=cfg, training=training)
 
 
 def op_histogram(m):

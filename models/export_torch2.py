@@ -181,7 +181,7 @@ def main():
     ap.add_argument("--optimize", action="store_true",
                     help="the dynamo exporter's default optimize=True")
     ap.add_argument("--attention", default="sdpa", choices=("unbind", "sdpa"))
-    ap.add_argument("--objective", default="mse", choices=ditlib.OBJECTIVES)
+    ap.add_argument("--objective", default="mse", choices=("mse", "mse+vlb"))
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     if a.optimize and a.exporter != "dynamo":

@@ -114,7 +114,8 @@ def build_module(m, cfg):
     dit.load_state_dict(state, strict=True)
     objective = cfg.get("objective", "mse")
     flow = transport.Objective.from_config(cfg) if objective == "flow" else None
-    module = ditlib.loss_module(dit, objective, flow, with_output=True)
+    module = ditlib.loss_wrapper(dit, objective, flow, cfg["in_channels"],
+                                 cfg["num_classes"] > 0, with_output=True)
     module.objective = objective
     return module
 
