@@ -43,22 +43,31 @@ CONFIG = dict(image_size=8, patch_size=2, in_channels=4, hidden_size=64, depth=2
 HC_DOMAIN = ("hc", 1)
 
 
-@torch.library.custom_op("hc::stop_gradient", mutates_args=())
-def stop_gradient(x: torch.Tensor) -> torch.Tensor:
-    """`.detach()` as an op the dynamo exporter keeps (it drops detach)."""
-    return x.clone()
+_STOP_GRADIENT = None
 
 
-@stop_gradient.register_fake
-def _(x):
-    return torch.empty_like(x)
+def stop_gradient_op():
+    """hc::stop_gradient, `.detach()` as an op the dynamo exporter keeps (it
+    drops detach). Registered on first use: torch.library.custom_op needs
+    torch >= 2.4, and this module's references() serve torch 1.13 too."""
+    global _STOP_GRADIENT
+    if _STOP_GRADIENT is None:
+        @torch.library.custom_op("hc::stop_gradient", mutates_args=())
+        def stop_gradient(x: torch.Tensor) -> torch.Tensor:
+            return x.clone()
 
+        @stop_gradient.register_fake
+        def _(x):
+            return torch.empty_like(x)
 
-stop_gradient.register_autograd(lambda ctx, grad: None)
+        stop_gradient.register_autograd(lambda ctx, grad: None)
+        _STOP_GRADIENT = stop_gradient
+    return _STOP_GRADIENT
 
 
 def stop_gradient_fn(x):
     # A plain function (the op's handle is not deep-copyable with the module).
+    stop_gradient_op()
     return torch.ops.hc.stop_gradient(x)
 
 
@@ -77,6 +86,7 @@ def stop_gradient_translation():
             outputs=[S.FormalParameter("output", "T")],
             type_constraints=[("T", ["tensor(float)", "tensor(double)"], "")]))
     hc = onnxscript.values.Opset(*HC_DOMAIN)
+    stop_gradient_op()
 
     def translate(x):
         return hc.StopGradient(x)
@@ -104,6 +114,8 @@ def make_module(attention, objective, seed, dynamo):
         for p in dit.parameters():
             if p.requires_grad:
                 p.copy_(torch.randn(p.shape, generator=gen) * (0.05 if p.dim() >= 2 else 0.02))
+    if dynamo:
+        stop_gradient_op()  # registered before any tracing
     stop = stop_gradient_fn if dynamo else ditlib.StopGradient.apply
     return Wrapped(dit, objective, stop)
 

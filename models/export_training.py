@@ -111,6 +111,7 @@ def export_training(module, example_inputs, output, objective="mse", flow=None, 
     stop = None
     if exporter == "dynamo" and objective == "mse+vlb":
         import export_torch2
+        export_torch2.stop_gradient_op()  # registered before any tracing
         stop = export_torch2.stop_gradient_fn
     wrapper = ditlib.loss_wrapper(module, objective, flow, in_channels, conditional,
                                   with_output=with_output, stop_gradient=stop)

@@ -31,7 +31,13 @@ there); a missing folder or file is a failure, never a skip.
 --live "ARGS": a live export instead (issue 48): models/export_torch2.py ARGS
 run by the anchors environment's PyTorch 2.x writes NAME's three files into
 WORK.export first, with PyTorch's own step beside them, and they are checked
-the same way."""
+the same way.
+
+--user-module MODULE --exporter E --python system|anchors: a user's own
+module (test/e2e/user_module_export.py: timm, uncond, mlp2sdpa) exported by
+models/export_training.py under Debian's torch 1.13 (system) or the anchors'
+2.x, checked the same way (its frozen parameters come from its hc.frozen
+metadata, and an unconditional one trains without labels)."""
 import argparse
 import collections
 import os
@@ -64,8 +70,19 @@ def main():
                     help="an optimized dynamo export: refused as is, then mapped")
     ap.add_argument("--live", metavar="ARGS",
                     help="export with the anchors' PyTorch 2.x: models/export_torch2.py ARGS")
+    ap.add_argument("--user-module", choices=("timm", "uncond", "mlp2sdpa"))
+    ap.add_argument("--exporter", default="torchscript", choices=("torchscript", "dynamo"))
+    ap.add_argument("--python", default="system", choices=("system", "anchors"))
     a = ap.parse_args()
-    if a.live:
+    if a.user_module:
+        a.dir = a.work + ".export"
+        shutil.rmtree(a.dir, ignore_errors=True)
+        os.makedirs(a.dir)
+        py = anchors_python() if a.python == "anchors" else "/usr/bin/python3"
+        print(run([py, os.path.join(ROOT, "test", "e2e", "user_module_export.py"),
+                   "--out", a.dir, "--name", a.name, "--module", a.user_module,
+                   "--exporter", a.exporter]).strip().splitlines()[-1])
+    elif a.live:
         a.dir = a.work + ".export"
         shutil.rmtree(a.dir, ignore_errors=True)
         os.makedirs(a.dir)
@@ -111,7 +128,7 @@ def main():
     # pos_embed (requires_grad=False) is not in the state_dict, so
     # map_params.py made it a constant; a plain export needs --freeze.
     compile_args = [model, "--batch", "2"] + (
-        [] if a.map_params else ["--freeze", "model.pos_embed"])
+        [] if a.map_params or a.user_module else ["--freeze", "model.pos_embed"])
 
     ir = run([hc_compile] + compile_args + ["--emit=hc"])
     ops = collections.Counter(re.findall(r"= (hc\.[a-z_]+)", ir))
@@ -184,8 +201,9 @@ def main():
     x = np.load(os.path.join(inputs, "x_t.npy"))
     np.save(w("x.npy"), rng.standard_normal((8,) + x.shape[1:]).astype(np.float32))
     np.save(w("y.npy"), rng.integers(0, 10, 8).astype(np.int64))
-    out = run([hc_run, w("adamw3.so"), "--data", w("x.npy"), "--labels", w("y.npy"),
-               "--steps", "3", "--no-progress", "--log-every", "1",
+    labels = ["--labels", w("y.npy")] if os.path.exists(os.path.join(inputs, "y.npy")) else []
+    out = run([hc_run, w("adamw3.so"), "--data", w("x.npy")] + labels +
+              ["--steps", "3", "--no-progress", "--log-every", "1",
                "--save-params", w("train.safetensors")])
     losses = [float(m) for m in re.findall(r"Train Loss: ([^,\s]+)", out)]
     trained = read_safetensors(w("train.safetensors"))
