@@ -1,5 +1,6 @@
 // Train-mode checkpoints and EMA (see checkpointing.h).
 #include "checkpointing.h"
+#include "data.h"
 
 #include "hc/runtime/checkpoint.h"
 #include "hc/runtime/files.h"
@@ -493,6 +494,7 @@ Checkpointer::metadata(const Ema &ema, int64_t step, uint64_t seed) const {
       {"hc.ema_decay", decayText(ema.on() ? ema.decay : -1)},
       {"hc.augment", opt_.hflip ? "hflip" : "none"},
       {"hc.objective", objectiveText(d)},
+      {"hc.data_kind", dataKindOf(opt_.data)},
       {"hc.time_sampling", timeSamplingText(lib_, opt_)},
       {"hc.lr_schedule", scheduleText()},
       {"hc.rng", "philox4x32-10 keyed by (seed, step, global sample, draw "

@@ -251,6 +251,26 @@ Sample makeFlowSample(const FlowObjective &flow, const TimeSampling &time, uint6
   return s;
 }
 
+std::string dataKindOf(const std::string &dataPath) {
+  const std::size_t slash = dataPath.find_last_of('/');
+  const std::string info =
+      (slash == std::string::npos ? std::string() : dataPath.substr(0, slash + 1)) +
+      "classes.json";
+  std::FILE *f = std::fopen(info.c_str(), "r");
+  if (!f)
+    return "unknown";
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    text.append(buf, n);
+  std::fclose(f);
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  const std::string mode =
+      j.is_object() && j.contains("mode") && j["mode"].is_string() ? j["mode"].get<std::string>()
+                                                                     : "";
+  return mode == "pixels" || mode == "latents" ? mode : "unknown";
+}
+
 int64_t labelAt(const MappedNpy &l, int64_t i) {
   const std::string &dt = l.header().dtype;
   if (dt == "i8")

@@ -49,6 +49,10 @@ private:
 // stand-ins for a user rewriting the data under a running job.
 void dataFaultForTest(const MappedNpy &f, int64_t step, bool afterCheck);
 
+// What --data holds, from models/prepare_data.py's classes.json beside it:
+// "pixels", "latents", or "unknown" (no such file, or another mode).
+std::string dataKindOf(const std::string &dataPath);
+
 // Label i of an integer NPY vector (i8, i4 or u1, checked at open).
 int64_t labelAt(const MappedNpy &l, int64_t i);
 

@@ -114,6 +114,7 @@ struct SampleOptions {
   int ddimCount = 0;  // --sampling-steps ddimN
   uint64_t seed = 0;
   bool clip = true, help = false;
+  bool noClipGiven = false;
   int progress = -1;
 };
 
@@ -259,6 +260,7 @@ SampleOptions parseSampleOptions(int argc, char **argv) {
       o.seed = static_cast<uint64_t>(parseInteger(a, value(), 0, INT64_MAX));
     } else if (a == "--no-clip") {
       o.clip = false;
+      o.noClipGiven = true;
     } else if (a == "--progress" || a == "--no-progress") {
       o.progress = a == "--progress";
     } else if (!a.empty() && a[0] == '-') {
@@ -390,7 +392,7 @@ void chooseFlowSampler(SampleOptions &o, const StepLibrary &lib, const ModelFact
   if (o.sdeGiven && !sde)
     usageError("--diffusion-form/--diffusion-norm/--last-step/--last-step-size shape the "
                "SDE; --sampler " + o.sampler + " integrates the ODE");
-  if (!o.clip)
+  if (o.noClipGiven)
     usageError("--no-clip: the flow samplers never clip (DDPM's x0 clipping)");
   if (adaptive && o.stepsGiven)
     usageError("--sampling-steps: dopri5 chooses its own steps (--atol, --rtol)");
@@ -408,6 +410,16 @@ void chooseDdpmSampler(SampleOptions &o, const StepLibrary &lib) {
   if (o.flowFlagGiven)
     usageError("--atol/--rtol/--diffusion-form/--diffusion-norm/--last-step/--last-step-size "
                "are for flow models; " + lib.path + " is a DDPM model");
+}
+
+// hc.data_kind of a checkpoint ("pixels", "latents"), or "" when it has none.
+std::string checkpointDataKind(const std::string &path) {
+  hc::rt::SafetensorsFile f;
+  std::string err;
+  if (!f.open(path, err))
+    return "";
+  auto it = f.metadata().find("hc.data_kind");
+  return it == f.metadata().end() ? "" : it->second;
 }
 
 // Parameters from --ckpt into the context: --weights ema (ema:NAME, which
@@ -658,6 +670,13 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
                  std::to_string(bands.size()));
   }
   o.ckpt = resolveCheckpoint(o.ckpt);
+  // Latents (models/prepare_data.py --mode latents, recorded by train mode)
+  // are not images in [-1, 1]: DDPM's x0 clipping would damage them.
+  if (!m.flow && o.clip && checkpointDataKind(o.ckpt) == "latents") {
+    o.clip = false;
+    std::printf("hc-run sample: note: %s was trained on VAE latents: x0 predictions are not "
+                "clipped (as --no-clip)\n", o.ckpt.c_str());
+  }
   const bool guided = o.cfgScale != 1.0;
   if (guided && !m.hasNullClass)
     usageError("--cfg-scale " + number(o.cfgScale) + " needs the null class, but " +
