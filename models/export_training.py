@@ -136,7 +136,8 @@ def export_training(module, example_inputs, output, objective="mse", flow=None, 
         if exporter == "dynamo":
             _dynamo_export(wrapper, args, path, opset, names, output_names, dynamic_batch)
         else:
-            _torchscript_export(wrapper, args, path, opset, names, output_names, dynamic_axes)
+            _torchscript_export(wrapper, args, path, opset, names, output_names, dynamic_axes,
+                                objective)
         import onnx
         m = onnx.load(path, load_external_data=True)
     finally:
@@ -256,10 +257,13 @@ def register_layer_norm_opset17():
     _LN17_REGISTERED = True
 
 
-def _torchscript_export(module, args, path, opset, names, output_names, dynamic_axes):
+def _torchscript_export(module, args, path, opset, names, output_names, dynamic_axes,
+                        objective):
     if opset == 17:
         register_layer_norm_opset17()
     kwargs = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
+    if objective == "mse+vlb":
+        kwargs["custom_opsets"] = {"hc": 1}  # dit.StopGradient's domain
     torch.onnx.export(
         module, args, path,
         export_params=True,
@@ -270,7 +274,6 @@ def _torchscript_export(module, args, path, opset, names, output_names, dynamic_
         input_names=names,
         output_names=output_names,
         dynamic_axes=dynamic_axes,
-        custom_opsets={"hc": 1},  # dit.StopGradient's domain (--objective mse+vlb)
         **kwargs)
 
 
