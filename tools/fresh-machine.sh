@@ -8,7 +8,11 @@
 # Not part of ctest: it needs root, mounts and about 35 minutes (PyTorch's
 # anchors environments, tools/install-anchors.sh, add a few of them).
 #
-# usage: tools/fresh-machine.sh [--dir DIR] [--keep] [--mirror URL]
+# usage: tools/fresh-machine.sh [--dir DIR] [--keep] [--mirror URL] [--demo-first]
+#   --demo-first  run tools/demo.sh first, on the cold chroot (empty caches, no
+#                 packages): what a new user's first command costs; then
+#                 tools/check.sh. Default: check.sh first, then the demo
+#   --demo-only   the demo on the cold chroot and nothing else
 #   --dir DIR     where the chroot goes (default: a new /var/tmp/hc-fresh.XXXX)
 #   --keep        leave the chroot on disk afterwards (default: removed)
 #   --mirror URL  Debian mirror (default http://deb.debian.org/debian)
@@ -16,13 +20,15 @@
 # read-only at the same place relative to the clone, as CI has it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-dir="" keep=0 mirror="http://deb.debian.org/debian"
+dir="" keep=0 mirror="http://deb.debian.org/debian" demo_first=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --mirror) mirror="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --demo-first) demo_first=1; shift ;;
+    --demo-only) demo_first=2; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "fresh-machine: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -105,14 +111,17 @@ run_in_chroot() {
 }
 
 status=0
-t2=$(date +%s)
-run_in_chroot tools/check.sh || status=$?
-t3=$(date +%s)
-echo "fresh-machine: tools/check.sh: exit $status, $((t3 - t2)) s"
-if [ "$status" -eq 0 ]; then
-  run_in_chroot tools/demo.sh || status=$?
-  t4=$(date +%s)
-  echo "fresh-machine: tools/demo.sh: exit $status, $((t4 - t3)) s"
+order=(tools/check.sh tools/demo.sh)
+if [ "$demo_first" -eq 1 ]; then
+  order=(tools/demo.sh tools/check.sh)
+elif [ "$demo_first" -eq 2 ]; then
+  order=(tools/demo.sh)
 fi
+for step in "${order[@]}"; do
+  t2=$(date +%s)
+  run_in_chroot "$step" || status=$?
+  echo "fresh-machine: $step: exit $status, $(( $(date +%s) - t2 )) s"
+  [ "$status" -eq 0 ] || break
+done
 echo "fresh-machine: $([ "$status" -eq 0 ] && echo PASSED || echo FAILED) in $(( $(date +%s) - t0 )) s"
 exit "$status"
