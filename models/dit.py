@@ -219,6 +219,70 @@ class Attention(nn.Module):
         return self.proj(x)
 
 
+class CrossAttention(nn.Module):
+    """Image tokens [B, N, C] attending to a context [B, L, C] (PixArt-alpha's
+    MultiHeadCrossAttention without a mask): q from x, k and v from the
+    context by one linear each, then the output projection."""
+
+    def __init__(self, dim, num_heads, form="index"):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.scale = self.head_dim ** -0.5
+        self.form = form
+        self.q_linear = nn.Linear(dim, dim, bias=True)
+        self.kv_linear = nn.Linear(dim, dim * 2, bias=True)
+        self.proj = nn.Linear(dim, dim, bias=True)
+
+    def forward(self, x, ctx):
+        B, N, C = x.shape
+        L = ctx.shape[1]
+        q = self.q_linear(x).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        kv = self.kv_linear(ctx).reshape(B, L, 2, self.num_heads, self.head_dim)
+        kv = kv.permute(2, 0, 3, 1, 4)               # [2, B, heads, L, head_dim]
+        if self.form == "index":
+            k, v = kv[0], kv[1]
+        else:
+            k, v = kv.unbind(0)
+        if self.form == "sdpa":
+            x = scaled_dot_product_attention(q, k, v)
+        else:
+            x = ((q @ k.transpose(-2, -1)) * self.scale).softmax(dim=-1) @ v
+        return self.proj(x.transpose(1, 2).reshape(B, N, C))
+
+
+class VectorEmbedder(nn.Module):
+    """A conditioning vector [B, D] -> [B, hidden] (Linear-SiLU-Linear), or
+    the learned null embedding where drop = 1."""
+
+    def __init__(self, dim, hidden_size):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(dim, hidden_size, bias=True), nn.SiLU(),
+                                 nn.Linear(hidden_size, hidden_size, bias=True))
+        self.null = nn.Parameter(torch.zeros(hidden_size))
+
+    def forward(self, v, drop):
+        d = drop.to(v.dtype)[:, None]
+        return self.mlp(v) * (1 - d) + self.null[None] * d
+
+
+class TokenEmbedder(nn.Module):
+    """A token sequence [B, L, D] -> [B, L, hidden] (PixArt-alpha's caption
+    projection, Linear-GELU(tanh)-Linear); where drop = 1 the learned null
+    sequence [L, D] replaces the tokens first."""
+
+    def __init__(self, length, dim, hidden_size):
+        super().__init__()
+        self.null = nn.Parameter(torch.zeros(length, dim))
+        self.proj = nn.Sequential(nn.Linear(dim, hidden_size, bias=True),
+                                  nn.GELU(approximate="tanh"),
+                                  nn.Linear(hidden_size, hidden_size, bias=True))
+
+    def forward(self, tokens, drop):
+        d = drop.to(tokens.dtype)[:, None, None]
+        return self.proj(tokens * (1 - d) + self.null[None] * d)
+
+
 class Mlp(nn.Module):
     def __init__(self, dim, hidden):
         super().__init__()
@@ -233,19 +297,26 @@ class Mlp(nn.Module):
 class DiTBlock(nn.Module):
     """Transformer block with adaLN-Zero conditioning."""
 
-    def __init__(self, hidden_size, num_heads, mlp_ratio=4.0, attention="index"):
+    def __init__(self, hidden_size, num_heads, mlp_ratio=4.0, attention="index",
+                 cross_attention=False):
         super().__init__()
         self.norm1 = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
         self.attn = Attention(hidden_size, num_heads, attention)
+        # PixArt-alpha: a cross-attention to the token condition after the
+        # self-attention, no norm or gate of its own.
+        self.cross_attn = (CrossAttention(hidden_size, num_heads, attention)
+                           if cross_attention else None)
         self.norm2 = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
         self.mlp = Mlp(hidden_size, int(hidden_size * mlp_ratio))
         self.adaLN_modulation = nn.Sequential(
             nn.SiLU(), nn.Linear(hidden_size, 6 * hidden_size, bias=True))
 
-    def forward(self, x, c):
+    def forward(self, x, c, ctx=None):
         (shift_msa, scale_msa, gate_msa,
          shift_mlp, scale_mlp, gate_mlp) = self.adaLN_modulation(c).chunk(6, dim=1)
         x = x + gate_msa.unsqueeze(1) * self.attn(modulate(self.norm1(x), shift_msa, scale_msa))
+        if self.cross_attn is not None:
+            x = x + self.cross_attn(x, ctx)
         x = x + gate_mlp.unsqueeze(1) * self.mlp(modulate(self.norm2(x), shift_mlp, scale_mlp))
         return x
 
@@ -271,8 +342,10 @@ class DiT(nn.Module):
     def __init__(self, image_size=32, patch_size=2, in_channels=4, hidden_size=1152,
                  depth=28, num_heads=16, mlp_ratio=4.0, class_dropout_prob=0.1,
                  num_classes=1000, learn_sigma=True, init="default", seed=None,
-                 model_name=None, attention="index"):
+                 model_name=None, attention="index", conds=()):
         super().__init__()
+        import conditioning
+        self.conds = conditioning.parse_all(conds)
         if image_size % patch_size != 0:
             raise ValueError("image size %d is not divisible by patch size %d"
                              % (image_size, patch_size))
@@ -288,6 +361,8 @@ class DiT(nn.Module):
             num_classes=num_classes, learn_sigma=bool(learn_sigma),
             mlp_ratio=float(mlp_ratio), class_dropout_prob=float(class_dropout_prob),
             attention=attention)
+        if self.conds:
+            self.config["conds"] = [str(c) for c in self.conds]
         self.learn_sigma = learn_sigma
         self.checkpoint_blocks = False  # set by train_torch.py --checkpoint-blocks
         self.in_channels = in_channels
@@ -295,7 +370,15 @@ class DiT(nn.Module):
         self.patch_size = patch_size
         self.num_heads = num_heads
 
-        self.x_embedder = PatchEmbed(image_size, patch_size, in_channels, hidden_size)
+        # Fields are concatenated to x_t: the patch embedding sees their channels too.
+        field_channels = sum(c.dims[0] for c in self.conds if c.kind == "concat")
+        self.x_embedder = PatchEmbed(image_size, patch_size, in_channels + field_channels,
+                                     hidden_size)
+        self.cond_embedders = nn.ModuleDict(
+            {c.name: (VectorEmbedder(c.dims[0], hidden_size) if c.kind == "vector"
+                      else TokenEmbedder(c.dims[0], c.dims[1], hidden_size))
+             for c in self.conds if c.kind != "concat"})
+        cross = any(c.kind == "tokens" for c in self.conds)
         self.t_embedder = TimestepEmbedder(hidden_size)
         # num_classes 0: an unconditional DiT (no label input, c = t's embedding).
         self.y_embedder = (LabelEmbedder(num_classes, hidden_size, class_dropout_prob)
@@ -304,7 +387,7 @@ class DiT(nn.Module):
         self.pos_embed = nn.Parameter(torch.zeros(1, num_patches, hidden_size),
                                       requires_grad=False)
         self.blocks = nn.ModuleList(
-            [DiTBlock(hidden_size, num_heads, mlp_ratio, attention) for _ in range(depth)])
+            [DiTBlock(hidden_size, num_heads, mlp_ratio, attention, cross) for _ in range(depth)])
         self.final_layer = FinalLayer(hidden_size, patch_size, self.out_channels)
         self.initialize_weights(init, seed)
 
@@ -348,10 +431,17 @@ class DiT(nn.Module):
                 normal_(self.y_embedder.embedding_table.weight, 0.02)
             normal_(self.t_embedder.mlp[0].weight, 0.02)
             normal_(self.t_embedder.mlp[2].weight, 0.02)
-            # adaLN-Zero: every block starts as the identity.
+            # adaLN-Zero: every block starts as the identity (PixArt-alpha
+            # zeroes its cross-attention's output projection too).
             for blk in self.blocks:
                 blk.adaLN_modulation[-1].weight.zero_()
                 blk.adaLN_modulation[-1].bias.zero_()
+                if blk.cross_attn is not None:
+                    blk.cross_attn.proj.weight.zero_()
+                    blk.cross_attn.proj.bias.zero_()
+            # The null forms of vectors and tokens start as small noise.
+            for emb in self.cond_embedders.values():
+                normal_(emb.null, 0.02)
             self.final_layer.adaLN_modulation[-1].weight.zero_()
             self.final_layer.adaLN_modulation[-1].bias.zero_()
             self.final_layer.linear.weight.zero_()
@@ -370,25 +460,43 @@ class DiT(nn.Module):
         x = torch.einsum("nhwpqc->nchpwq", x)
         return x.reshape(n, c, h * p, w * p)
 
-    def forward(self, x, t, y=None, label_dropout=None, force_drop_ids=None):
+    def forward(self, x, t, y=None, conds=None, label_dropout=None, force_drop_ids=None):
         """x [B,C,H,W] float, t [B] int64 timesteps, y [B] int64 labels (None
         for an unconditional DiT, num_classes 0).
         label_dropout defaults to False: the class-dropout random path only
-        runs when asked for (never in DiTLoss, hence never in an export)."""
+        runs when asked for (never in DiTLoss, hence never in an export).
+        conds: name -> tensor for every conditioning of the model, and
+        NAME_drop -> float [B] (1 = the null form) for vectors and tokens
+        (conditioning.py)."""
+        conds = conds or {}
+        missing = [n for c in self.conds for n in c.input_names() if n not in conds]
+        if missing:
+            raise ValueError("DiT.forward: conditioning input %s is missing" % missing[0])
+        fields = [conds[c.name] for c in self.conds if c.kind == "concat"]
+        if fields:
+            x = torch.cat([x] + fields, dim=1)
         x = self.x_embedder(x) + self.pos_embed
         t_emb = self.t_embedder(t)
         if self.y_embedder is None:
             c = t_emb
         else:
             c = t_emb + self.y_embedder(y, bool(label_dropout), force_drop_ids)
+        ctx = None
+        for spec in self.conds:
+            if spec.kind == "vector":
+                c = c + self.cond_embedders[spec.name](conds[spec.name],
+                                                       conds[spec.name + "_drop"])
+            elif spec.kind == "tokens":
+                ctx = self.cond_embedders[spec.name](conds[spec.name],
+                                                     conds[spec.name + "_drop"])
         for blk in self.blocks:
             if self.checkpoint_blocks and torch.is_grad_enabled():
                 # torch.utils.checkpoint: keep only the block's inputs and
                 # run its forward again in backward (what users do when
                 # activations do not fit; never part of an export).
-                x = torch.utils.checkpoint.checkpoint(blk, x, c, use_reentrant=False)
+                x = torch.utils.checkpoint.checkpoint(blk, x, c, ctx, use_reentrant=False)
             else:
-                x = blk(x, c)
+                x = blk(x, c, ctx)
         x = self.final_layer(x, c)
         return self.unpatchify(x)
 
@@ -415,14 +523,38 @@ class StopGradient(torch.autograd.Function):
 OBJECTIVES = ("mse", "mse+vlb", "flow")
 
 
-class DiTLoss(nn.Module):
+class _ModelCall(nn.Module):
+    """What the loss modules share: the model, the data's channels, and the
+    conditioning inputs that come after y (conditioning.py), passed to the
+    model as a dict (a model without them is called with (x, t, y))."""
+
+    def __init__(self, dit, in_channels, with_output):
+        super().__init__()
+        self.dit = dit
+        self.in_channels = dit.in_channels if in_channels is None else in_channels
+        self.with_output = with_output
+        self.cond_names = [n for c in getattr(dit, "conds", ()) for n in c.input_names()]
+
+    def model(self, x_t, t, y, rest):
+        """(model output, what in `rest` follows the conditioning inputs)."""
+        k = len(self.cond_names)
+        if not k:
+            return self.dit(x_t, t, y), rest
+        return self.dit(x_t, t, y, dict(zip(self.cond_names, rest[:k]))), rest[k:]
+
+    def result(self, loss, out):
+        return (loss, out) if self.with_output else loss
+
+
+class DiTLoss(_ModelCall):
     """Training objective as exported.
 
     objective "mse": loss = mean((DiT(x_t,t,y)[:, :C] - noise)^2), inputs
-    (x_t, t, y, noise). "mse+vlb" (learn_sigma only): DiT's full objective,
-    the MSE plus the variational bound on the learned variance with the mean
-    stopped (diffusion.vlb_terms), averaged over the batch; a fifth input
-    x_start (the clean sample x_t was made from) feeds the bound.
+    (x_t, t, y, [conditioning...], noise). "mse+vlb" (learn_sigma only):
+    DiT's full objective, the MSE plus the variational bound on the learned
+    variance with the mean stopped (diffusion.vlb_terms), averaged over the
+    batch; a last input x_start (the clean sample x_t was made from) feeds
+    the bound.
 
     The squared error is written out (aten::mse_loss has no ONNX exporter in
     torch 1.13). With with_output=True, forward returns (loss, prediction),
@@ -430,71 +562,62 @@ class DiTLoss(nn.Module):
 
     def __init__(self, dit, in_channels=None, with_output=False, objective="mse",
                  stop_gradient=None):
-        super().__init__()
+        super().__init__(dit, in_channels, with_output)
         if objective not in ("mse", "mse+vlb"):
             raise ValueError("DiTLoss takes objective mse or mse+vlb, not %r (flow: FlowLoss)"
                              % objective)
         if objective != "mse" and not getattr(dit, "learn_sigma", True):
             raise ValueError("objective %s trains the variance: it needs learn_sigma" % objective)
-        self.dit = dit
-        self.in_channels = dit.in_channels if in_channels is None else in_channels
-        self.with_output = with_output
         self.objective = objective
         # How the stop survives export: StopGradient's symbolic for the
         # TorchScript exporter, a custom op for dynamo (export_torch2.py).
         self.stop_gradient = stop_gradient or StopGradient.apply
 
-    def forward(self, x_t, t, y, noise, x_start=None):
-        out = self.dit(x_t, t, y)
+    def forward(self, x_t, t, y, *rest):
+        out, rest = self.model(x_t, t, y, rest)
+        noise, x_start = rest[0], (rest[1] if len(rest) > 1 else None)
         loss = objective_loss(out, self.in_channels, self.objective, self.stop_gradient,
                               x_t, t, noise, x_start)
-        if self.with_output:
-            return loss, out
-        return loss
+        return self.result(loss, out)
 
 
 class UnconditionalLoss(DiTLoss):
     """DiTLoss of an unconditional DiT (num_classes 0) with its inputs as
-    exported: x_t, t, noise (and x_start), no label."""
+    exported: x_t, t, [conditioning...], noise (and x_start), no label."""
 
-    def forward(self, x_t, t, noise, x_start=None):
-        return super().forward(x_t, t, None, noise, x_start)
+    def forward(self, x_t, t, *rest):
+        return super().forward(x_t, t, None, *rest)
 
 
-class FlowLoss(nn.Module):
+class FlowLoss(_ModelCall):
     """A flow-matching objective (models/transport.py, SiT's interpolants) as
-    exported: inputs x_t, t (float32 in [0, 1], t = 1 data), y and the
-    target (u_t for a velocity model, the noise x0 for noise and score);
-    loss = transport.Objective.loss of DiT(x_t, t, y)[:, :C]. The path's
-    coefficients and the loss weight are computed in the graph from t. With a
-    learned sigma (SiT's default) the extra channels are ignored, as SiT's
-    forward does."""
+    exported: inputs x_t, t (float32 in [0, 1], t = 1 data), y,
+    [conditioning...] and the target (u_t for a velocity model, the noise x0
+    for noise and score); loss = transport.Objective.loss of
+    DiT(x_t, t, y)[:, :C]. The path's coefficients and the loss weight are
+    computed in the graph from t. With a learned sigma (SiT's default) the
+    extra channels are ignored, as SiT's forward does."""
 
     def __init__(self, dit, flow, in_channels=None, with_output=False):
-        super().__init__()
-        self.dit = dit
+        super().__init__(dit, in_channels, with_output)
         self.flow = flow
-        self.in_channels = dit.in_channels if in_channels is None else in_channels
-        self.with_output = with_output
 
-    def forward(self, x_t, t, y, target):
-        out = self.dit(x_t, t, y)
-        loss = self.flow.loss(out[:, :self.in_channels], t, target)
-        if self.with_output:
-            return loss, out
-        return loss
+    def forward(self, x_t, t, y, *rest):
+        out, rest = self.model(x_t, t, y, rest)
+        return self.result(self.flow.loss(out[:, :self.in_channels], t, rest[0]), out)
 
 
 class UnconditionalFlowLoss(FlowLoss):
-    def forward(self, x_t, t, target):
-        return super().forward(x_t, t, None, target)
+    def forward(self, x_t, t, *rest):
+        return super().forward(x_t, t, None, *rest)
 
 
 def loss_wrapper(model, objective="mse", flow=None, in_channels=None, conditional=True,
                  with_output=False, stop_gradient=None):
     """The exported training module around `model` (any module with forward
-    (x, t[, y]) -> [B, C', H, W]) for an objective name (and, for "flow", a
-    transport.Objective). Its parameters are model's under "dit."."""
+    (x, t[, y]) -> [B, C', H, W], or models/dit.py's DiT with conditioning)
+    for an objective name (and, for "flow", a transport.Objective). Its
+    parameters are model's under "dit."."""
     if objective == "flow":
         cls = FlowLoss if conditional else UnconditionalFlowLoss
         return cls(model, flow, in_channels, with_output=with_output)
@@ -517,7 +640,7 @@ def objective_loss(out, in_channels, objective, stop_gradient, x_t, t, noise, x_
 
 def make_dit(model="tiny", image_size=32, in_channels=4, num_classes=1000,
              learn_sigma=True, init="default", seed=0, class_dropout_prob=0.1,
-             mlp_ratio=4.0, attention="index"):
+             mlp_ratio=4.0, attention="index", conds=()):
     if model not in MODEL_CONFIGS:
         raise ValueError("unknown model %r (expected one of: %s)"
                          % (model, ", ".join(MODEL_CONFIGS)))
@@ -526,7 +649,7 @@ def make_dit(model="tiny", image_size=32, in_channels=4, num_classes=1000,
                hidden_size=hidden, depth=depth, num_heads=heads, mlp_ratio=mlp_ratio,
                class_dropout_prob=class_dropout_prob, num_classes=num_classes,
                learn_sigma=learn_sigma, init=init, seed=seed, model_name=model,
-               attention=attention)
+               attention=attention, conds=conds)
 
 
 def dit_from_config(cfg):
@@ -540,4 +663,5 @@ def dit_from_config(cfg):
                mlp_ratio=cfg.get("mlp_ratio", 4.0),
                class_dropout_prob=cfg.get("class_dropout_prob", 0.1),
                num_classes=cfg["num_classes"], learn_sigma=cfg["learn_sigma"],
-               model_name=cfg.get("model"), attention=cfg.get("attention", "index"))
+               model_name=cfg.get("model"), attention=cfg.get("attention", "index"),
+               conds=cfg.get("conds", ()))

@@ -8,6 +8,7 @@ usage: /usr/bin/python3 models/export_dit.py --model DiT-S/2|tiny|...
            [--dynamic-batch] [--init default|random] [--seed 0]
            [--with-output] [--class-dropout-prob 0.1] [--external-data|--no-external-data]
            [--attention index|unbind|sdpa] [--objective mse|mse+vlb|flow]
+           [--cond vector:NAME:D|concat:NAME:C|tokens:NAME:L:D ...] [--cond-dropout P]
            [--path linear|gvp|vp] [--prediction velocity|noise|score]
            [--loss-weight none|velocity|likelihood] [--train-eps E] [--sample-eps E]
            [--print-ops] [--quiet]
@@ -37,6 +38,7 @@ import torch  # noqa: E402
 
 import dit as ditlib  # noqa: E402
 
+import conditioning  # noqa: E402
 import transport  # noqa: E402
 from export_training import (UsageError, export_training, input_names,  # noqa: E402,F401
                              register_layer_norm_opset17)
@@ -67,6 +69,12 @@ def parse_args(argv):
                     help="mse: eps MSE only; mse+vlb: DiT's full learned-sigma objective "
                          "(MSE + variational bound with the mean stopped); flow: SiT's "
                          "flow matching (--path, --prediction, --loss-weight)")
+    ap.add_argument("--cond", action="append", default=[], metavar="SPEC",
+                    help="conditioning beyond the label (models/conditioning.py): "
+                         "vector:NAME:D, concat:NAME:C or tokens:NAME:L:D; repeatable")
+    ap.add_argument("--cond-dropout", type=float, default=0.1,
+                    help="probability of the null form of each conditioning while training "
+                         "(recorded for hc-run)")
     ap.add_argument("--path", default="linear", choices=transport.PATHS,
                     help="flow: the interpolant (linear = rectified flow)")
     ap.add_argument("--prediction", default="velocity", choices=transport.PREDICTIONS,
@@ -134,6 +142,12 @@ def parse_args(argv):
         ap.error("%s applies to --objective flow only" % flow_flags[0])
     if a.learn_sigma is None:
         a.learn_sigma = True
+    try:
+        a.cond = [str(c) for c in conditioning.parse_all(a.cond)]
+    except ValueError as e:
+        ap.error(str(e))
+    if not 0.0 <= a.cond_dropout < 1.0:
+        ap.error("--cond-dropout must be in [0, 1), got %g" % a.cond_dropout)
     if a.objective == "mse+vlb" and not a.learn_sigma:
         ap.error("--objective %s trains the variance: it needs --learn-sigma" % a.objective)
     if not 0.0 <= a.class_dropout_prob < 1.0:
@@ -158,6 +172,10 @@ def example_inputs(model_cfg, batch, seed, objective="mse"):
                       dtype=torch.int64)
     noise = torch.randn(batch, c, s, s, generator=g)
     lead = (x_t, t, y) if model_cfg["num_classes"] > 0 else (x_t, t)
+    for spec in conditioning.parse_all(model_cfg.get("conds", ())):
+        lead += (torch.randn(spec.shape(batch, s), generator=g),)
+        if spec.has_drop_input:
+            lead += ((torch.arange(batch) % 2).float(),)
     if objective in ("mse", "flow"):  # flow: the target, shaped like the noise
         return lead + (noise,)
     return lead + (noise, torch.rand(batch, c, s, s, generator=g) * 2 - 1)
@@ -166,7 +184,8 @@ def example_inputs(model_cfg, batch, seed, objective="mse"):
 def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=True,
            opset=13, batch=2, dynamic_batch=False, init="default", seed=0,
            with_output=False, class_dropout_prob=0.1, output="out.onnx", external_data=None,
-           training=None, attention="index", objective="mse", flow=None):
+           training=None, attention="index", objective="mse", flow=None, conds=(),
+           cond_dropout=0.1):
     """Export and check; returns (onnx.ModelProto, seconds). `training`: Adam
     hyper-parameters (onnx_training.add_training_info's keywords) to add the
     model's own training step, or None."""
@@ -175,7 +194,9 @@ def export(model, image_size=32, in_channels=4, num_classes=1000, learn_sigma=Tr
     dit = ditlib.make_dit(model, image_size=image_size, in_channels=in_channels,
                           num_classes=num_classes, learn_sigma=learn_sigma, init=init,
                           seed=seed, class_dropout_prob=class_dropout_prob,
-                          attention=attention)
+                          attention=attention, conds=conds)
+    if conds:
+        dit.config["cond_dropout_prob"] = float(cond_dropout)
     return export_module(dit, output, opset=opset, batch=batch, dynamic_batch=dynamic_batch,
                          init=init, seed=seed, with_output=with_output,
                          external_data=external_data, training=training, objective=objective,
@@ -190,8 +211,9 @@ def export_module(dit, output, opset=13, batch=2, dynamic_batch=False, init="def
     returns (onnx.ModelProto, seconds). `init`, `seed` are only recorded in
     the metadata."""
     args = example_inputs(dit.config, batch, seed, objective)
-    named = dict(zip(("x_t", "t", "y") if dit.config["num_classes"] > 0 else ("x_t", "t"),
-                     args))
+    names = ("x_t", "t", "y") if dit.config["num_classes"] > 0 else ("x_t", "t")
+    names += tuple(n for c in dit.conds for n in c.input_names())
+    named = dict(zip(names, args))
     cfg = dict(dit.config)
     cfg["init"], cfg["seed"] = init, seed
     return export_training(dit, named, output, objective=objective, flow=flow, opset=opset,
@@ -214,7 +236,8 @@ def main(argv=None):
                                        weight_decay=a.weight_decay,
                                        weight_decay_post=a.weight_decay_post)
                          if a.training_info else None, attention=a.attention,
-                         objective=a.objective, flow=a.flow)
+                         objective=a.objective, flow=a.flow, conds=a.cond,
+                         cond_dropout=a.cond_dropout)
     except UsageError as e:
         sys.stderr.write("export_dit.py: error: %s\n" % e)
         return 2

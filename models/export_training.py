@@ -63,9 +63,10 @@ class UsageError(Exception):
     pass
 
 
-def input_names(objective, conditional=True):
-    """The exported graph's inputs, in order."""
-    names = ["x_t", "t"] + (["y"] if conditional else [])
+def input_names(objective, conditional=True, cond_names=()):
+    """The exported graph's inputs, in order: the model's (x_t, t, y, then
+    the conditioning inputs of conditioning.py), then the objective's."""
+    names = ["x_t", "t"] + (["y"] if conditional else []) + list(cond_names)
     if objective == "flow":
         return names + ["target"]
     return names + ["noise"] + (["x_start"] if objective == "mse+vlb" else [])
@@ -89,11 +90,13 @@ def export_training(module, example_inputs, output, objective="mse", flow=None, 
     out_dir = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(out_dir):
         raise UsageError("output folder %s does not exist" % out_dir)
-    named = _model_inputs(example_inputs, objective)
+    cond_specs = list(getattr(module, "conds", ()))
+    cond_names = [n for c in cond_specs for n in c.input_names()]
+    named = _model_inputs(example_inputs, objective, cond_names)
     conditional = "y" in named
     x = named["x_t"]
     in_channels, height, width = x.shape[1], x.shape[2], x.shape[3]
-    out_channels = _probe(module, named)
+    out_channels = _probe(module, named, cond_names)
     if out_channels not in (in_channels, 2 * in_channels):
         raise UsageError("the module returns %d channels for %d input channels; hc expects "
                          "C or 2C (a learned sigma)" % (out_channels, in_channels))
@@ -115,9 +118,9 @@ def export_training(module, example_inputs, output, objective="mse", flow=None, 
         stop = export_torch2.stop_gradient_fn
     wrapper = ditlib.loss_wrapper(module, objective, flow, in_channels, conditional,
                                   with_output=with_output, stop_gradient=stop)
-    names = input_names(objective, conditional)
-    args = tuple(named[n] for n in MODEL_INPUTS if n in named) + _objective_inputs(
-        x, objective)
+    names = input_names(objective, conditional, cond_names)
+    args = tuple(named[n] for n in MODEL_INPUTS if n in named) + tuple(
+        named[n] for n in cond_names) + _objective_inputs(x, objective)
     output_names = ["loss"] + (["prediction"] if with_output else [])
     dynamic_axes = None
     if dynamic_batch:
@@ -150,6 +153,8 @@ def export_training(module, example_inputs, output, objective="mse", flow=None, 
         if class_dropout_prob is not None:
             cfg["class_dropout_prob"] = float(class_dropout_prob)
         cfg.update(config or {})
+        if cond_specs:
+            cfg["conds"] = [str(c) for c in cond_specs]
         if cfg["num_classes"] is None:
             del cfg["num_classes"]  # hc-run reads it off the label table
         cfg["opset"], cfg["objective"] = opset, objective
@@ -162,14 +167,15 @@ def export_training(module, example_inputs, output, objective="mse", flow=None, 
         trainable = [n for n, p in module.named_parameters() if p.requires_grad]
         _finish(m, wrapper, output, cfg, frozen_names, trainable, names, objective,
                 in_channels, (height, width), named["x_t"].shape[0], dynamic_batch,
-                with_output, out_channels, external_data, training, exporter)
+                with_output, out_channels, external_data, training, exporter,
+                {n: list(named[n].shape[1:]) for n in cond_names})
     finally:
         for n, g in restore.items():
             params[n].requires_grad_(g)
     return m, time.time() - t0
 
 
-def _model_inputs(example_inputs, objective):
+def _model_inputs(example_inputs, objective, cond_names=()):
     if isinstance(example_inputs, (tuple, list)):
         if len(example_inputs) not in (2, 3):
             raise UsageError("example_inputs: (x, t) or (x, t, y), got %d tensors"
@@ -179,10 +185,21 @@ def _model_inputs(example_inputs, objective):
             "t" not in example_inputs:
         raise UsageError("example_inputs: a dict with x_t and t (and y for a "
                          "class-conditional model)")
-    extra = sorted(set(example_inputs) - set(MODEL_INPUTS))
+    extra = sorted(set(example_inputs) - set(MODEL_INPUTS) - set(cond_names))
     if extra:
-        raise UsageError("example_inputs: unknown input %s (the model takes x_t, t and y; the "
-                         "objective's inputs are made here)" % extra[0])
+        raise UsageError("example_inputs: unknown input %s (the model takes x_t, t, y%s; the "
+                         "objective's inputs are made here)"
+                         % (extra[0], "".join(", " + n for n in cond_names)))
+    missing = [n for n in cond_names if n not in example_inputs]
+    if missing:
+        raise UsageError("example_inputs: the module's conditioning input %s is missing"
+                         % missing[0])
+    for n in cond_names:
+        v = example_inputs[n]
+        if not torch.is_tensor(v) or v.dtype != torch.float32 or v.shape[0] != \
+                example_inputs["x_t"].shape[0]:
+            raise UsageError("example_inputs: %s must be a float32 tensor with the batch "
+                             "first" % n)
     x, t = example_inputs["x_t"], example_inputs["t"]
     if not torch.is_tensor(x) or x.dim() != 4 or x.dtype != torch.float32:
         raise UsageError("example_inputs: x_t must be a float32 tensor [B, C, H, W]")
@@ -197,9 +214,11 @@ def _model_inputs(example_inputs, objective):
     return {k: v for k, v in example_inputs.items() if v is not None}
 
 
-def _probe(module, named):
+def _probe(module, named, cond_names=()):
     """The module's output channels on the example inputs."""
     args = [named[n] for n in MODEL_INPUTS if n in named]
+    if cond_names:
+        args = [named["x_t"], named["t"], named.get("y"), {n: named[n] for n in cond_names}]
     with torch.no_grad():
         try:
             out = module(*args)
@@ -297,7 +316,7 @@ def _dynamo_export(module, args, path, opset, names, output_names, dynamic_batch
 
 def _finish(m, wrapper, output, cfg, frozen, trainable, names, objective, in_channels, hw,
             batch, dynamic_batch, with_output, out_channels, external_data, training,
-            exporter):
+            exporter, cond_shapes):
     import onnx
     # Parameters must appear as initializers under their state_dict names
     # (torch names them after the wrapper's attribute "dit.": stripped) --
@@ -330,7 +349,7 @@ def _finish(m, wrapper, output, cfg, frozen, trainable, names, objective, in_cha
                                                                        exporter)
     m.doc_string = "DiT training loss; inputs %s; output loss" % ", ".join(names)
     _check_io(m, names, objective, in_channels, hw, batch, dynamic_batch, with_output,
-              out_channels)
+              out_channels, cond_shapes)
     if training is not None:
         # Trainable: requires_grad parameters in state_dict order; data
         # inputs are Gradient's zs.
@@ -361,7 +380,7 @@ def _rename_values(graph, rename):
                 node.input[i] = rename[n]
 
 
-def _check_io(m, names, objective, c, hw, batch, dynamic, with_output, out_c):
+def _check_io(m, names, objective, c, hw, batch, dynamic, with_output, out_c, cond_shapes):
     def dims(vi):
         return [d.dim_param if d.dim_param else d.dim_value
                 for d in vi.type.tensor_type.shape.dim]
@@ -372,6 +391,7 @@ def _check_io(m, names, objective, c, hw, batch, dynamic, with_output, out_c):
     image = [c, hw[0], hw[1]]
     want = {"x_t": (1, image), "t": (1 if objective == "flow" else 7, []), "y": (7, []),
             "noise": (1, image), "target": (1, image), "x_start": (1, image)}
+    want.update({n: (1, shape) for n, shape in cond_shapes.items()})
     for name, et, d in got:
         if et != want[name][0] or d[1:] != want[name][1] or (not dynamic and d[0] != batch):
             raise RuntimeError("input %s is (%d, %s), expected (%d, [B] + %s)"

@@ -121,6 +121,22 @@ def build_module(m, cfg):
 
 
 def draw_inputs(cfg, batch, seed):
+    inputs = _draw_model_inputs(cfg, batch, seed)
+    # Conditioning (models/conditioning.py), from a stream of its own so the
+    # other inputs stay what they were: values ~ N(0, 1), every other
+    # sample's vector or tokens dropped to the null form.
+    import numpy as np
+    import conditioning
+    rng = np.random.default_rng(seed + 7919)
+    for spec in conditioning.parse_all(cfg.get("conds", ())):
+        inputs[spec.name] = rng.standard_normal(
+            spec.shape(batch, cfg["image_size"])).astype(np.float32)
+        if spec.has_drop_input:
+            inputs[spec.name + "_drop"] = (np.arange(batch) % 2).astype(np.float32)
+    return inputs
+
+
+def _draw_model_inputs(cfg, batch, seed):
     import numpy as np
     rng = np.random.default_rng(seed)
     c, s = cfg["in_channels"], cfg["image_size"]
@@ -227,14 +243,18 @@ def forward(module, inputs, dtype):
     x_t = torch.from_numpy(inputs["x_t"]).to(dtype)
     t = torch.from_numpy(inputs["t"])
     y = torch.from_numpy(inputs["y"]) if "y" in inputs else None
+    conds = [torch.from_numpy(inputs[n]).to(dtype) for n in module.cond_names]
+    lead = [x_t, t] + ([] if y is None else [y]) + conds
     if module.objective == "flow":
-        t, target = t.to(dtype), torch.from_numpy(inputs["target"]).to(dtype)
-        return module(x_t, t, target) if y is None else module(x_t, t, y, target)
+        lead[1] = t.to(dtype)
+        return module(*lead, torch.from_numpy(inputs["target"]).to(dtype))
     noise = torch.from_numpy(inputs["noise"]).to(dtype)
     if module.objective == "mse+vlb":
+        if conds:
+            raise ValueError("the VLB oracle takes no conditioning inputs")
         return training_losses_oracle(module.dit, torch.from_numpy(inputs["x_start"]).to(dtype),
                                       t, y, noise, x_t)
-    return module(x_t, t, noise) if y is None else module(x_t, t, y, noise)
+    return module(*lead, noise)
 
 
 def run_autocast_bf16(module, inputs):

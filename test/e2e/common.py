@@ -59,33 +59,54 @@ def load_npy_dir(folder):
             if f.endswith(".npy")}
 
 
-def compare_step(ref, grads, params, tol, mask_roundoff=False):
+def compare_step(ref, grads, params, tol, mask_roundoff=False, float32=False):
     """Compares hc's first-step gradients and final parameters with the PyTorch
     oracle's folder (torch_reference.py --train-steps). Returns the list of
     errors and prints the worst relative errors.
 
     mask_roundoff leaves out entries whose reference gradient is below 1e-6 of
     the tensor's largest (zero or round-off: AdamW's m/sqrt(v) turns those into
-    full-size steps of random sign, so float32 runs cannot agree on them)."""
+    full-size steps of random sign, so float32 runs cannot agree on them).
+
+    A gradient whose norm is below 1e-6 of the model's largest (e.g. the
+    query projection of a cross-attention whose scores are still uniform at
+    a random init: ~1e-9 where others are ~1e-3) holds float32 round-off of
+    the others' size, so its relative error measures the round-off; it is
+    judged against the largest gradient's norm instead, and listed. float32:
+    hc's step and PyTorch's both in float32 (float64 comparisons stay
+    relative everywhere)."""
     errors = []
     want_grads = load_npy_dir(os.path.join(ref, "grads"))
     if sorted(want_grads) != sorted(grads):
         errors.append("gradient sets differ: %s" % sorted(set(want_grads) ^ set(grads)))
     worst_g = 0.0
+    largest = max([np.linalg.norm(v) for v in want_grads.values()] + [0.0])
+    tiny = []
     for name, want in want_grads.items():
         if np.linalg.norm(want) == 0:
             errors.append("torch gradient of %s is zero (test would be vacuous)" % name)
         elif name in grads:
-            e = rel(grads[name], want)
+            if float32 and np.linalg.norm(want) < 1e-6 * largest:
+                e = float(np.linalg.norm(grads[name] - want) / largest)
+                tiny.append("%s %.1e" % (name, e))
+            else:
+                e = rel(grads[name], want)
             worst_g = max(worst_g, e)
             if e > tol:
                 errors.append("grad %s %.3e" % (name, e))
+    if tiny:
+        print("gradients below 1e-6 of the largest, errors relative to it: " + ", ".join(tiny))
     before = load_npy_dir(os.path.join(ref, "params_before"))
     after = load_npy_dir(os.path.join(ref, "params_after"))
     worst_p, masked = 0.0, 0
     for name, b in before.items():
         want, got = after[name] - b, params[name] - b
         g = np.abs(want_grads[name]) if name in want_grads else None
+        if mask_roundoff and float32 and g is not None and \
+                np.linalg.norm(g) < 1e-6 * largest:
+            # All of it round-off (above): AdamW's steps of it are noise.
+            masked += g.size
+            continue
         if mask_roundoff and g is not None and g.max() > 0:
             keep = g > 1e-6 * g.max()
             masked += int((~keep).sum())

@@ -146,7 +146,7 @@ def main():
             errors.append("loss %.3e" % e)
         errors += compare_step(w("ref"), read_safetensors(w("g1.safetensors")),
                                read_safetensors(w("p.safetensors")), 1e-4,
-                               mask_roundoff=a.optimizer == "adamw")
+                               mask_roundoff=a.optimizer == "adamw", float32=True)
         for plant in a.plant:
             # The same comparison against a reference with a planted error fails.
             run([PY, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -176,7 +176,7 @@ def main():
             errors += check_norms(p2, w("in"), steps)
             errors += compare_step(w("in"), read_safetensors(w("g2c.safetensors")),
                                    read_safetensors(w("p2c.safetensors")), 1e-4,
-                                   mask_roundoff=a.optimizer == "adamw")
+                                   mask_roundoff=a.optimizer == "adamw", float32=True)
         one = run([hc_run, w("b2.so"), "--inputs", w("in"), "--steps", str(steps),
                    "--save-params", w("p1.safetensors")] + clip)
         two = run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"),
@@ -198,26 +198,32 @@ def main():
             errors.append("losses differ")
         if worst > 1e-5:
             errors.append("parameters differ %.3e" % worst)
-        # Train mode (hc-run's own data pipeline and diffusion sampling): the
-        # same global batches and seed at -np 1 and -np 2.
         cfg = read_config(w("model.onnx"))
-        rng = np.random.default_rng(0)
-        np.save(w("x.npy"), rng.uniform(-1, 1, (37, cfg["in_channels"], cfg["image_size"],
-                                                cfg["image_size"])).astype(np.float32))
-        np.save(w("y.npy"), rng.integers(0, cfg["num_classes"], 37).astype(np.int64))
-        train = ["--data", w("x.npy"), "--labels", w("y.npy"), "--steps", str(steps),
-                 "--seed", "5", "--no-progress", "--log-every", "1"]
-        run([hc_run, w("b2.so")] + train + ["--save-params", w("t1.safetensors")])
-        run(MPIRUN + ["-np", "2", hc_run, w("b1.so")] + train +
-            ["--save-params", w("t2.safetensors")])
-        t1, t2 = read_safetensors(w("t1.safetensors")), read_safetensors(w("t2.safetensors"))
-        worst = max(rel(t2[k], t1[k]) if np.linalg.norm(t1[k]) else 0 for k in t1)
-        print("train mode, parameters after %d steps, -np 2 vs -np 1: worst rel err %.3e"
-              % (steps, worst))
-        if worst > 1e-5:
-            errors.append("train-mode parameters differ %.3e" % worst)
-        if os.path.exists(w("in", "x_start.npy")):
-            errors += check_train_x_start(hc_run, w, cfg)
+        if cfg.get("conds"):
+            # hc-run's train mode has no data for conditioning inputs yet
+            # (issue 53, item 2): the comparison above is the whole check.
+            print("train mode: skipped, the graph takes conditioning inputs %s"
+                  % cfg["conds"])
+        else:
+            # Train mode (hc-run's own data pipeline and diffusion sampling): the
+            # same global batches and seed at -np 1 and -np 2.
+            rng = np.random.default_rng(0)
+            np.save(w("x.npy"), rng.uniform(-1, 1, (37, cfg["in_channels"], cfg["image_size"],
+                                                    cfg["image_size"])).astype(np.float32))
+            np.save(w("y.npy"), rng.integers(0, cfg["num_classes"], 37).astype(np.int64))
+            train = ["--data", w("x.npy"), "--labels", w("y.npy"), "--steps", str(steps),
+                     "--seed", "5", "--no-progress", "--log-every", "1"]
+            run([hc_run, w("b2.so")] + train + ["--save-params", w("t1.safetensors")])
+            run(MPIRUN + ["-np", "2", hc_run, w("b1.so")] + train +
+                ["--save-params", w("t2.safetensors")])
+            t1, t2 = read_safetensors(w("t1.safetensors")), read_safetensors(w("t2.safetensors"))
+            worst = max(rel(t2[k], t1[k]) if np.linalg.norm(t1[k]) else 0 for k in t1)
+            print("train mode, parameters after %d steps, -np 2 vs -np 1: worst rel err %.3e"
+                  % (steps, worst))
+            if worst > 1e-5:
+                errors.append("train-mode parameters differ %.3e" % worst)
+            if os.path.exists(w("in", "x_start.npy")):
+                errors += check_train_x_start(hc_run, w, cfg)
     shutil.rmtree(a.work, ignore_errors=True)
     if errors:
         sys.exit("FAILED: " + "; ".join(errors[:10]))
