@@ -13,7 +13,6 @@ step, global sample):
   - a resume between optimizer steps is bit-identical;
   - the accumulator costs memory only when used: peak RSS with and without.
 """
-import argparse
 import json
 import os
 import shutil
@@ -21,7 +20,7 @@ import sys
 
 import numpy as np
 
-from common import PY, ROOT, read_safetensors, run
+from common import PY, ROOT, bin_and_work, read_safetensors, run
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
@@ -35,13 +34,7 @@ def tensor_errors(a, b):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    w = lambda *p: os.path.join(a.work, *p)
+    a, w = bin_and_work()
     hc_run = os.path.join(a.bin, "hc-run")
     run([PY, os.path.join(ROOT, "models/export_dit.py"), "--model", "tiny", "--image-size", "16",
          "--num-classes", "10", "--opset", "13", "--dynamic-batch", "--init", "random",

@@ -10,6 +10,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PY = "/usr/bin/python3"
 
 
+def bin_and_work():
+    """The e2e scripts' command line, --bin DIR --work DIR: (args, w) with
+    the work folder emptied and w(*parts) a path inside it."""
+    import argparse
+    import shutil
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    return a, lambda *p: os.path.join(a.work, *p)
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:

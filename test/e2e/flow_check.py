@@ -21,7 +21,6 @@ usage: flow_check.py --bin DIR --work DIR --path linear|gvp|vp
 """
 import argparse
 import json
-import math
 import os
 import shutil
 import sys

@@ -18,7 +18,6 @@ no labels, so every row is a class.
     --num-classes 10, and refuses guidance without it (the 11 rows read as
     11 classes, no null class); flags that contradict the metadata are
     refused."""
-import argparse
 import os
 import shutil
 import subprocess
@@ -27,17 +26,11 @@ import sys
 import numpy as np
 import onnx
 
-from common import PY, ROOT, read_safetensors, run
+from common import PY, ROOT, bin_and_work, read_safetensors, run
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    w = lambda *p: os.path.join(a.work, *p)
+    a, w = bin_and_work()
     hc_compile, hc_run = os.path.join(a.bin, "hc-compile"), os.path.join(a.bin, "hc-run")
     errors = []
 

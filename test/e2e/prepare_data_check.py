@@ -18,7 +18,6 @@ turns clipping off by itself, with a note) and, for latents,
 models/decode_latents.py makes 32x32 RGB PNGs. Bad input is refused in one
 line with exit 2: no class folders, a mixed folder, latents without
 diffusers, decoding pixel data."""
-import argparse
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ import sys
 
 import numpy as np
 
-from common import PY, ROOT, anchors_python, run
+from common import PY, ROOT, anchors_python, bin_and_work, run
 
 COLOURS = [(200, 30, 30), (30, 200, 30), (30, 30, 200), (220, 220, 40)]
 CLASSES = ["apple", "leaf", "sea", "sun"]
@@ -75,13 +74,7 @@ def train_and_sample(a, w, data, name, channels, size, extra_export):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    w = lambda *p: os.path.join(a.work, *p)
+    a, w = bin_and_work()
     prep = os.path.join(ROOT, "models", "prepare_data.py")
     make_images(w("imgs"))
     errors = []

@@ -9,7 +9,6 @@ file in one line naming the tensors and the export flags that avoid it
 of the same module (training=TRAINING, do_constant_folding=False) must
 train and match PyTorch on the same inputs: loss within 1e-5, every
 gradient within 1e-4."""
-import argparse
 import os
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ import sys
 
 import numpy as np
 
-from common import ROOT, read_safetensors, rel, run
+from common import ROOT, bin_and_work, read_safetensors, rel, run
 
 sys.path.insert(0, os.path.join(ROOT, "models"))
 
@@ -25,13 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "models"))
 def main():
     import torch
     import dit as ditlib
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    w = lambda *p: os.path.join(a.work, *p)
+    a, w = bin_and_work()
     hc_compile, hc_run = os.path.join(a.bin, "hc-compile"), os.path.join(a.bin, "hc-run")
     torch.manual_seed(0)
     dit = ditlib.make_dit("tiny", image_size=16, in_channels=4, num_classes=10)  # DiT's init

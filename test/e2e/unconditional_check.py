@@ -3,7 +3,6 @@
 mpirun -np 2 with checkpoints, -np 2 at batch 2 equals -np 1 at batch 4 to
 rounding, and `hc-run sample` makes a grid of it (no guidance; --cfg-scale
 and --classes are refused in one line)."""
-import argparse
 import os
 import shutil
 import struct
@@ -13,7 +12,7 @@ import zlib
 
 import numpy as np
 
-from common import PY, ROOT, read_safetensors, run
+from common import PY, ROOT, bin_and_work, read_safetensors, run
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
@@ -31,13 +30,7 @@ def png_size(path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    w = lambda *p: os.path.join(a.work, *p)
+    a, w = bin_and_work()
     hc_run, hc_compile = os.path.join(a.bin, "hc-run"), os.path.join(a.bin, "hc-compile")
     run([PY, os.path.join(ROOT, "models/export_dit.py"), "--model", "tiny", "--image-size", "16",
          "--num-classes", "0", "--opset", "13", "--dynamic-batch", "-o", w("u.onnx")])

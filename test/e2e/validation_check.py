@@ -9,7 +9,6 @@
   - ranks average: -np 2 at batch 2 scores the initial weights (lr 0) as
     -np 1 at batch 4 does, within 1e-6.
 """
-import argparse
 import json
 import os
 import shutil
@@ -17,7 +16,7 @@ import sys
 
 import numpy as np
 
-from common import PY, ROOT, read_safetensors, run
+from common import PY, ROOT, bin_and_work, read_safetensors, run
 
 sys.path.insert(0, os.path.join(ROOT, "test", "run"))
 import run_check  # noqa: E402
@@ -27,13 +26,7 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    w = lambda *p: os.path.join(a.work, *p)
+    a, w = bin_and_work()
     hc_run = os.path.join(a.bin, "hc-run")
     run([PY, os.path.join(ROOT, "models/export_dit.py"), "--model", "tiny", "--image-size", "16",
          "--num-classes", "10", "--opset", "13", "--dynamic-batch", "--init", "random",
