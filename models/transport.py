@@ -331,6 +331,9 @@ def _expand(v, like):
 
 def sample_time(batch, generator, objective, sampling="uniform", mean=0.0, std=1.0):
     """[batch] float times on the objective's training interval (numpy Generator)."""
+    if sampling not in TIME_SAMPLINGS:
+        raise ValueError("unknown time sampling %r (expected %s)"
+                         % (sampling, " or ".join(TIME_SAMPLINGS)))
     t0, t1 = objective.train_interval()
     if sampling == "uniform":
         u = generator.random(batch)

@@ -13,24 +13,14 @@ bool parseFlowMethod(const std::string &s, FlowMethod &out) {
       {"euler", FlowMethod::Euler},         {"heun", FlowMethod::Heun},
       {"dopri5", FlowMethod::Dopri5},       {"sde-euler", FlowMethod::SdeEuler},
       {"sde-heun", FlowMethod::SdeHeun}};
-  for (const auto &[name, m] : kMethods)
-    if (s == name) {
-      out = m;
-      return true;
-    }
-  return false;
+  return lookupName(kMethods, s, out);
 }
 
 bool parseLastStep(const std::string &s, LastStep &out) {
   static const std::pair<const char *, LastStep> kSteps[] = {
       {"none", LastStep::None}, {"Mean", LastStep::Mean},
       {"Tweedie", LastStep::Tweedie}, {"Euler", LastStep::Euler}};
-  for (const auto &[name, l] : kSteps)
-    if (s == name) {
-      out = l;
-      return true;
-    }
-  return false;
+  return lookupName(kSteps, s, out);
 }
 
 bool isSde(FlowMethod m) { return m == FlowMethod::SdeEuler || m == FlowMethod::SdeHeun; }

@@ -202,12 +202,7 @@ bool parseDiffusionForm(const std::string &s, DiffusionForm &out) {
       {"sigma", DiffusionForm::Sigma},       {"linear", DiffusionForm::Linear},
       {"decreasing", DiffusionForm::Decreasing},
       {"increasing-decreasing", DiffusionForm::IncreasingDecreasing}};
-  for (const auto &[name, form] : kForms)
-    if (s == name) {
-      out = form;
-      return true;
-    }
-  return false;
+  return lookupName(kForms, s, out);
 }
 
 } // namespace hcrun

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -66,6 +67,17 @@ struct TimeSampling {
 };
 
 bool parseDiffusionForm(const std::string &s, DiffusionForm &out);
+
+// out = the value named s in a {name, value} table; false when none is.
+template <typename T, std::size_t N>
+bool lookupName(const std::pair<const char *, T> (&table)[N], const std::string &s, T &out) {
+  for (const auto &[name, value] : table)
+    if (s == name) {
+      out = value;
+      return true;
+    }
+  return false;
+}
 
 } // namespace hcrun
 
