@@ -322,6 +322,14 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
     changed = "--labels " + data_.labels + " are not the labels it was trained "
               "on (" + ckLabelsPath + ", content " + ckLabels + "; now " +
               data_.labelsId + ")";
+  // Conditionings: checkpoints from before --cond trained none.
+  const std::string ckConds = md.count("hc.conds_identity") ? stored("hc.conds_identity")
+                                                            : std::string("none");
+  if (changed.empty() && ckConds != data_.condsId)
+    changed = "--cond " + (data_.conds.empty() ? std::string("(none)") : data_.conds) +
+              " is not the conditioning it was trained on (" +
+              (stored("hc.conds").empty() ? std::string("none") : stored("hc.conds")) +
+              ", content " + ckConds + "; now " + data_.condsId + ")";
   dataChangedAt_ = stored("hc.data_changed_at");
   // A schedule may change on resume (a longer run, a new peak): noted.
   if (md.count("hc.lr_schedule") && md.at("hc.lr_schedule") != scheduleText())
@@ -489,6 +497,8 @@ Checkpointer::metadata(const Ema &ema, int64_t step, uint64_t seed) const {
       {"hc.labels", data_.labels},
       {"hc.data_identity", data_.dataId},
       {"hc.labels_identity", data_.labels.empty() ? "none" : data_.labelsId},
+      {"hc.conds", data_.conds},
+      {"hc.conds_identity", data_.condsId},
       {"hc.data_changed_at", dataChangedAt_},
       {"hc.epoch", std::to_string(perEpoch > 0 ? step / perEpoch : 0)},
       {"hc.ema_decay", decayText(ema.on() ? ema.decay : -1)},

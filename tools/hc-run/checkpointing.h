@@ -41,6 +41,7 @@ struct DataIdentity {
   int64_t globalBatch = 0, samples = 0;
   std::string data, labels;      // paths, as given
   std::string dataId, labelsId;  // contents (rank_agreement.h's DataFiles)
+  std::string conds = "", condsId = "none";  // --cond NAME=PATH,... and contents
 };
 
 class Checkpointer {

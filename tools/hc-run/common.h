@@ -3,6 +3,7 @@
 #ifndef HC_RUN_COMMON_H
 #define HC_RUN_COMMON_H
 
+#include "cond_data.h"
 #include "lr_schedule.h"
 #include "preemption.h"
 #include "transport.h"
@@ -69,6 +70,9 @@ struct Options {
   int64_t accumulate = 1;        // --accumulate K: micro-batches per step
   int64_t numClasses = -1;       // --num-classes N (plain exports)
   double classDropout = -1;      // --class-dropout P (plain exports)
+  std::vector<CondFlag> conds;     // --cond NAME=FILE.npy (cond_data.h)
+  double condDropout = -1;         // --cond-dropout P (plain exports)
+  std::vector<CondFlag> valConds;  // --val-cond NAME=FILE.npy
   std::string valData, valLabels;  // --val-data/--val-labels (validation.h)
   int64_t valEvery = 0;            // --val-every N; 0: --log-every
   bool help = false;

@@ -4,6 +4,8 @@
 
 #include "hc/runtime/random.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -25,7 +27,7 @@ struct MappedRegion {
   std::size_t size = 0;
   char line[512] = {0};
 };
-MappedRegion gRegions[4];
+MappedRegion gRegions[16];  // data, labels, validation, conditionings
 
 int64_t mtimeNs(const struct stat &st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
@@ -298,11 +300,19 @@ BatchBuffers::BatchBuffers(const Description &d, const Plan &plan, int64_t batch
   if (plan.y >= 0)
     ptrs_[plan.y] = d.inputs[plan.y].dtype == "I32" ? static_cast<const void *>(y32_.data())
                                                    : y64_.data();
+  for (const CondInput &c : plan.conds) {
+    cond_.emplace_back(static_cast<std::size_t>(batch) * c.elems);
+    condDrop_.emplace_back(static_cast<std::size_t>(batch));
+    ptrs_[c.input] = cond_.back().data();
+    if (c.dropInput >= 0)
+      ptrs_[c.dropInput] = condDrop_.back().data();
+  }
 }
 
 void BatchBuffers::fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
                         uint64_t g, const float *x0, int64_t label, double dropProb,
-                        std::size_t flipWidth) {
+                        std::size_t flipWidth, const std::vector<const float *> &conds,
+                        double condDropProb) {
   Sample smp = plan_.flow
                    ? makeFlowSample(plan_.flowObjective, plan_.timeSampling, seed, step, g, x0,
                                     d_, label, dropProb, plan_.nullClass, &xt_[b * d_],
@@ -315,6 +325,23 @@ void BatchBuffers::fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed
   t32_[b] = static_cast<int32_t>(smp.t);
   y64_[b] = smp.y;
   y32_[b] = static_cast<int32_t>(smp.y);
+  for (std::size_t k = 0; k < plan_.conds.size(); ++k) {
+    const CondInput &c = plan_.conds[k];
+    const bool drop = condDropProb > 0 &&
+                      hc::rt::uniform01(seed, step, g, kDrawCondDrop, k) < condDropProb;
+    float *out = &cond_[k][static_cast<std::size_t>(b) * c.elems];
+    condDrop_[k][static_cast<std::size_t>(b)] = drop ? 1.0f : 0.0f;
+    if (c.kind == CondKind::Field && drop) {
+      std::fill(out, out + c.elems, 0.0f);
+      continue;
+    }
+    // A field is mirrored with its sample (the same decision), so the pair
+    // stays aligned; vectors and tokens have no left and right.
+    const bool mirror = c.kind == CondKind::Field && smp.flipped;
+    const std::size_t w = static_cast<std::size_t>(c.sampleShape.back());
+    for (std::size_t i = 0; i < c.elems; ++i)
+      out[i] = conds[k][sourceOf(i, mirror, w)];
+  }
 }
 
 } // namespace hcrun

@@ -4,6 +4,7 @@
 #ifndef HC_RUN_DATA_H
 #define HC_RUN_DATA_H
 
+#include "cond_data.h"
 #include "transport.h"
 
 #include "hc/runtime/npy.h"
@@ -72,6 +73,8 @@ struct Plan {
   double dropProb = 0;
   int64_t n = 0;
   double dataMaxAbs = 0;  // over the first samples: pixels in [0, 255]?
+  std::vector<CondInput> conds;  // conditionings beyond y (cond_data.h)
+  double condDropProb = 0;       // each conditioning's null form, per sample
 };
 
 // For a SIGBUS handler (async-signal-safe): the line to print when `addr`
@@ -85,6 +88,7 @@ enum DrawKind : uint64_t {
   kDrawNoise = 0x72,
   kDrawLabelDrop = 0x73,
   kDrawFlip = 0x74,
+  kDrawCondDrop = 0x75,  // element k: conditioning k (the graph's order)
 };
 
 // Which data row the global sample g (0 <= g < globalBatch) of step s reads:
@@ -147,14 +151,20 @@ Sample makeFlowSample(const FlowObjective &flow, const TimeSampling &time, uint6
 
 // One rank's inputs of a training graph for B samples, in the description's
 // order (`ptrs`): x_t, noise, x_start (where the graph has it), t and y as
-// the graph's int64 or int32. fill(b, ...) draws sample b into them.
+// the graph's int64 or int32, and each conditioning with its drop input.
+// fill(b, ...) draws sample b into them.
 struct Description;
 class BatchBuffers {
 public:
   BatchBuffers(const Description &d, const Plan &plan, int64_t batch);
-  // makeSample() for slot b; the label as given (dropout applies).
+  // makeSample() for slot b; the label as given (dropout applies). `conds`:
+  // the sample's row of each conditioning (plan.conds' order). Each takes
+  // its null form when the sample's draw (kDrawCondDrop, element k) is below
+  // condDropProb: NAME_drop = 1 for vectors and tokens, a zero field for
+  // fields. A field is mirrored with its sample under flipWidth.
   void fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
-            uint64_t g, const float *x0, int64_t label, double dropProb, std::size_t flipWidth);
+            uint64_t g, const float *x0, int64_t label, double dropProb, std::size_t flipWidth,
+            const std::vector<const float *> &conds, double condDropProb);
   const void *const *ptrs() const { return ptrs_.data(); }
 
 private:
@@ -163,6 +173,7 @@ private:
   std::vector<float> xt_, noise_, xStart_, target_, tf_;
   std::vector<int64_t> t64_, y64_;
   std::vector<int32_t> t32_, y32_;
+  std::vector<std::vector<float>> cond_, condDrop_;  // per conditioning
   std::vector<const void *> ptrs_;
 };
 

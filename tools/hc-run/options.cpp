@@ -2,6 +2,7 @@
 #include "common.h"
 #include "preemption.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -15,8 +16,10 @@ const char *usageText() {
                   [--init P.safetensors] [--save-params OUT.safetensors]
                   [--save-grads G.safetensors] [--save-state S.safetensors]
   train mode: [mpirun --bind-to none -np R] hc-run STEP.so --data X.npy
-                  [--labels Y.npy] --steps K [--seed S] [--log-every N]
-                  [--accumulate K] [--num-classes N] [--class-dropout P] [--val-data V.npy [--val-labels VY.npy]
+                  [--labels Y.npy] [--cond NAME=C.npy ...] --steps K [--seed S]
+                  [--log-every N] [--accumulate K] [--num-classes N]
+                  [--class-dropout P] [--cond-dropout P]
+                  [--val-data V.npy [--val-labels VY.npy] [--val-cond NAME=VC.npy ...]
                   [--val-every N]]
                   [--metrics FILE.jsonl] [--tensorboard DIR]
                   [--progress|--no-progress]
@@ -56,6 +59,19 @@ next to it). R ranks train data-parallel on a global batch of R*B.
   --class-dropout P the probability of training a sample as the null class
                     (DiT's 0.1; needs the null row; default: the metadata's,
                     else 0.1 when the table has a null row)
+  --cond NAME=C.npy the conditioning NAME of a model exported with
+                    export_dit.py --cond (models/conditioning.py), one row
+                    per sample of --data in its order, float32 [N, ...]: a
+                    vector [N,D], a field [N,C,H,W] (concatenated to x_t;
+                    mirrored with its sample under --hflip) or tokens
+                    [N,L,D]. Every conditioning of the graph must be given.
+                    Each sample takes each conditioning's null form (the
+                    learned null embedding; a zero field) with probability
+                    --cond-dropout, drawn per conditioning independently of
+                    the others and of the label's
+  --cond-dropout P  that probability (default: the metadata's
+                    cond_dropout_prob, else 0.1); checked against the
+                    metadata where there is one
   --steps N         steps to run (required): optimizer steps
   --val-data V.npy  a held-out set (float32 [N,C,H,W], like --data) whose loss
                     is measured every --val-every steps (default: each log
@@ -66,6 +82,8 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     metrics val_loss (and val_loss_ema with --ema: the EMA
                     weights too), TensorBoard val/*
   --val-labels VY.npy  its class ids (needed when training has --labels)
+  --val-cond NAME=VC.npy  its conditionings, as --cond (needed for each one;
+                    scored without dropout)
   --accumulate K    K micro-batches of the library's batch per optimizer
                     step (gradient accumulation; default 1): the gradients
                     of the K add up in float32 inside the step, the all-
@@ -299,6 +317,13 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--val-data") {
       o.valData = next();
       trainOnly.push_back(a);
+    } else if (a == "--cond" || a == "--val-cond") {
+      auto &list = a == "--cond" ? o.conds : o.valConds;
+      list.push_back(parseCondFlag(a, next(), list));
+      trainOnly.push_back(a);
+    } else if (a == "--cond-dropout") {
+      o.condDropout = parseNumber(a, next(), 0, 1, true, "a probability in [0, 1)");
+      trainOnly.push_back(a);
     } else if (a == "--val-labels") {
       o.valLabels = next();
       trainOnly.push_back(a);
@@ -404,6 +429,10 @@ Options parseOptions(int argc, char **argv) {
   }
   if (o.help)
     return o;
+  // By name: identities and checkpoints do not depend on the flags' order.
+  for (auto *list : {&o.conds, &o.valConds})
+    std::sort(list->begin(), list->end(),
+              [](const CondFlag &a, const CondFlag &b) { return a.name < b.name; });
   if (o.step.empty())
     usageError("no STEP.so given (see hc-run --help)");
   if (!o.inputs.empty() && !o.data.empty())
@@ -440,8 +469,9 @@ Options parseOptions(int argc, char **argv) {
     usageError("--warmup-steps " + std::to_string(sc.warmupSteps) + " is past the end of "
                "the decay (" + (sc.decaySteps >= 0 ? "--decay-steps " : "--steps ") +
                std::to_string(sc.decaySteps >= 0 ? sc.decaySteps : o.steps) + ")");
-  if ((!o.valLabels.empty() || o.valEvery > 0) && o.valData.empty())
-    usageError(std::string(o.valEvery > 0 ? "--val-every" : "--val-labels") +
+  if ((!o.valLabels.empty() || o.valEvery > 0 || !o.valConds.empty()) && o.valData.empty())
+    usageError(std::string(o.valEvery > 0 ? "--val-every" : !o.valConds.empty() ? "--val-cond"
+                                                                                : "--val-labels") +
                " needs --val-data");
   if (o.logitGiven && !o.timeSampling.logitNormal)
     usageError("--logit-mean/--logit-std need --time-sampling logit-normal");

@@ -70,6 +70,14 @@ void checkOutputs(const Options &opt, const StepLibrary &lib, int rank) {
     inputs.push_back({"--data", opt.data});
   if (!opt.labels.empty())
     inputs.push_back({"--labels", opt.labels});
+  for (const CondFlag &c : opt.conds)
+    inputs.push_back({"--cond " + c.name, c.path});
+  for (const CondFlag &c : opt.valConds)
+    inputs.push_back({"--val-cond " + c.name, c.path});
+  if (!opt.valData.empty())
+    inputs.push_back({"--val-data", opt.valData});
+  if (!opt.valLabels.empty())
+    inputs.push_back({"--val-labels", opt.valLabels});
   if (!opt.inputs.empty())
     for (const TensorSpec &in : lib.desc.inputs)
       inputs.push_back({"--inputs", opt.inputs + "/" + in.name + ".npy"});

@@ -48,6 +48,8 @@ json fieldsOf(const Options &opt, const StepLibrary &lib, const DataFiles &files
   f["--seed"] = std::to_string(opt.seed);  // 0 when not given
   f["--data (content)"] = files.data;
   f["--labels (content)"] = files.labels;
+  f["--cond (content)"] = files.conds;
+  f["--cond-dropout"] = number(opt.condDropout);
   f["--hflip"] = opt.hflip ? "on" : "off";
   f["--accumulate"] = std::to_string(opt.accumulate);
   // Where the library is bf16: the GEMM path this rank's CPU chose (each
@@ -59,6 +61,12 @@ json fieldsOf(const Options &opt, const StepLibrary &lib, const DataFiles &files
   f["--val-data (content)"] = opt.valData.empty() ? "none" : identityOf("--val-data", opt.valData);
   f["--val-labels (content)"] =
       opt.valLabels.empty() ? "none" : identityOf("--val-labels", opt.valLabels);
+  {
+    std::string vc;
+    for (const CondFlag &c : opt.valConds)
+      vc += (vc.empty() ? "" : ",") + c.name + "=" + identityOf("--val-cond " + c.name + "=", c.path);
+    f["--val-cond (content)"] = vc.empty() ? "none" : vc;
+  }
   f["--val-every"] = std::to_string(opt.valEvery);
   // The step's hyperparameters: the schedule, decay and clipping.
   {
@@ -88,6 +96,12 @@ DataFiles dataFilesOf(const Options &opt) {
   f.data = identityOf("--data", opt.data);
   if (!opt.labels.empty())
     f.labels = identityOf("--labels", opt.labels);
+  if (!opt.conds.empty()) {
+    f.conds.clear();
+    for (const CondFlag &c : opt.conds)
+      f.conds += (f.conds.empty() ? "" : ",") + c.name + "=" +
+                 identityOf("--cond " + c.name + "=", c.path);
+  }
   return f;
 }
 

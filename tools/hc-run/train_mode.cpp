@@ -120,8 +120,30 @@ std::vector<std::pair<std::string, double>> tensorboardScalars(const nlohmann::o
   return out;
 }
 
+bool isOwnInput(const std::string &nm) {
+  return nm == "x_t" || nm == "t" || nm == "y" || nm == "noise" || nm == "x_start" ||
+         nm == "target";
+}
+
+// The conditionings' dropout: the metadata's, --cond-dropout (checked
+// against it), else DiT's 0.1 for a plain export.
+double condDropoutOf(const Options &opt, const StepLibrary &lib, const Plan &p) {
+  const nlohmann::json &cfg = lib.desc.ditConfig;
+  const bool meta = cfg.is_object() && cfg.contains("cond_dropout_prob");
+  if (p.conds.empty()) {
+    if (opt.condDropout >= 0)
+      usageError("--cond-dropout: " + lib.path + " has no conditioning beyond the label");
+    return 0;
+  }
+  if (opt.condDropout >= 0 && meta && jsonNum(cfg, "cond_dropout_prob", -1) != opt.condDropout)
+    usageError("--cond-dropout " + nlohmann::json(opt.condDropout).dump() + " contradicts " +
+               lib.path + "'s dit_config.cond_dropout_prob " +
+               cfg["cond_dropout_prob"].dump());
+  return opt.condDropout >= 0 ? opt.condDropout : jsonNum(cfg, "cond_dropout_prob", 0.1);
+}
+
 Plan checkData(const Options &opt, const StepLibrary &lib, int R,
-               MappedNpy &images, MappedNpy &labels) {
+               MappedNpy &images, MappedNpy &labels, CondData &conds) {
   const Description &d = lib.desc;
   Plan p;
   for (std::size_t i = 0; i < d.inputs.size(); ++i) {
@@ -129,11 +151,8 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
     int *slot = nm == "x_t" ? &p.xt : nm == "t" ? &p.t : nm == "y" ? &p.y
               : nm == "noise" ? &p.noise : nm == "x_start" ? &p.xStart
               : nm == "target" ? &p.target : nullptr;
-    if (!slot)
-      usageError(lib.path + ": input '" + nm + "' is not one of x_t, t, y, "
-                 "noise, x_start, target: train mode needs a DiT training graph (use "
-                 "--inputs to feed other graphs)");
-    *slot = static_cast<int>(i);
+    if (slot)
+      *slot = static_cast<int>(i);
   }
   // A 'target' input makes a flow objective (export_dit.py --objective flow).
   p.flow = p.target >= 0;
@@ -171,6 +190,8 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   }
   p.chw.assign(xs.shape.begin() + 1, xs.shape.end());
   p.sampleElems = xs.numElements() / xs.shape[0];
+  p.conds = condInputsOf(d, lib.path, xs.shape, isOwnInput);
+  p.condDropProb = condDropoutOf(opt, lib, p);
 
   images.open(opt.data);
   const auto &h = images.header();
@@ -300,6 +321,7 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
                    std::to_string(p.numClasses) + ")");
     }
   }
+  conds.open(opt.conds, p.conds, p.n, "--cond", "--data " + opt.data, lib.path);
   return p;
 }
 
@@ -402,6 +424,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   const int64_t K = opt.accumulate;
   const int64_t B = d.batchPerRank, G = R * B * K;
   MappedNpy images, labels;
+  CondData conds;
   Plan plan;
   std::unique_ptr<StepContext> ctx;
   std::FILE *metrics = nullptr;
@@ -419,7 +442,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     if (K > 1 && !lib.desc.hyperparameters.count("micro_batches"))
       usageError("--accumulate: " + lib.path + " has no 'micro_batches' hyperparameter "
                  "(compiled before accumulation was part of the step: recompile it)");
-    plan = checkData(opt, lib, R, images, labels);
+    plan = checkData(opt, lib, R, images, labels, conds);
     validation.open(opt, lib, plan, R, r);
     files = dataFilesOf(opt);
   } catch (const Error &e) {
@@ -435,8 +458,13 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
     if (K > 1)
       ctx->setHyperparameter("micro_batches", static_cast<double>(K));
     ctx->loadInit(opt.init);
-    if (r == 0 && ckpt.on())
-      ckpt.prepare({G, plan.n, opt.data, opt.labels, files.data, files.labels});
+    if (r == 0 && ckpt.on()) {
+      std::string condPaths;
+      for (const CondFlag &c : opt.conds)
+        condPaths += (condPaths.empty() ? "" : ",") + c.name + "=" + c.path;
+      ckpt.prepare({G, plan.n, opt.data, opt.labels, files.data, files.labels, condPaths,
+                    files.conds});
+    }
     if (r == 0 && !opt.metrics.empty())
       metrics = openMetrics(opt.metrics, ckpt.pickedStep());
     if (r == 0 && !opt.tensorboard.empty())
@@ -468,6 +496,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
   // Per-rank input buffers, in the description's order.
   const std::size_t D = plan.sampleElems;
   BatchBuffers batch(d, plan, B);
+  std::vector<const float *> condRows(conds.size());
 
   EpochSampler sampler(seed, plan.n, G);
   DiffusionSchedule sched;
@@ -501,6 +530,15 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                   plan.flowObjective.describe().c_str(), plan.timeSampling.text().c_str(),
                   plan.flowObjective.trainInterval().first,
                   plan.flowObjective.trainInterval().second);
+    if (!plan.conds.empty()) {
+      std::string list;
+      for (std::size_t k = 0; k < plan.conds.size(); ++k)
+        list += (k ? ", " : "") + plan.conds[k].name + " (" + plan.conds[k].describe() +
+                ", " + conds.file(k).path() + ")";
+      std::printf("hc-run: conditioned on %s; each takes its null form with probability "
+                  "%g%s\n", list.c_str(), plan.condDropProb,
+                  opt.hflip ? "; fields mirror with their sample" : "");
+    }
     if (schedule.given())
       std::printf("hc-run: learning rate: %s\n", schedule.describe().c_str());
     if (d.raw.value("precision", std::string()) == "bf16")
@@ -563,7 +601,10 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         return stopFor(sig, s, false);
     // The data must stay what the run started with: a file rewritten or cut
     // under the job is named and stops it (exit 1), never read half-changed.
-    for (const MappedNpy *f : {&images, &labels}) {
+    std::vector<const MappedNpy *> watched = {&images, &labels};
+    for (std::size_t k = 0; k < conds.size(); ++k)
+      watched.push_back(&conds.file(k));
+    for (const MappedNpy *f : watched) {
       if (f->path().empty())
         continue;
       if (r == 0 && f == &images)
@@ -593,10 +634,17 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
                              (std::isnan(x0[i]) ? "NaN" : "an infinity") +
                              " at element " + std::to_string(i) + " (found building "
                              "the batch of step " + std::to_string(s + 1) + ")");
+        const std::string bad = conds.nonFinite(row);
+        if (!bad.empty())
+          comm.fail(2, bad + " (found building the batch of step " + std::to_string(s + 1) +
+                           ")");
+        for (std::size_t k = 0; k < conds.size(); ++k)
+          condRows[k] = conds.row(k, row);
         int64_t label = opt.labels.empty() ? plan.nullClass : labelAt(labels, row);
         batch.fill(b, sched, seed, static_cast<uint64_t>(s), static_cast<uint64_t>(g), x0,
                    label, opt.labels.empty() ? 0.0 : plan.dropProb,
-                   opt.hflip ? static_cast<std::size_t>(plan.chw.back()) : 0);
+                   opt.hflip ? static_cast<std::size_t>(plan.chw.back()) : 0, condRows,
+                   plan.condDropProb);
       }
       try {
         if (m == 0) {

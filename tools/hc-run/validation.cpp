@@ -44,10 +44,12 @@ void Validation::open(const Options &opt, const StepLibrary &lib, const Plan &pl
                    " at row " + std::to_string(i) + " is outside 0.." +
                    std::to_string(plan.numClasses - 1));
     }
-  } else if (!opt.labels.empty()) {
+  }
+  conds_.open(opt.valConds, plan.conds, h.shape[0], "--val-cond", "--val-data " + opt.valData,
+              lib.path);
+  if (opt.valLabels.empty() && !opt.labels.empty())
     usageError("--val-data without --val-labels, but training has --labels: the "
                "validation set would be scored as unlabelled");
-  }
   const int64_t left = h.shape[0] - samples();
   if (left > 0 && rank == 0)
     std::printf("hc-run: note: validation uses %lld of the %lld samples of %s (whole "
@@ -58,6 +60,7 @@ void Validation::open(const Options &opt, const StepLibrary &lib, const Plan &pl
 double Validation::evaluate(const StepLibrary &lib, StepContext &ctx, hc::rt::Comm &comm) {
   const std::size_t D = plan_.sampleElems;
   BatchBuffers batch(lib.desc, plan_, batch_);
+  std::vector<const float *> condRows(conds_.size());
   double sum = 0;
   for (int64_t k = 0; k < batches_; ++k) {
     for (int64_t b = 0; b < batch_; ++b) {
@@ -65,8 +68,10 @@ double Validation::evaluate(const StepLibrary &lib, StepContext &ctx, hc::rt::Co
       const float *x0 = reinterpret_cast<const float *>(images_.data()) +
                         static_cast<std::size_t>(j) * D;
       const int64_t label = labels_.path().empty() ? plan_.nullClass : labelAt(labels_, j);
+      for (std::size_t k = 0; k < conds_.size(); ++k)
+        condRows[k] = conds_.row(k, j);
       batch.fill(b, sched_, kValidationSeed, kValidationStep, static_cast<uint64_t>(j), x0,
-                 label, 0.0, 0);
+                 label, 0.0, 0, condRows, 0.0);
     }
     sum += ctx.evaluate(batch.ptrs());
   }

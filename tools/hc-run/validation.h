@@ -39,6 +39,7 @@ private:
   const Options *opt_ = nullptr;
   Plan plan_;
   MappedNpy images_, labels_;
+  CondData conds_;  // --val-cond
   int64_t every_ = 1, batches_ = 0, globalBatch_ = 0, batch_ = 0;
   DiffusionSchedule sched_;
 };
