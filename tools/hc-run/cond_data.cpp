@@ -84,7 +84,7 @@ CondFlag parseCondFlag(const std::string &flag, const std::string &value,
 
 std::vector<CondInput> condInputsOf(const Description &d, const std::string &lib,
                                     const std::vector<int64_t> &xtShape,
-                                    bool (*isOwn)(const std::string &)) {
+                                    bool (*isOwn)(const std::string &), const std::string &own) {
   std::vector<CondInput> out;
   // The batch every input shares, and a field's H and W.
   const int64_t B = xtShape.empty() ? 0 : xtShape[0];
@@ -155,10 +155,8 @@ std::vector<CondInput> condInputsOf(const Description &d, const std::string &lib
                        : CondKind::Field;
       if (!hasDrop && s.shape.size() != 4)
         usageError(lib + ": input '" + s.name + "' (" + s.dtype + " " + shapeString(s.shape) +
-                   ") is not one of x_t, t, y, noise, x_start, target, nor a conditioning "
-                   "(a field [B,C,H,W], or a vector [B,D] or tokens [B,L,D] beside "
-                   "NAME_drop): train mode needs a DiT training graph (use --inputs to "
-                   "feed other graphs)");
+                   ") is not one of " + own + ", nor a conditioning (a field [B,C,H,W], or "
+                   "a vector [B,D] or tokens [B,L,D] beside NAME_drop)");
       check(c);
       out.push_back(c);
     }
@@ -170,9 +168,8 @@ std::vector<CondInput> condInputsOf(const Description &d, const std::string &lib
           return c.name == s.name || (c.dropInput >= 0 && c.name + "_drop" == s.name);
         });
     if (!claimed)
-      usageError(lib + ": input '" + s.name + "' is not one of x_t, t, y, noise, x_start, "
-                 "target, nor a conditioning dit_config.conds lists: train mode needs a "
-                 "DiT training graph (use --inputs to feed other graphs)");
+      usageError(lib + ": input '" + s.name + "' is not one of " + own +
+                 ", nor a conditioning dit_config.conds lists");
   }
   return out;
 }
@@ -184,6 +181,8 @@ void CondData::open(const std::vector<CondFlag> &given, const std::vector<CondIn
                     int64_t samples, const std::string &flag, const std::string &dataFlag,
                     const std::string &lib) {
   flag_ = flag;
+  samples_ = samples;
+  std::string countFrom = dataFlag;
   for (const CondFlag &g : given)
     if (std::none_of(graph.begin(), graph.end(),
                      [&](const CondInput &c) { return c.name == g.name; })) {
@@ -211,9 +210,13 @@ void CondData::open(const std::vector<CondFlag> &given, const std::vector<CondIn
       usageError(what + ": " + h.dtype + " " + shapeString(h.shape) + ", " + c.name +
                  " is float32 [N," + shapeString(c.sampleShape).substr(1) + " (" +
                  c.describe() + " per sample)");
-    if (h.shape[0] != samples)
-      usageError(what + ": " + std::to_string(h.shape[0]) + " samples, " + dataFlag +
-                 " has " + std::to_string(samples) + " (one row per sample, in its order)");
+    if (samples_ < 0) {
+      samples_ = h.shape[0];
+      countFrom = flag + " " + c.name + "=" + it->path;
+    }
+    if (h.shape[0] != samples_)
+      usageError(what + ": " + std::to_string(h.shape[0]) + " samples, " + countFrom +
+                 " has " + std::to_string(samples_) + " (one row per sample, in its order)");
     files_.push_back(std::move(f));
     elems_.push_back(c.elems);
   }

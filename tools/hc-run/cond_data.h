@@ -51,10 +51,11 @@ struct CondInput {
 // themselves: an input NAME beside NAME_drop (rank 2: a vector, rank 3:
 // tokens), or a float32 [B, C, H, W] input of x_t's H and W (a field).
 // `isOwn(name)` says which inputs are the graph's own (x_t, t, ...); any
-// other input that is none of these is refused, naming it. Throws Error(2).
+// other input that is none of these is refused, naming it and `own` (the
+// inputs isOwn accepts, in words). Throws Error(2).
 std::vector<CondInput> condInputsOf(const Description &d, const std::string &lib,
                                     const std::vector<int64_t> &xtShape,
-                                    bool (*isOwn)(const std::string &));
+                                    bool (*isOwn)(const std::string &), const std::string &own);
 
 // The files feeding a graph's conditionings: one per CondInput, each
 // float32 [N, sample shape] with N = `samples` (the data's count).
@@ -65,11 +66,13 @@ public:
   // Opens and checks `given` against `graph`: every conditioning must be
   // given and every given name must be one; shape, dtype and count as --data
   // is checked. `flag` names the flag in errors ("--cond", "--val-cond"),
-  // `dataFlag` the file the count comes from. Throws Error(2).
+  // `dataFlag` the file the count comes from; samples < 0: the first file's
+  // count, which the others must share. Throws Error(2).
   void open(const std::vector<CondFlag> &given, const std::vector<CondInput> &graph,
             int64_t samples, const std::string &flag, const std::string &dataFlag,
             const std::string &lib);
   std::size_t size() const { return files_.size(); }
+  int64_t samples() const { return samples_; }
   // Sample `row` of conditioning k (graph order).
   const float *row(std::size_t k, int64_t row) const;
   const MappedNpy &file(std::size_t k) const { return *files_[k]; }
@@ -79,6 +82,7 @@ public:
 
 private:
   std::string flag_;
+  int64_t samples_ = 0;
   std::vector<std::unique_ptr<MappedNpy>> files_;
   std::vector<std::size_t> elems_;
 };

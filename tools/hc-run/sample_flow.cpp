@@ -2,7 +2,7 @@
 // Philox draws as DDPM's x_T), integrated to t1 by flow_sampling.h with one
 // library call per model evaluation. Guidance: SiT's forward_with_cfg, but
 // on every channel (upstream guides 3): the conditional rows and the same x
-// with the null class in one batch, uncond + s (cond - uncond).
+// with their null forms in one batch, uncond + s (cond - uncond).
 #include "sample_mode.h"
 
 #include <algorithm>
@@ -14,13 +14,7 @@ namespace hcrun {
 int64_t sampleFlowChunks(const SampleRun &r, const FlowObjective &obj,
                          const FlowSamplerOptions &fo) {
   const int64_t D = r.channels * r.plane, outD = r.outChannels * r.plane;
-  std::vector<float> xt(r.batch * D), pred(r.batch * outD), tIn(r.batch);
-  std::vector<int64_t> yIn(r.batch);
-  std::vector<const void *> in;
-  for (const TensorSpec &s : r.lib.desc.inputs)
-    in.push_back(s.name == "x_t" ? static_cast<const void *>(xt.data())
-                 : s.name == "t" ? static_cast<const void *>(tIn.data())
-                                 : static_cast<const void *>(yIn.data()));
+  std::vector<float> pred(r.batch * outD);
   // --dump-steps: every model call's t, x and raw output; x after every step.
   std::vector<double> dumpT, dumpStepT;
   std::vector<float> dumpX, dumpPred, dumpSteps, dumpNoise;
@@ -38,21 +32,12 @@ int64_t sampleFlowChunks(const SampleRun &r, const FlowObjective &obj,
     for (int64_t j = 0; j < n; ++j)
       for (int64_t e = 0; e < D; ++e)
         x[j * D + e] = normalDraw(r.seed, 0, first + j, kDrawInitialNoise, e);
-    std::fill(xt.begin(), xt.end(), 0.0f);  // rows past n run on zeros, ignored
-    for (int64_t j = 0; j < r.perCall; ++j) {
-      yIn[j] = j < n ? r.labels[first + j] : 0;
-      if (r.guided)
-        yIn[r.perCall + j] = r.nullClass;
-    }
+    r.inputs.setChunk(first, n);  // rows past n run on zeros, ignored
     auto model = [&](const std::vector<float> &xs, double t, std::vector<double> &out) {
-      for (int64_t j = 0; j < n; ++j) {
-        std::copy(xs.begin() + j * D, xs.begin() + (j + 1) * D, xt.begin() + j * D);
-        if (r.guided)
-          std::copy(xs.begin() + j * D, xs.begin() + (j + 1) * D,
-                    xt.begin() + (r.perCall + j) * D);
-      }
-      std::fill(tIn.begin(), tIn.end(), static_cast<float>(t));
-      r.ctx.step(in.data(), step++);
+      for (int64_t j = 0; j < n; ++j)
+        r.inputs.setImage(j, xs.data() + j * D);
+      r.inputs.setTime(t);
+      r.ctx.step(r.inputs.ptrs(), step++);
       if (r.lib.api->get_tensor(r.ctx.handle(), "prediction", pred.data(),
                                 pred.size() * sizeof(float)) != 0)
         throw Error(1, r.lib.path + ": get_tensor('prediction') failed");
@@ -120,7 +105,7 @@ int64_t sampleFlowChunks(const SampleRun &r, const FlowObjective &obj,
                    {static_cast<int64_t>(dumpNoise.size()) / std::max<int64_t>(1, r.images * D),
                     r.images, D},
                    dumpNoise.data());
-    writeNpyOrFail(dir + "/y.npy", "i8", {r.batch}, yIn.data());
+    r.inputs.dump(dir);
   }
   return calls;
 }

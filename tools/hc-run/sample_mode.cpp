@@ -1,12 +1,12 @@
 // hc-run sample: images from a trained DiT, as DiT's sample.py makes them.
 //
-// The library is hc-compile --sampler's forward pass (inputs x_t, t, y;
-// output "prediction" = every channel of DiT(x_t, t, y)). Per chunk of
-// images: x_T ~ N(0, I); for each respaced step i = K-1 .. 0 one model call
-// (with guidance: the conditional rows and the same x with the null class
-// in one batch, as forward_with_cfg), then one DDPM or DDIM step
-// (sampling_schedule.h). Random draws are Philox keyed by (seed, step,
-// image index), so an image does not depend on the batch it ran in.
+// The library is hc-compile --sampler's forward pass (inputs x_t, t, y and
+// any conditionings; output "prediction" = every channel of the DiT). This
+// file reads the flags, the model and the weights and plans the images;
+// sample_ddpm.cpp and sample_flow.cpp run the chunks of images through the
+// model (with guidance: the conditional rows and their null twins in one
+// batch, as forward_with_cfg). Random draws are Philox keyed by (seed,
+// step, image index), so an image does not depend on the batch it ran in.
 #include "png.h"
 #include "sample_mode.h"
 #include "sampling_schedule.h"
@@ -34,6 +34,7 @@ namespace {
 const char *kSampleUsage = R"(usage: hc-run sample SAMPLER.so --ckpt CKPT.safetensors|CKPT_DIR
            [--out GRID.png [--png-bands B|R,G,B]] [--save-npy SAMPLES.npy] [--classes LIST|all]
            [--per-class N | --images N] [--cfg-scale S] [--sampler NAME]
+           [--cond NAME=C.npy ... [--per-cond N]] [--cfg-drop all|LIST]
            [--weights ema|raw] [--num-classes N] [--class-dropout P]
            [--sampling-steps K] [--seed S] [--no-clip] [--progress|--no-progress]
            flow models: [--atol A] [--rtol R] [--diffusion-form F]
@@ -66,9 +67,22 @@ options:
                       label table's rows); checked against the metadata
   --class-dropout P   P > 0: the label table's last row is the null class
                       (guidance needs it); checked against the table
-  --cfg-scale S       classifier-free guidance scale (default 4.0, DiT's);
-                      1 turns guidance off; guidance needs the model's null
-                      class and an even --batch
+  --cfg-scale S       classifier-free guidance scale (default 4.0, DiT's, for
+                      class-conditional models; 1 for the others); 1 turns
+                      guidance off; guidance needs the null form of what it
+                      drops and an even --batch
+  --cond NAME=C.npy   a model exported with --cond (models/conditioning.py):
+                      the conditioning NAME of each grid row, float32 [M, ...]
+                      as in training (every conditioning of the model, the
+                      same M rows each); --per-cond images of each row, the
+                      grid one row per condition (--save-npy in that order).
+                      --classes gives one class for every row or one per row
+  --per-cond N        images per condition row (default 1)
+  --cfg-drop all|LIST what the guidance's unconditional half drops to its
+                      null form: all (default: the null class and every
+                      conditioning's null, DiT's forward_with_cfg), or a list
+                      of y and conditioning names, e.g. txt or y,low: the
+                      others stay in both halves
   --sampler NAME      DDPM models: ddpm (ancestral, default) or ddim
                       (deterministic, eta 0). Flow models (export_dit.py
                       --objective flow), SiT's samplers from noise at t = 0
@@ -101,6 +115,10 @@ struct SampleOptions {
   std::string library, ckpt, out, saveNpy, dumpSteps, classes = "all", pngBands;
   int64_t perClass = 8;
   int64_t images = 0;      // --images N (unconditional models); 0: 16
+  std::vector<CondFlag> conds;  // --cond NAME=FILE.npy
+  int64_t perCond = 0;          // --per-cond N; 0: 1
+  std::string cfgDrop = "all";  // --cfg-drop
+  bool cfgDropGiven = false;
   double cfgScale = 4.0;
   bool cfgGiven = false, classesGiven = false, perClassGiven = false;
   std::string weights = "auto";  // --weights ema|raw; auto: EMA when present
@@ -194,6 +212,13 @@ SampleOptions parseSampleOptions(int argc, char **argv) {
     } else if (a == "--per-class") {
       o.perClass = parseInteger(a, value(), 1, 1 << 20);
       o.perClassGiven = true;
+    } else if (a == "--cond") {
+      o.conds.push_back(parseCondFlag(a, value(), o.conds));
+    } else if (a == "--per-cond") {
+      o.perCond = parseInteger(a, value(), 1, 1 << 20);
+    } else if (a == "--cfg-drop") {
+      o.cfgDrop = value();
+      o.cfgDropGiven = true;
     } else if (a == "--images") {
       o.images = parseInteger(a, value(), 1, 1 << 20);
     } else if (a == "--weights") {
@@ -301,6 +326,7 @@ struct ModelFacts {
   int64_t numClasses = 0, labelRows = 0;
   bool learnSigma = false, hasNullClass = false;
   bool conditional = true;  // a label input y
+  std::vector<CondInput> conds;  // conditionings beyond y (cond_data.h)
   bool flow = false;        // a flow objective (dit_config.objective "flow")
   FlowObjective flowObjective;
 };
@@ -317,11 +343,14 @@ ModelFacts modelFacts(const StepLibrary &lib, const SampleOptions &o) {
     m.flowObjective = FlowObjective::fromConfig(d.ditConfig, p);
   const TensorSpec *xt = d.input("x_t"), *t = d.input("t"), *y = d.input("y");
   const char *tType = m.flow ? "F32" : "I64";
-  if (!xt || !t || d.inputs.size() != (y ? 3u : 2u) || xt->shape.size() != 4 ||
-      xt->dtype != "F32" || t->dtype != tType || (y && y->dtype != "I64"))
+  if (!xt || !t || xt->shape.size() != 4 || xt->dtype != "F32" || t->dtype != tType ||
+      (y && y->dtype != "I64"))
     usageError(p + ": a sampler must take x_t (float32 [B,C,H,W]), t (" +
                (m.flow ? "float32 [B], a flow model's time" : "int64 [B]") +
                ") and, when class-conditional, y (int64 [B])");
+  m.conds = condInputsOf(d, p, xt->shape, [](const std::string &n) {
+    return n == "x_t" || n == "t" || n == "y";
+  }, "a sampler's x_t, t, y");
   m.conditional = y != nullptr;
   m.batch = xt->shape[0];
   m.channels = xt->shape[1];
@@ -483,114 +512,6 @@ bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &pa
   return ema;
 }
 
-// DDPM/DDIM over every chunk (sampling_schedule.h); returns the model calls.
-int64_t sampleDdpmChunks(const SampleRun &r, const SampleOptions &o, const ModelFacts &m,
-                         const SamplingSchedule &sched) {
-  const StepLibrary &lib = r.lib;
-  StepContext &ctx = r.ctx;
-  const int K = sched.size();
-  const int64_t D = m.channels * m.height * m.width, plane = m.height * m.width;
-  const int64_t outD = m.outChannels * plane, perCall = r.perCall, N = r.images;
-  const bool guided = r.guided, bar = r.bar;
-  const std::vector<int64_t> &labels = r.labels;
-  std::vector<float> &samples = r.samples;
-  std::vector<float> xt(m.batch * D), pred(m.batch * outD);
-  std::vector<int64_t> tIn(m.batch), yIn(m.batch);
-  // The description's input order.
-  std::vector<const void *> in;
-  for (const TensorSpec &s : lib.desc.inputs)
-    in.push_back(s.name == "x_t" ? static_cast<const void *>(xt.data())
-                 : s.name == "t" ? static_cast<const void *>(tIn.data())
-                                 : static_cast<const void *>(yIn.data()));
-  // --dump-steps: x before every step and after the last, raw model outputs,
-  // step noise, timesteps and labels fed (one chunk only).
-  std::vector<float> dumpX, dumpPred, dumpNoise;
-  std::vector<int64_t> dumpT;
-
-  const int64_t chunks = (N + perCall - 1) / perCall, calls = chunks * K;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto seconds = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  double lastDrawn = -1.0;
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t first = c * perCall, n = std::min(perCall, N - first);
-    float *x = samples.data() + first * D;  // the chunk's images, updated in place
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t e = 0; e < D; ++e)
-        x[j * D + e] = normalDraw(o.seed, 0, first + j, kDrawInitialNoise, e);
-    // Rows past n (a short last chunk) run on zeros and are ignored.
-    std::fill(xt.begin(), xt.end(), 0.0f);
-    for (int64_t j = 0; j < perCall; ++j) {
-      yIn[j] = j < n ? labels[first + j] : 0;
-      if (guided)
-        yIn[perCall + j] = m.numClasses;  // the null class
-    }
-    for (int i = K - 1; i >= 0; --i) {
-      for (int64_t j = 0; j < n; ++j) {
-        std::copy(x + j * D, x + (j + 1) * D, xt.begin() + j * D);
-        if (guided)
-          std::copy(x + j * D, x + (j + 1) * D, xt.begin() + (perCall + j) * D);
-      }
-      std::fill(tIn.begin(), tIn.end(), sched.timestepMap[i]);
-      ctx.step(in.data(), K - 1 - i);
-      if (lib.api->get_tensor(ctx.handle(), "prediction", pred.data(),
-                              pred.size() * sizeof(float)) != 0)
-        throw Error(1, lib.path + ": get_tensor('prediction') failed");
-      if (!o.dumpSteps.empty()) {
-        dumpT.push_back(sched.timestepMap[i]);
-        dumpX.insert(dumpX.end(), x, x + n * D);
-        dumpPred.insert(dumpPred.end(), pred.begin(), pred.end());
-      }
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t e = 0; e < D; ++e) {
-          const int64_t ch = e / plane, at = e % plane;
-          const float *cond = pred.data() + j * outD, *uncond = cond + perCall * outD;
-          StepElement s;
-          s.x = x[j * D + e];
-          s.eps = guided ? guidedEps(cond[ch * plane + at], uncond[ch * plane + at], o.cfgScale)
-                         : cond[ch * plane + at];
-          s.hasVar = m.learnSigma;  // the conditional rows' variance, as DiT
-          s.var = m.learnSigma ? cond[(m.channels + ch) * plane + at] : 0.0;
-          const bool noisy = o.sampler == "ddpm" && i > 0;
-          s.noise = noisy ? normalDraw(o.seed, static_cast<uint64_t>(i), first + j,
-                                       kDrawStepNoise, e)
-                          : 0.0;
-          if (!o.dumpSteps.empty())
-            dumpNoise.push_back(static_cast<float>(s.noise));
-          const double next = o.sampler == "ddpm" ? ddpmStep(sched, i, s, o.clip)
-                                                  : ddimStep(sched, i, s, o.clip);
-          x[j * D + e] = static_cast<float>(next);
-        }
-      const int64_t done = c * K + (K - i);
-      if (bar && (done == calls || seconds() - lastDrawn >= 0.1)) {  // ~10 redraws/s
-        progressLine(done, calls, seconds());
-        lastDrawn = seconds();
-      }
-    }
-    if (!o.dumpSteps.empty())
-      dumpX.insert(dumpX.end(), x, x + n * D);
-  }
-  if (bar)
-    std::fputc('\n', stderr);
-  const std::vector<int64_t> image = {m.channels, m.height, m.width};
-  if (!o.dumpSteps.empty()) {
-    const std::string &dir = o.dumpSteps;
-    auto shaped = [&](int64_t lead, int64_t rows, const std::vector<int64_t> &tail) {
-      std::vector<int64_t> s = {lead, rows};
-      s.insert(s.end(), tail.begin(), tail.end());
-      return s;
-    };
-    writeNpyOrFail(dir + "/x.npy", "f4", shaped(K + 1, N, image), dumpX.data());
-    writeNpyOrFail(dir + "/model_out.npy", "f4",
-                   shaped(K, m.batch, {m.outChannels, m.height, m.width}), dumpPred.data());
-    writeNpyOrFail(dir + "/noise.npy", "f4", shaped(K, N, image), dumpNoise.data());
-    writeNpyOrFail(dir + "/t.npy", "i8", {K}, dumpT.data());
-    writeNpyOrFail(dir + "/y.npy", "i8", {m.batch}, yIn.data());
-  }
-  return calls;
-}
-
 } // namespace
 
 // N(0, 1) by Box-Muller over a pair of uniforms (sample_mode.h).
@@ -621,6 +542,132 @@ void writeNpyOrFail(const std::string &path, const std::string &dtype,
 }
 
 
+// The images to make, in order: the grid's rows (their labels: a class, or
+// -1) of perRow images each, every image's label (empty without y) and, for
+// conditioned models, the row of the --cond files it takes.
+struct ImagePlan {
+  std::vector<int64_t> rowLabels, labels, condRow;
+  int64_t perRow = 0, images = 0;
+};
+
+ImagePlan planImages(const SampleOptions &o, const ModelFacts &m, const StepLibrary &lib,
+                     const CondData &condData) {
+  ImagePlan p;
+  if (!m.conds.empty()) {
+    // One grid row per condition; the label is one class for all, or one per row.
+    if (o.images > 0 || o.perClassGiven)
+      usageError(std::string(o.images > 0 ? "--images" : "--per-class") + ": " + lib.path +
+                 " is conditioned on --cond rows; use --per-cond N");
+    const int64_t M = condData.samples();
+    p.perRow = o.perCond > 0 ? o.perCond : 1;
+    p.rowLabels.assign(static_cast<std::size_t>(M), -1);
+    if (m.conditional) {
+      if (!o.classesGiven)
+        usageError("--classes: " + lib.path + " is class-conditional besides its --cond rows: "
+                   "give one class for all " + std::to_string(M) + " rows or one per row");
+      const std::vector<int64_t> c = parseList("--classes", o.classes, 0, m.numClasses - 1);
+      if (c.size() != 1 && static_cast<int64_t>(c.size()) != M)
+        usageError("--classes gives " + std::to_string(c.size()) + " classes for " +
+                   std::to_string(M) + " --cond rows: give one for all or one per row");
+      for (int64_t r = 0; r < M; ++r)
+        p.rowLabels[r] = c.size() == 1 ? c[0] : c[r];
+    } else if (o.classesGiven) {
+      usageError("--classes: " + lib.path + " has no label input y");
+    }
+    p.images = M * p.perRow;
+    for (int64_t i = 0; i < p.images; ++i) {
+      p.condRow.push_back(i / p.perRow);
+      if (m.conditional)
+        p.labels.push_back(p.rowLabels[i / p.perRow]);
+    }
+    return p;
+  }
+  if (o.perCond > 0)
+    usageError("--per-cond: " + lib.path + " has no conditioning beyond the label");
+  if (!m.conditional) {
+    // Rows of 8 unlabelled images (label -1).
+    if (o.classesGiven || o.perClassGiven)
+      usageError(std::string(o.classesGiven ? "--classes" : "--per-class") + ": " + lib.path +
+                 " is unconditional (no label input y); use --images N");
+    p.images = o.images > 0 ? o.images : 16;
+    p.perRow = std::min<int64_t>(8, p.images);
+    p.rowLabels.assign(static_cast<std::size_t>((p.images + p.perRow - 1) / p.perRow), -1);
+    return p;
+  }
+  if (o.images > 0)
+    usageError("--images is for unconditional models; " + lib.path +
+               " is class-conditional: use --classes and --per-class");
+  if (o.classes == "all")
+    for (int64_t c = 0; c < m.numClasses; ++c)
+      p.rowLabels.push_back(c);
+  else
+    p.rowLabels = parseList("--classes", o.classes, 0, m.numClasses - 1);
+  p.perRow = o.perClass;
+  p.images = static_cast<int64_t>(p.rowLabels.size()) * p.perRow;
+  for (int64_t i = 0; i < p.images; ++i)
+    p.labels.push_back(p.rowLabels[i / p.perRow]);
+  return p;
+}
+
+// Classifier-free guidance: its scale and what the unconditional half drops.
+struct Guidance {
+  double scale = 1.0;
+  bool nullLabel = false;
+  std::vector<bool> nullConds;
+  bool on() const { return scale != 1.0; }
+};
+
+Guidance planGuidance(const SampleOptions &o, const ModelFacts &m, const StepLibrary &lib) {
+  Guidance g;
+  g.nullConds.assign(m.conds.size(), false);
+  const bool guidable = m.conditional || !m.conds.empty();
+  // DiT's 4.0 is a class-conditional default; other models guide on request.
+  g.scale = o.cfgGiven ? o.cfgScale : m.conditional ? 4.0 : 1.0;
+  if (!guidable && g.scale != 1.0)
+    usageError("--cfg-scale " + number(g.scale) + ": " + lib.path + " is unconditional "
+               "(no label input y), there is no class to guide towards; omit --cfg-scale");
+  if (!g.on()) {
+    if (o.cfgDropGiven)
+      usageError("--cfg-drop chooses what guidance drops; with --cfg-scale 1 there is none");
+    return g;
+  }
+  if (o.cfgDrop == "all") {
+    g.nullLabel = m.conditional;
+    g.nullConds.assign(m.conds.size(), true);
+  } else {
+    std::string names = m.conditional ? "y" : "";
+    for (const CondInput &c : m.conds)
+      names += (names.empty() ? "" : ", ") + c.name;
+    std::size_t start = 0;
+    while (start <= o.cfgDrop.size()) {
+      std::size_t comma = o.cfgDrop.find(',', start);
+      if (comma == std::string::npos)
+        comma = o.cfgDrop.size();
+      const std::string n = o.cfgDrop.substr(start, comma - start);
+      start = comma + 1;
+      bool known = n == "y" && m.conditional;
+      g.nullLabel |= known;
+      for (std::size_t k = 0; k < m.conds.size(); ++k)
+        if (m.conds[k].name == n)
+          g.nullConds[k] = known = true;
+      if (!known)
+        usageError("--cfg-drop: '" + n + "' is not one of " + lib.path + "'s conditionings (" +
+                   names + ", or all)");
+    }
+  }
+  if (g.nullLabel && !m.hasNullClass)
+    usageError("--cfg-scale " + number(g.scale) + " needs the null class, but " + lib.path +
+               "'s label table has " + std::to_string(m.labelRows) + " rows for " +
+               std::to_string(m.numClasses) +
+               " classes (exported with --class-dropout-prob 0?); use --cfg-scale 1" +
+               (m.conds.empty() ? "" : " or a --cfg-drop without y"));
+  if (m.batch % 2)
+    usageError("--cfg-scale " + number(g.scale) + " runs the conditional and "
+               "null halves in one batch, so the library's batch must be even, not " +
+               std::to_string(m.batch) + " (hc-compile --sampler --batch)");
+  return g;
+}
+
 int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   SampleOptions o = parseSampleOptions(argc, argv);
   if (o.help) {
@@ -633,30 +680,10 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   lib.load(o.library);
   const ModelFacts m = modelFacts(lib, o);
 
-  // Rows of the grid: classes, or for an unconditional model rows of 8
-  // unlabelled images (label -1).
-  std::vector<int64_t> classes;
-  if (!m.conditional) {
-    if (o.classesGiven || o.perClassGiven)
-      usageError(std::string(o.classesGiven ? "--classes" : "--per-class") + ": " + lib.path +
-                 " is unconditional (no label input y); use --images N");
-    if (o.cfgGiven && o.cfgScale != 1.0)
-      usageError("--cfg-scale " + number(o.cfgScale) + ": " + lib.path + " is unconditional "
-                 "(no label input y), there is no class to guide towards; omit --cfg-scale");
-    o.cfgScale = 1.0;
-    o.perClass = std::min<int64_t>(8, o.images > 0 ? o.images : 16);
-    const int64_t total = o.images > 0 ? o.images : 16;
-    classes.assign(static_cast<std::size_t>((total + o.perClass - 1) / o.perClass), -1);
-    o.images = total;
-  } else if (o.images > 0) {
-    usageError("--images is for unconditional models; " + lib.path +
-               " is class-conditional: use --classes and --per-class");
-  } else if (o.classes == "all") {
-    for (int64_t c = 0; c < m.numClasses; ++c)
-      classes.push_back(c);
-  } else {
-    classes = parseList("--classes", o.classes, 0, m.numClasses - 1);
-  }
+  CondData condData;
+  condData.open(o.conds, m.conds, -1, "--cond", "", lib.path);
+  const ImagePlan plan = planImages(o, m, lib, condData);
+  const Guidance guidance = planGuidance(o, m, lib);
   std::vector<int> bands;
   if (o.pngBands.empty()) {
     bands = m.channels == 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
@@ -677,16 +704,7 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
     std::printf("hc-run sample: note: %s was trained on VAE latents: x0 predictions are not "
                 "clipped (as --no-clip)\n", o.ckpt.c_str());
   }
-  const bool guided = o.cfgScale != 1.0;
-  if (guided && !m.hasNullClass)
-    usageError("--cfg-scale " + number(o.cfgScale) + " needs the null class, but " +
-               lib.path + "'s label table has " + std::to_string(m.labelRows) + " rows for " +
-               std::to_string(m.numClasses) +
-               " classes (exported with --class-dropout-prob 0?); use --cfg-scale 1");
-  if (guided && m.batch % 2)
-    usageError("--cfg-scale " + number(o.cfgScale) + " runs the conditional and "
-               "null-class halves in one batch, so the library's batch must be even, not " +
-               std::to_string(m.batch) + " (hc-compile --sampler --batch)");
+  const bool guided = guidance.on();
   std::string err;
   SamplingSchedule sched;
   int K = 0;
@@ -708,6 +726,8 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   std::vector<NamedPath> outputs, inputs = {{"the sampler library", lib.path},
                                             {"--ckpt", o.ckpt},
                                             {"the initial parameters", lib.initPath("")}};
+  for (const CondFlag &c : o.conds)
+    inputs.push_back({"--cond " + c.name, c.path});
   if (!o.out.empty())
     outputs.push_back({"--out", o.out});
   if (!o.saveNpy.empty()) {
@@ -721,8 +741,7 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
                         "the folder of --ckpt");
 
   const int64_t perCall = guided ? m.batch / 2 : m.batch;
-  const int64_t N = m.conditional ? static_cast<int64_t>(classes.size()) * o.perClass
-                                  : o.images;
+  const int64_t N = plan.images;
   const int64_t D = m.channels * m.height * m.width, plane = m.height * m.width;
   if (!o.dumpSteps.empty() && N > perCall)
     usageError("--dump-steps needs every image in one model call (" + std::to_string(N) +
@@ -730,9 +749,11 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
 
   StepContext ctx(lib, comm);
   const bool ema = loadWeights(lib, ctx, o.ckpt, o.weights, m.flow ? &m.flowObjective : nullptr);
+  const std::string rows = std::to_string(plan.rowLabels.size());
   const std::string what =
-      m.conditional ? std::to_string(classes.size()) + " classes x " + std::to_string(o.perClass)
-                    : std::string("unconditional");
+      !m.conds.empty() ? rows + " conditions x " + std::to_string(plan.perRow)
+      : m.conditional  ? rows + " classes x " + std::to_string(plan.perRow)
+                       : std::string("unconditional");
   const std::string how =
       !m.flow ? o.sampler + ", " + std::to_string(K) + " steps of 1000"
       : o.flow.method == FlowMethod::Dopri5
@@ -742,24 +763,32 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   std::printf("hc-run sample: %lld images (%s) from %s (%s weights), "
               "%s, cfg scale %g, seed %llu, %lld images per call\n",
               static_cast<long long>(N), what.c_str(),
-              o.ckpt.c_str(), ema ? "EMA" : "raw", how.c_str(), o.cfgScale,
+              o.ckpt.c_str(), ema ? "EMA" : "raw", how.c_str(), guidance.scale,
               static_cast<unsigned long long>(o.seed), static_cast<long long>(perCall));
   std::fflush(stdout);
 
+  if (guided && !m.conds.empty()) {
+    std::string dropped = guidance.nullLabel ? "y" : "";
+    for (std::size_t k = 0; k < m.conds.size(); ++k)
+      if (guidance.nullConds[k])
+        dropped += (dropped.empty() ? "" : ", ") + m.conds[k].name;
+    std::printf("hc-run sample: guidance against the null form of %s\n", dropped.c_str());
+  }
   std::vector<float> samples(static_cast<std::size_t>(N * D));
-  std::vector<int64_t> labels(static_cast<std::size_t>(N));
-  for (int64_t k = 0; k < N; ++k)
-    labels[k] = classes[k / o.perClass];
   const bool bar = o.progress == 1 || (o.progress == -1 && isatty(STDERR_FILENO));
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  const SampleRun run{lib,      ctx,    m.batch,     m.channels, plane,  m.outChannels,
-                      m.numClasses, guided, o.cfgScale, perCall,   N,      o.seed,
-                      labels,   samples, bar,        o.dumpSteps};
+  SamplerInputs feed(lib.desc, m.conds, m.flow, perCall, guided, m.numClasses,
+                       guidance.nullLabel, guidance.nullConds, plan.labels, condData,
+                       plan.condRow);
+  const SampleRun run{lib,      ctx,       feed,           m.batch,      m.channels,
+                      m.height, m.width,   plane,          m.outChannels, guided,
+                      m.learnSigma, guidance.scale, perCall, N,          o.seed,
+                      samples,  bar,       o.dumpSteps};
   const int64_t calls = m.flow ? sampleFlowChunks(run, m.flowObjective, o.flow)
-                               : sampleDdpmChunks(run, o, m, sched);
+                               : sampleDdpmChunks(run, sched, o.sampler == "ddim", o.clip);
   for (float v : samples)
     if (!std::isfinite(v))
       throw Error(1, "a sample holds a non-finite value; nothing written");
@@ -767,19 +796,23 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   if (!o.saveNpy.empty()) {
     std::vector<int64_t> shape = {N, m.channels, m.height, m.width};
     writeNpyOrFail(o.saveNpy, "f4", shape, samples.data());
+    std::vector<int64_t> labels = plan.labels;
+    labels.resize(static_cast<std::size_t>(N), -1);  // -1: no label input
     writeNpyOrFail(labelsPathFor(o.saveNpy), "i8", {N}, labels.data());
     std::printf("samples: %s (labels %s)\n", o.saveNpy.c_str(), labelsPathFor(o.saveNpy).c_str());
   }
   if (!o.out.empty()) {
     // An unconditional grid's last row is filled out with white.
-    samples.resize(classes.size() * o.perClass * D, 1.0f);
-    Image grid = labelledGrid(samples.data(), classes, static_cast<int>(o.perClass),
+    samples.resize(plan.rowLabels.size() * plan.perRow * D, 1.0f);
+    Image grid = labelledGrid(samples.data(), plan.rowLabels, static_cast<int>(plan.perRow),
                               static_cast<int>(m.channels), static_cast<int>(m.height),
                               static_cast<int>(m.width), bands);
     if (!writePng(o.out, grid, err))
       throw Error(1, err);
     std::printf("grid: %s (%d x %d, %s)\n", o.out.c_str(), grid.width, grid.height,
-                m.conditional ? "one row per class" : "rows of 8");
+                !m.conds.empty() ? "one row per condition"
+                : m.conditional  ? "one row per class"
+                                 : "rows of 8");
   }
   std::printf("done: %lld model calls in %.1f s\n", static_cast<long long>(calls), seconds());
   return 0;

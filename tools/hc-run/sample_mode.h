@@ -22,21 +22,64 @@ void writeNpyOrFail(const std::string &path, const std::string &dtype,
                     const std::vector<int64_t> &shape, const void *data);
 void progressLine(int64_t done, int64_t total, double seconds);
 
+// The model call's inputs, in the description's order: x_t, t, y and each
+// conditioning with its drop input. Rows [0, perCall) are the images of the
+// chunk; with guidance rows [perCall, 2 perCall) are the same images with the
+// null form of every input the guidance drops (--cfg-drop): the null class,
+// NAME_drop = 1, a zero field. Rows past a short chunk run on zeros.
+class SamplerInputs {
+public:
+  // Image i has label labels[i] (none without y) and row condRow[i] of each
+  // conditioning file in `data`. `nullLabel`/`nullConds`: what the guided
+  // half drops (conds' order).
+  SamplerInputs(const Description &d, const std::vector<CondInput> &conds, bool flowTime,
+                int64_t perCall, bool guided, int64_t nullClass, bool nullLabel,
+                const std::vector<bool> &nullConds, const std::vector<int64_t> &labels,
+                const CondData &data, const std::vector<int64_t> &condRow);
+  // The chunk of images [first, first + n); x_t zeroed.
+  void setChunk(int64_t first, int64_t n);
+  // Image j's x (D floats) into its conditional row and its guided twin.
+  void setImage(int64_t j, const float *x);
+  void setTime(double t);
+  const void *const *ptrs() const { return ptrs_.data(); }
+  // --dump-steps: y.npy and, per conditioning, cond_NAME.npy (and
+  // cond_NAME_drop.npy) as the last chunk fed them.
+  void dump(const std::string &dir) const;
+
+private:
+  const std::vector<CondInput> &conds_;
+  const std::vector<int64_t> &labels_, &condRow_;
+  const CondData &data_;
+  bool flowTime_, guided_, nullLabel_;
+  int64_t perCall_, batch_, d_, nullClass_;
+  std::vector<bool> nullConds_;
+  std::vector<float> xt_, tf_;
+  std::vector<int64_t> t_, y_;
+  std::vector<std::vector<float>> cond_, drop_;
+  std::vector<const void *> ptrs_;
+};
+
 // One sampling run over N images in chunks of perCall (the library's batch,
-// halved with guidance: the second half runs the null class).
+// halved with guidance: the second half runs the null forms).
 struct SampleRun {
   const StepLibrary &lib;
   StepContext &ctx;
-  int64_t batch, channels, plane, outChannels, nullClass;
-  bool guided;
+  SamplerInputs &inputs;
+  int64_t batch, channels, height, width, plane, outChannels;
+  bool guided, learnSigma;
   double cfgScale;
   int64_t perCall, images;
   uint64_t seed;
-  const std::vector<int64_t> &labels;
   std::vector<float> &samples;  // [N, C, H, W], written
   bool bar;
   std::string dumpSteps;  // --dump-steps DIR (one chunk only)
 };
+
+struct SamplingSchedule;
+// DDPM's ancestral sampler, or DDIM (eta 0), over every chunk; returns the
+// model calls made. `clip`: x0 predictions clipped to [-1, 1].
+int64_t sampleDdpmChunks(const SampleRun &r, const SamplingSchedule &sched, bool ddim,
+                         bool clip);
 
 // The flow samplers over every chunk; returns the model calls made and
 // prints dopri5's evaluations.

@@ -190,7 +190,9 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   }
   p.chw.assign(xs.shape.begin() + 1, xs.shape.end());
   p.sampleElems = xs.numElements() / xs.shape[0];
-  p.conds = condInputsOf(d, lib.path, xs.shape, isOwnInput);
+  p.conds = condInputsOf(d, lib.path, xs.shape, isOwnInput,
+                         "x_t, t, y, noise, x_start, target (train mode needs a DiT training "
+                         "graph; --inputs feeds others)");
   p.condDropProb = condDropoutOf(opt, lib, p);
 
   images.open(opt.data);
