@@ -111,55 +111,6 @@ options:
                       is a terminal)
 )";
 
-struct SampleOptions {
-  std::string library, ckpt, out, saveNpy, dumpSteps, classes = "all", pngBands;
-  int64_t perClass = 8;
-  int64_t images = 0;      // --images N (unconditional models); 0: 16
-  std::vector<CondFlag> conds;  // --cond NAME=FILE.npy
-  int64_t perCond = 0;          // --per-cond N; 0: 1
-  std::string cfgDrop = "all";  // --cfg-drop
-  bool cfgDropGiven = false;
-  double cfgScale = 4.0;
-  bool cfgGiven = false, classesGiven = false, perClassGiven = false;
-  std::string weights = "auto";  // --weights ema|raw; auto: EMA when present
-  int64_t numClasses = -1;       // --num-classes N (else the metadata/table)
-  double classDropout = -1;      // --class-dropout P (P > 0: a null class)
-  std::string sampler;  // empty: the model's default (ddpm, or heun for flow)
-  FlowSamplerOptions flow;
-  bool stepsGiven = false, flowFlagGiven = false, tolGiven = false, sdeGiven = false;
-  std::string steps = "250";
-  std::vector<int> sections = {250};
-  int ddimCount = 0;  // --sampling-steps ddimN
-  uint64_t seed = 0;
-  bool clip = true, help = false;
-  bool noClipGiven = false;
-  int progress = -1;
-};
-
-int64_t parseInteger(const std::string &flag, const std::string &v, int64_t lo, int64_t hi) {
-  char *end = nullptr;
-  errno = 0;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end || errno || x < lo || x > hi)
-    usageError(flag + " needs an integer in [" + std::to_string(lo) + ", " +
-               std::to_string(hi) + "], got '" + v + "'");
-  return x;
-}
-
-std::vector<int64_t> parseList(const std::string &flag, const std::string &v, int64_t lo,
-                               int64_t hi) {
-  std::vector<int64_t> out;
-  std::size_t start = 0;
-  while (start <= v.size()) {
-    std::size_t comma = v.find(',', start);
-    if (comma == std::string::npos)
-      comma = v.size();
-    out.push_back(parseInteger(flag, v.substr(start, comma - start), lo, hi));
-    start = comma + 1;
-  }
-  return out;
-}
-
 // A --ckpt-dir folder stands for its newest checkpoint, judged as --resume
 // judges it: by the step stored inside, which must agree with the name.
 std::string resolveCheckpoint(const std::string &path) {
@@ -307,12 +258,6 @@ SampleOptions parseSampleOptions(int argc, char **argv) {
   return o;
 }
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 std::string labelsPathFor(const std::string &npy) {
   const std::string ext = ".npy";
   if (npy.size() > ext.size() && npy.compare(npy.size() - ext.size(), ext.size(), ext) == 0)
@@ -320,16 +265,6 @@ std::string labelsPathFor(const std::string &npy) {
   return npy + ".labels.npy";
 }
 
-// What the sampler needs to know about the model, read off the description.
-struct ModelFacts {
-  int64_t batch = 0, channels = 0, height = 0, width = 0, outChannels = 0;
-  int64_t numClasses = 0, labelRows = 0;
-  bool learnSigma = false, hasNullClass = false;
-  bool conditional = true;  // a label input y
-  std::vector<CondInput> conds;  // conditionings beyond y (cond_data.h)
-  bool flow = false;        // a flow objective (dit_config.objective "flow")
-  FlowObjective flowObjective;
-};
 
 ModelFacts modelFacts(const StepLibrary &lib, const SampleOptions &o) {
   const Description &d = lib.desc;
@@ -514,6 +449,36 @@ bool loadWeights(const StepLibrary &lib, StepContext &ctx, const std::string &pa
 
 } // namespace
 
+int64_t parseInteger(const std::string &flag, const std::string &v, int64_t lo, int64_t hi) {
+  char *end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno || x < lo || x > hi)
+    usageError(flag + " needs an integer in [" + std::to_string(lo) + ", " +
+               std::to_string(hi) + "], got '" + v + "'");
+  return x;
+}
+
+std::vector<int64_t> parseList(const std::string &flag, const std::string &v, int64_t lo,
+                               int64_t hi) {
+  std::vector<int64_t> out;
+  std::size_t start = 0;
+  while (start <= v.size()) {
+    std::size_t comma = v.find(',', start);
+    if (comma == std::string::npos)
+      comma = v.size();
+    out.push_back(parseInteger(flag, v.substr(start, comma - start), lo, hi));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 // N(0, 1) by Box-Muller over a pair of uniforms (sample_mode.h).
 float normalDraw(uint64_t seed, uint64_t step, uint64_t image, uint64_t kind, uint64_t k) {
   const double u1 = hc::rt::uniform01(seed, step, image, kind, k & ~uint64_t{1});
@@ -541,132 +506,6 @@ void writeNpyOrFail(const std::string &path, const std::string &dtype,
     throw Error(1, err);
 }
 
-
-// The images to make, in order: the grid's rows (their labels: a class, or
-// -1) of perRow images each, every image's label (empty without y) and, for
-// conditioned models, the row of the --cond files it takes.
-struct ImagePlan {
-  std::vector<int64_t> rowLabels, labels, condRow;
-  int64_t perRow = 0, images = 0;
-};
-
-ImagePlan planImages(const SampleOptions &o, const ModelFacts &m, const StepLibrary &lib,
-                     const CondData &condData) {
-  ImagePlan p;
-  if (!m.conds.empty()) {
-    // One grid row per condition; the label is one class for all, or one per row.
-    if (o.images > 0 || o.perClassGiven)
-      usageError(std::string(o.images > 0 ? "--images" : "--per-class") + ": " + lib.path +
-                 " is conditioned on --cond rows; use --per-cond N");
-    const int64_t M = condData.samples();
-    p.perRow = o.perCond > 0 ? o.perCond : 1;
-    p.rowLabels.assign(static_cast<std::size_t>(M), -1);
-    if (m.conditional) {
-      if (!o.classesGiven)
-        usageError("--classes: " + lib.path + " is class-conditional besides its --cond rows: "
-                   "give one class for all " + std::to_string(M) + " rows or one per row");
-      const std::vector<int64_t> c = parseList("--classes", o.classes, 0, m.numClasses - 1);
-      if (c.size() != 1 && static_cast<int64_t>(c.size()) != M)
-        usageError("--classes gives " + std::to_string(c.size()) + " classes for " +
-                   std::to_string(M) + " --cond rows: give one for all or one per row");
-      for (int64_t r = 0; r < M; ++r)
-        p.rowLabels[r] = c.size() == 1 ? c[0] : c[r];
-    } else if (o.classesGiven) {
-      usageError("--classes: " + lib.path + " has no label input y");
-    }
-    p.images = M * p.perRow;
-    for (int64_t i = 0; i < p.images; ++i) {
-      p.condRow.push_back(i / p.perRow);
-      if (m.conditional)
-        p.labels.push_back(p.rowLabels[i / p.perRow]);
-    }
-    return p;
-  }
-  if (o.perCond > 0)
-    usageError("--per-cond: " + lib.path + " has no conditioning beyond the label");
-  if (!m.conditional) {
-    // Rows of 8 unlabelled images (label -1).
-    if (o.classesGiven || o.perClassGiven)
-      usageError(std::string(o.classesGiven ? "--classes" : "--per-class") + ": " + lib.path +
-                 " is unconditional (no label input y); use --images N");
-    p.images = o.images > 0 ? o.images : 16;
-    p.perRow = std::min<int64_t>(8, p.images);
-    p.rowLabels.assign(static_cast<std::size_t>((p.images + p.perRow - 1) / p.perRow), -1);
-    return p;
-  }
-  if (o.images > 0)
-    usageError("--images is for unconditional models; " + lib.path +
-               " is class-conditional: use --classes and --per-class");
-  if (o.classes == "all")
-    for (int64_t c = 0; c < m.numClasses; ++c)
-      p.rowLabels.push_back(c);
-  else
-    p.rowLabels = parseList("--classes", o.classes, 0, m.numClasses - 1);
-  p.perRow = o.perClass;
-  p.images = static_cast<int64_t>(p.rowLabels.size()) * p.perRow;
-  for (int64_t i = 0; i < p.images; ++i)
-    p.labels.push_back(p.rowLabels[i / p.perRow]);
-  return p;
-}
-
-// Classifier-free guidance: its scale and what the unconditional half drops.
-struct Guidance {
-  double scale = 1.0;
-  bool nullLabel = false;
-  std::vector<bool> nullConds;
-  bool on() const { return scale != 1.0; }
-};
-
-Guidance planGuidance(const SampleOptions &o, const ModelFacts &m, const StepLibrary &lib) {
-  Guidance g;
-  g.nullConds.assign(m.conds.size(), false);
-  const bool guidable = m.conditional || !m.conds.empty();
-  // DiT's 4.0 is a class-conditional default; other models guide on request.
-  g.scale = o.cfgGiven ? o.cfgScale : m.conditional ? 4.0 : 1.0;
-  if (!guidable && g.scale != 1.0)
-    usageError("--cfg-scale " + number(g.scale) + ": " + lib.path + " is unconditional "
-               "(no label input y), there is no class to guide towards; omit --cfg-scale");
-  if (!g.on()) {
-    if (o.cfgDropGiven)
-      usageError("--cfg-drop chooses what guidance drops; with --cfg-scale 1 there is none");
-    return g;
-  }
-  if (o.cfgDrop == "all") {
-    g.nullLabel = m.conditional;
-    g.nullConds.assign(m.conds.size(), true);
-  } else {
-    std::string names = m.conditional ? "y" : "";
-    for (const CondInput &c : m.conds)
-      names += (names.empty() ? "" : ", ") + c.name;
-    std::size_t start = 0;
-    while (start <= o.cfgDrop.size()) {
-      std::size_t comma = o.cfgDrop.find(',', start);
-      if (comma == std::string::npos)
-        comma = o.cfgDrop.size();
-      const std::string n = o.cfgDrop.substr(start, comma - start);
-      start = comma + 1;
-      bool known = n == "y" && m.conditional;
-      g.nullLabel |= known;
-      for (std::size_t k = 0; k < m.conds.size(); ++k)
-        if (m.conds[k].name == n)
-          g.nullConds[k] = known = true;
-      if (!known)
-        usageError("--cfg-drop: '" + n + "' is not one of " + lib.path + "'s conditionings (" +
-                   names + ", or all)");
-    }
-  }
-  if (g.nullLabel && !m.hasNullClass)
-    usageError("--cfg-scale " + number(g.scale) + " needs the null class, but " + lib.path +
-               "'s label table has " + std::to_string(m.labelRows) + " rows for " +
-               std::to_string(m.numClasses) +
-               " classes (exported with --class-dropout-prob 0?); use --cfg-scale 1" +
-               (m.conds.empty() ? "" : " or a --cfg-drop without y"));
-  if (m.batch % 2)
-    usageError("--cfg-scale " + number(g.scale) + " runs the conditional and "
-               "null halves in one batch, so the library's batch must be even, not " +
-               std::to_string(m.batch) + " (hc-compile --sampler --batch)");
-  return g;
-}
 
 int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   SampleOptions o = parseSampleOptions(argc, argv);

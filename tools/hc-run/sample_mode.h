@@ -12,6 +12,68 @@
 
 namespace hcrun {
 
+// hc-run sample's flags (sample_mode.cpp parses them).
+struct SampleOptions {
+  std::string library, ckpt, out, saveNpy, dumpSteps, classes = "all", pngBands;
+  int64_t perClass = 8;
+  int64_t images = 0;      // --images N (unconditional models); 0: 16
+  std::vector<CondFlag> conds;  // --cond NAME=FILE.npy
+  int64_t perCond = 0;          // --per-cond N; 0: 1
+  std::string cfgDrop = "all";  // --cfg-drop
+  bool cfgDropGiven = false;
+  double cfgScale = 4.0;
+  bool cfgGiven = false, classesGiven = false, perClassGiven = false;
+  std::string weights = "auto";  // --weights ema|raw; auto: EMA when present
+  int64_t numClasses = -1;       // --num-classes N (else the metadata/table)
+  double classDropout = -1;      // --class-dropout P (P > 0: a null class)
+  std::string sampler;  // empty: the model's default (ddpm, or heun for flow)
+  FlowSamplerOptions flow;
+  bool stepsGiven = false, flowFlagGiven = false, tolGiven = false, sdeGiven = false;
+  std::string steps = "250";
+  std::vector<int> sections = {250};
+  int ddimCount = 0;  // --sampling-steps ddimN
+  uint64_t seed = 0;
+  bool clip = true, help = false;
+  bool noClipGiven = false;
+  int progress = -1;
+};
+
+// What the sampler needs to know about the model, read off the description.
+struct ModelFacts {
+  int64_t batch = 0, channels = 0, height = 0, width = 0, outChannels = 0;
+  int64_t numClasses = 0, labelRows = 0;
+  bool learnSigma = false, hasNullClass = false;
+  bool conditional = true;  // a label input y
+  std::vector<CondInput> conds;  // conditionings beyond y (cond_data.h)
+  bool flow = false;        // a flow objective (dit_config.objective "flow")
+  FlowObjective flowObjective;
+};
+
+// The images to make, in order: the grid's rows (their labels: a class, or
+// -1) of perRow images each, every image's label (empty without y) and, for
+// conditioned models, the row of the --cond files it takes.
+struct ImagePlan {
+  std::vector<int64_t> rowLabels, labels, condRow;
+  int64_t perRow = 0, images = 0;
+};
+ImagePlan planImages(const SampleOptions &o, const ModelFacts &m, const StepLibrary &lib,
+                     const CondData &condData);
+
+// Classifier-free guidance: its scale and what the unconditional half drops.
+struct Guidance {
+  double scale = 1.0;
+  bool nullLabel = false;
+  std::vector<bool> nullConds;
+  bool on() const { return scale != 1.0; }
+};
+Guidance planGuidance(const SampleOptions &o, const ModelFacts &m, const StepLibrary &lib);
+
+// Shared flag readers; exit 2 naming the flag.
+int64_t parseInteger(const std::string &flag, const std::string &v, int64_t lo, int64_t hi);
+std::vector<int64_t> parseList(const std::string &flag, const std::string &v, int64_t lo,
+                               int64_t hi);
+std::string number(double v);
+
 // Draw kinds of the sampler (the op id of random.h), apart from training's.
 enum : uint64_t { kDrawInitialNoise = 0x80, kDrawStepNoise = 0x81 };
 
