@@ -1,6 +1,11 @@
-// qkv -> heads -> softmax(q·kᵀ·scale)·v -> merged heads  =>  hc.attention qkv
+// heads -> softmax(q·kᵀ·scale)·v -> merged heads  =>  hc.attention
 //
-// The forms DiT code writes (docs: compiler/README.md, "Attention fusion"):
+// Self-attention from one packed qkv becomes hc.attention qkv; attention whose
+// q is a tensor of its own [B, N, H·Dh] and whose k and v are the two pieces
+// of a packed kv [B, L, 2·H·Dh] (PixArt's cross-attention) or tensors of
+// their own [B, L, H·Dh] becomes hc.attention q, k, v (a packed kv split
+// into two views). The forms DiT code writes (docs: compiler/README.md,
+// "Attention fusion"):
 // heads taken from the 5-D [3, B, H, N, Dh] permute by index (Gather), by
 // unit slice or by unbind/chunk (Split into [1, 1, 1]) + squeeze, or q/k/v
 // split from the packed [B, N, 3·D] along the last dim (chunk/split, Split or
@@ -22,15 +27,23 @@ namespace hc {
 
 namespace {
 
-// One of q, k, v as a slice of the packed qkv [B, N, 3·H·Dh].
+// One of q, k, v: piece `which` of `pieces` of a packed source [B, T,
+// pieces·H·Dh] (qkv: 3, kv: 2), or a whole source [B, T, H·Dh] (pieces 1,
+// which 0).
 struct Head {
-  Value qkv;
-  int64_t which = -1;  // 0 q, 1 k, 2 v
+  Value src;
+  int64_t which = -1;
+  int64_t pieces = 0;
   int64_t heads = 0, headDim = 0;
 };
 
 bool sameHead(const Head &a, const Head &b) {
-  return a.qkv == b.qkv && a.heads == b.heads && a.headDim == b.headDim;
+  return a.src == b.src && a.pieces == b.pieces && a.heads == b.heads &&
+         a.headDim == b.headDim;
+}
+
+bool packedIn(const Head &h, int64_t pieces, int64_t which) {
+  return h.pieces == pieces && h.which == which;
 }
 
 // Strips multiplications by (and divisions by) 1-element compile-time
@@ -75,29 +88,34 @@ bool slicesOnly(SliceOp s, int64_t dim) {
   return true;
 }
 
-// The piece of `v` taken along `dim` into equal parts of `part` elements:
-// (source, index of the piece), from a Split into equal sizes or a Slice.
-std::optional<std::pair<Value, int64_t>> pieceOf(Value v, int64_t dim,
-                                                 int64_t part) {
+// The piece of `v` taken along `dim` into 2 or 3 equal parts of `part`
+// elements: (source, index of the piece, number of pieces), from a Split
+// into equal sizes or a Slice.
+struct Piece {
+  Value src;
+  int64_t which, pieces;
+};
+std::optional<Piece> pieceOf(Value v, int64_t dim, int64_t part) {
   if (auto r = dyn_cast<OpResult>(v))
     if (auto s = dyn_cast<SplitOp>(r.getOwner())) {
-      if (s.getAxis() != dim || s.getSizes().size() != 3 ||
-          llvm::any_of(s.getSizes(), [&](int64_t n) { return n != part; }))
+      const int64_t n = static_cast<int64_t>(s.getSizes().size());
+      if (static_cast<int64_t>(s.getAxis()) != dim || (n != 2 && n != 3) ||
+          llvm::any_of(s.getSizes(), [&](int64_t k) { return k != part; }))
         return std::nullopt;
-      return std::pair(s.getInput(), int64_t(r.getResultNumber()));
+      return Piece{s.getInput(), int64_t(r.getResultNumber()), n};
     }
   if (auto s = v.getDefiningOp<SliceOp>()) {
-    if (!slicesOnly(s, dim) || s.getSizes()[dim] != part ||
-        s.getStarts()[dim] % part ||
-        typeOf(s.getInput()).getDimSize(dim) != 3 * part)
+    const int64_t whole = typeOf(s.getInput()).getDimSize(dim);
+    if (!slicesOnly(s, dim) || s.getSizes()[dim] != part || part <= 0 ||
+        s.getStarts()[dim] % part || (whole != 2 * part && whole != 3 * part))
       return std::nullopt;
-    return std::pair(s.getInput(), s.getStarts()[dim] / part);
+    return Piece{s.getInput(), s.getStarts()[dim] / part, whole / part};
   }
   return std::nullopt;
 }
 
-// heads [3, B, H, N, Dh] = transpose(reshape(qkv, [B, N, 3, H, Dh]),
-// [2, 0, 3, 1, 4]) with qkv [B, N, 3·H·Dh].
+// heads [P, B, H, T, Dh] = transpose(reshape(src, [B, T, P, H, Dh]),
+// [2, 0, 3, 1, 4]) with src [B, T, P·H·Dh], P 3 (qkv) or 2 (kv).
 std::optional<Head> packedHeads(Value heads) {
   auto split = heads.getDefiningOp<TransposeOp>();
   if (!split || split.getPerm() != ArrayRef<int64_t>{2, 0, 3, 1, 4})
@@ -105,15 +123,15 @@ std::optional<Head> packedHeads(Value heads) {
   auto unpack = split.getInput().getDefiningOp<ReshapeOp>();
   if (!unpack)
     return std::nullopt;
-  Value qkv = unpack.getInput();
-  auto qkvType = typeOf(qkv), unpacked = typeOf(unpack.getResult());
-  if (qkvType.getRank() != 3 || unpacked.getRank() != 5)
+  Value src = unpack.getInput();
+  auto srcType = typeOf(src), unpacked = typeOf(unpack.getResult());
+  if (srcType.getRank() != 3 || unpacked.getRank() != 5)
     return std::nullopt;
-  int64_t B = qkvType.getDimSize(0), N = qkvType.getDimSize(1);
-  int64_t H = unpacked.getDimSize(3), Dh = unpacked.getDimSize(4);
-  if (unpacked.getShape() != ArrayRef<int64_t>{B, N, 3, H, Dh})
+  int64_t B = srcType.getDimSize(0), T = srcType.getDimSize(1);
+  int64_t P = unpacked.getDimSize(2), H = unpacked.getDimSize(3), Dh = unpacked.getDimSize(4);
+  if ((P != 2 && P != 3) || unpacked.getShape() != ArrayRef<int64_t>{B, T, P, H, Dh})
     return std::nullopt;
-  return Head{qkv, -1, H, Dh};
+  return Head{src, -1, P, H, Dh};
 }
 
 // A [B, H, N, Dh] head taken from the 5-D permute: Gather of a scalar index,
@@ -132,17 +150,19 @@ std::optional<Head> headFrom5d(Value v) {
     if (!piece || typeOf(r.getResult()).getShape() !=
                       typeOf(r.getInput()).getShape().drop_front())
       return std::nullopt;
-    h = packedHeads(piece->first);
+    h = packedHeads(piece->src);
+    if (h && h->pieces != piece->pieces)
+      return std::nullopt;
     if (h)
-      h->which = piece->second;
+      h->which = piece->which;
   }
-  if (!h || h->which < 0 || h->which > 2)
+  if (!h || h->which < 0 || h->which >= h->pieces)
     return std::nullopt;
   return h;
 }
 
-// transpose(reshape(part, [B, N, H, Dh]), perm) with `part` piece `which`
-// of the packed qkv [B, N, 3·H·Dh] along its last dim.
+// transpose(reshape(part, [B, T, H, Dh]), perm) with `part` a piece of a
+// packed [B, T, P·H·Dh] along its last dim, or a whole tensor of its own.
 std::optional<Head> headFromParts(Value v, ArrayRef<int64_t> perm) {
   auto t = v.getDefiningOp<TransposeOp>();
   auto r = t && t.getPerm() == perm ? t.getInput().getDefiningOp<ReshapeOp>()
@@ -154,10 +174,14 @@ std::optional<Head> headFromParts(Value v, ArrayRef<int64_t> perm) {
       split.getShape() != ArrayRef<int64_t>{part.getDimSize(0), part.getDimSize(1),
                                             split.getDimSize(2), split.getDimSize(3)})
     return std::nullopt;
-  auto piece = pieceOf(r.getInput(), 2, part.getDimSize(2));
-  if (!piece)
+  const int64_t H = split.getDimSize(2), Dh = split.getDimSize(3);
+  if (auto piece = pieceOf(r.getInput(), 2, part.getDimSize(2)))
+    return Head{piece->src, piece->which, piece->pieces, H, Dh};
+  // Not cut from anything this pass knows: a q, k or v of its own, unless it
+  // is a piece of something else (a Split or Slice this pass cannot read).
+  if (r.getInput().getDefiningOp<SplitOp>() || r.getInput().getDefiningOp<SliceOp>())
     return std::nullopt;
-  return Head{piece->first, piece->second, split.getDimSize(2), split.getDimSize(3)};
+  return Head{r.getInput(), 0, 1, H, Dh};
 }
 
 // q or v: a [B, H, N, Dh] head.
@@ -218,22 +242,46 @@ struct MultiHeadAttention : OpRewritePattern<ReshapeOp> {
     auto q = headOf(stripScale(qk.getLhs(), scale));
     auto k = transposedHeadOf(stripScale(qk.getRhs(), scale), scale);
     auto v = headOf(pv.getRhs());
-    if (!q || !k || !v || q->which != 0 || k->which != 1 || v->which != 2 ||
-        !sameHead(*q, *k) || !sameHead(*q, *v))
+    if (!q || !k || !v || q->heads != k->heads || q->heads != v->heads ||
+        q->headDim != k->headDim || q->headDim != v->headDim)
       return failure();
-    auto qkvType = typeOf(q->qkv);
-    int64_t B = qkvType.getDimSize(0), N = qkvType.getDimSize(1);
-    int64_t H = q->heads, Dh = q->headDim;
-    if (qkvType.getDimSize(2) != 3 * H * Dh ||
+    const int64_t H = q->heads, Dh = q->headDim;
+    // Self-attention from one packed qkv, or q of its own with k and v the
+    // pieces of one packed kv or each of its own.
+    const bool packed = packedIn(*q, 3, 0) && packedIn(*k, 3, 1) && packedIn(*v, 3, 2) &&
+                        sameHead(*q, *k) && sameHead(*q, *v);
+    const bool kvPacked = packedIn(*k, 2, 0) && packedIn(*v, 2, 1) && sameHead(*k, *v);
+    const bool separate = packedIn(*k, 1, 0) && packedIn(*v, 1, 0);
+    if (!packed && !(packedIn(*q, 1, 0) && (kvPacked || separate)))
+      return failure();
+    auto qType = typeOf(q->src), kType = typeOf(k->src), vType = typeOf(v->src);
+    const int64_t B = qType.getDimSize(0), N = qType.getDimSize(1), L = kType.getDimSize(1);
+    const int64_t D = H * Dh;
+    if (qType.getDimSize(2) != (packed ? 3 : 1) * D ||
+        kType.getDimSize(2) != (kvPacked ? 2 : packed ? 3 : 1) * D ||
+        (!kvPacked && vType.getShape() != kType.getShape()) ||
+        kType.getDimSize(0) != B || vType.getDimSize(0) != B ||
         typeOf(pv.getResult()).getShape() != ArrayRef<int64_t>{B, H, N, Dh} ||
-        typeOf(softmax.getResult()).getShape() != ArrayRef<int64_t>{B, H, N, N})
+        typeOf(softmax.getResult()).getShape() != ArrayRef<int64_t>{B, H, N, L})
       return failure();
     auto out = op.getType();
-    if (out.getShape() != ArrayRef<int64_t>{B, N, H * Dh} ||
-        out.getElementType() != qkvType.getElementType())
+    auto elt = qType.getElementType();
+    if (out.getShape() != ArrayRef<int64_t>{B, N, D} || out.getElementType() != elt ||
+        kType.getElementType() != elt || vType.getElementType() != elt)
       return failure();
-    auto lse = RankedTensorType::get({B, H, N}, out.getElementType());
-    auto att = rewriter.create<AttentionOp>(op.getLoc(), out, lse, q->qkv,
+    SmallVector<Value, 3> inputs{q->src};
+    if (!packed && kvPacked) {
+      // k and v as the two halves of kv: views, no copy.
+      auto half = RankedTensorType::get({B, L, D}, elt);
+      auto split = rewriter.create<SplitOp>(op.getLoc(), TypeRange{half, half}, k->src,
+                                            rewriter.getI64IntegerAttr(2),
+                                            rewriter.getDenseI64ArrayAttr({D, D}));
+      inputs.append({split.getResult(0), split.getResult(1)});
+    } else if (!packed) {
+      inputs.append({k->src, v->src});
+    }
+    auto lse = RankedTensorType::get({B, H, N}, elt);
+    auto att = rewriter.create<AttentionOp>(op.getLoc(), out, lse, inputs,
                                             rewriter.getI64IntegerAttr(H),
                                             rewriter.getF64FloatAttr(scale));
     rewriter.replaceOp(op, att.getResult());

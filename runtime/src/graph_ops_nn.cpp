@@ -515,39 +515,57 @@ HCRT_OP_DEF(gated_residual_grad) {
 }
 
 // ------------------------------------------------------------- attention ----
-// q/k/v read in place from qkv [B, N, 3D] laid out (3, heads, Dh) along the
-// last dim (packed first when that dim is not contiguous).
-static void attentionArgs(const hcrt_tensor &qkvIn, int64_t heads,
-                          double scale, Buf<float> &buf, hc_threads th,
-                          hc_attention_args &a) {
-  hcrt_tensor qkv = qkvIn;
-  if (qkv.strides[2] != 1 && qkv.shape[2] > 1) {
-    float *p = buf.alloc(numel(qkv));
-    copyToContiguous(qkv, p, th);
-    qkv = asContiguous(qkv, p);
-  }
-  const int64_t B = qkv.shape[0], N = qkv.shape[1], D = qkv.shape[2] / 3;
-  if (heads <= 0)
-    heads = 1;
-  const float *p = static_cast<const float *>(qkv.data);
-  a.batch = B, a.heads = heads, a.Tq = N, a.Tk = N, a.Dh = D / heads;
-  a.scale = static_cast<float>(scale);
-  a.q = p, a.k = p + D, a.v = p + 2 * D;
-  a.q_sb = a.k_sb = a.v_sb = qkv.strides[0];
-  a.q_st = a.k_st = a.v_st = qkv.strides[1];
-  a.q_sh = a.k_sh = a.v_sh = a.Dh;
+// A [B, T, F] tensor whose rows are read F at a time: its last dim must be
+// unit stride (a broadcast or transposed view is packed first).
+static hcrt_tensor rowsOf(const hcrt_tensor &t, Buf<float> &buf, hc_threads th) {
+  if (t.strides[2] == 1 || t.shape[2] <= 1)
+    return t;
+  float *p = buf.alloc(numel(t));
+  copyToContiguous(t, p, th);
+  return asContiguous(t, p);
 }
 
-// outs: the result [B, N, D] and, when given, each query row's log-sum-exp
-// of its scaled scores [B, heads, N] (what the backward needs besides it).
+// q, k, v read in place: from one qkv [B, N, 3D] laid out (3, heads, Dh)
+// along the last dim (nin 1), or from q [B, N, D], k and v [B, L, D] (nin
+// 3, any batch and token strides: k and v may be views of one packed kv).
+static void attentionArgs(const hcrt_tensor *ins, int64_t nin, int64_t heads, double scale,
+                          Buf<float> (&buf)[3], hc_threads th, hc_attention_args &a) {
+  if (heads <= 0)
+    heads = 1;
+  a.heads = heads;
+  a.scale = static_cast<float>(scale);
+  if (nin == 1) {
+    const hcrt_tensor qkv = rowsOf(ins[0], buf[0], th);
+    const int64_t D = qkv.shape[2] / 3;
+    const float *p = static_cast<const float *>(qkv.data);
+    a.batch = qkv.shape[0], a.Tq = a.Tk = qkv.shape[1], a.Dh = D / heads;
+    a.q = p, a.k = p + D, a.v = p + 2 * D;
+    a.q_sb = a.k_sb = a.v_sb = qkv.strides[0];
+    a.q_st = a.k_st = a.v_st = qkv.strides[1];
+    a.q_sh = a.k_sh = a.v_sh = a.Dh;
+    return;
+  }
+  const hcrt_tensor q = rowsOf(ins[0], buf[0], th), k = rowsOf(ins[1], buf[1], th),
+                    v = rowsOf(ins[2], buf[2], th);
+  a.batch = q.shape[0], a.Tq = q.shape[1], a.Tk = k.shape[1], a.Dh = q.shape[2] / heads;
+  a.q = static_cast<const float *>(q.data);
+  a.k = static_cast<const float *>(k.data);
+  a.v = static_cast<const float *>(v.data);
+  a.q_sb = q.strides[0], a.q_st = q.strides[1], a.q_sh = a.Dh;
+  a.k_sb = k.strides[0], a.k_st = k.strides[1], a.k_sh = a.Dh;
+  a.v_sb = v.strides[0], a.v_st = v.strides[1], a.v_sh = a.Dh;
+}
+
+// ins: qkv, or q, k, v. outs: the result [B, N, D] and, when given, each
+// query row's log-sum-exp of its scaled scores [B, heads, N] (what the
+// backward needs besides it).
 HCRT_OP_DEF(attention) {
-  (void)nin;
   const int64_t heads = attrInt(attrs, 0, 1);
   const double scale = attrFloat(attrs, 0, 1.0);
   hcrt_tensor &out = outs[0];
-  Buf<float> buf;
+  Buf<float> buf[3];
   hc_attention_args a{};
-  attentionArgs(ins[0], heads, scale, buf, threads, a);
+  attentionArgs(ins, nin, heads, scale, buf, threads, a);
   const int64_t N = a.Tq, D = a.heads * a.Dh;
   a.o = static_cast<float *>(out.data);
   a.o_sb = N * D, a.o_st = D, a.o_sh = a.Dh;
@@ -555,40 +573,39 @@ HCRT_OP_DEF(attention) {
   hc_flash_attention_fwd(&a, threads);
 }
 
-// ins: dOut, qkv, and the forward's result and log-sum-exp, so the flash
-// backward rebuilds each tile's probabilities without re-running the
-// forward; it writes dq/dk/dv straight into dqkv. Never an N x N matrix.
+// ins: dOut, the forward's result and log-sum-exp (so the flash backward
+// rebuilds each tile's probabilities without re-running the forward), then
+// the forward's inputs (qkv, or q, k, v); outs: one gradient per input,
+// contiguous, written straight by the kernel. Never an N x L matrix.
 HCRT_OP_DEF(attention_grad) {
-  (void)nin, (void)nout;
+  (void)nout;
   const int64_t heads = attrInt(attrs, 0, 1);
   const double scale = attrFloat(attrs, 0, 1.0);
-  hcrt_tensor &dqkv = outs[0];
-  Buf<float> bq, bo, bd, bl;
+  Buf<float> bin[3], bo, bd, bl;
   hc_attention_args a{};
-  attentionArgs(ins[1], heads, scale, bq, threads, a);
-  const int64_t B = a.batch, N = a.Tq, D = a.heads * a.Dh;
+  attentionArgs(ins + 3, nin - 3, heads, scale, bin, threads, a);
+  const int64_t B = a.batch, N = a.Tq, L = a.Tk, D = a.heads * a.Dh;
   if (B <= 0 || N <= 0)
     return;
-  // Rows of out and dOut are read Dh at a time: their last dim must be unit
-  // stride (a broadcast or transposed view is packed first).
-  auto rows = [&](const hcrt_tensor &t, Buf<float> &buf) {
-    if (t.strides[2] == 1 || t.shape[2] <= 1)
-      return t;
-    float *p = buf.alloc(numel(t));
-    copyToContiguous(t, p, threads);
-    return asContiguous(t, p);
-  };
-  const hcrt_tensor o = rows(ins[2], bo), g = rows(ins[0], bd);
+  const hcrt_tensor o = rowsOf(ins[1], bo, threads), g = rowsOf(ins[0], bd, threads);
   a.o = const_cast<float *>(static_cast<const float *>(o.data));
   a.o_sb = o.strides[0], a.o_st = o.strides[1], a.o_sh = a.Dh;
-  a.lse = const_cast<float *>(contiguousF32(ins[3], bl, threads));
+  a.lse = const_cast<float *>(contiguousF32(ins[2], bl, threads));
   a.dout = static_cast<const float *>(g.data);
   a.do_sb = g.strides[0], a.do_st = g.strides[1], a.do_sh = a.Dh;
-  float *pd = static_cast<float *>(dqkv.data);
-  a.dq = pd, a.dk = pd + D, a.dv = pd + 2 * D;
-  a.dq_sb = a.dk_sb = a.dv_sb = N * 3 * D;
-  a.dq_st = a.dk_st = a.dv_st = 3 * D;
   a.dq_sh = a.dk_sh = a.dv_sh = a.Dh;
+  if (nin - 3 == 1) {
+    float *pd = static_cast<float *>(outs[0].data);
+    a.dq = pd, a.dk = pd + D, a.dv = pd + 2 * D;
+    a.dq_sb = a.dk_sb = a.dv_sb = N * 3 * D;
+    a.dq_st = a.dk_st = a.dv_st = 3 * D;
+  } else {
+    a.dq = static_cast<float *>(outs[0].data);
+    a.dk = static_cast<float *>(outs[1].data);
+    a.dv = static_cast<float *>(outs[2].data);
+    a.dq_sb = N * D, a.dk_sb = a.dv_sb = L * D;
+    a.dq_st = a.dk_st = a.dv_st = D;
+  }
   hc_flash_attention_bwd(&a, threads);
 }
 

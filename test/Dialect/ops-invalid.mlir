@@ -52,7 +52,41 @@ func.func @attention_lse(%qkv: tensor<2x5x24xf32>) {
 
 func.func @attention_grad_lse(%dy: tensor<2x5x8xf32>, %qkv: tensor<2x5x24xf32>, %lse: tensor<2x5x2xf32>) {
   // expected-error @+1 {{needs the forward's out [B, N, D] and lse [B, heads, N]}}
-  %0 = hc.attention_grad %dy, %qkv, %dy, %lse {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x5x24xf32>, tensor<2x5x8xf32>, tensor<2x5x2xf32>) -> tensor<2x5x24xf32>
+  %0 = hc.attention_grad %dy, %dy, %lse, %qkv {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x2xf32>, tensor<2x5x24xf32>) -> tensor<2x5x24xf32>
+  return
+}
+
+// -----
+
+// Cross-attention: k and v must share q's batch and width.
+func.func @attention_cross_kv(%q: tensor<2x5x8xf32>, %k: tensor<2x3x8xf32>, %v: tensor<2x3x6xf32>) {
+  // expected-error @+1 {{k and v must be [B, L, D] with q's B and D, got q [2, 5, 8], k [2, 3, 8], v [2, 3, 6]}}
+  %0:2 = hc.attention %q, %k, %v {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x3x8xf32>, tensor<2x3x6xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_two_inputs(%q: tensor<2x5x8xf32>, %kv: tensor<2x3x16xf32>) {
+  // expected-error @+1 {{takes one packed qkv [B, N, 3*D] or q, k, v, got 2 inputs}}
+  %0:2 = hc.attention %q, %kv {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x3x16xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
+  return
+}
+
+// -----
+
+// The lse of a cross-attention has one row per query (N = 5), not per key.
+func.func @attention_cross_lse(%q: tensor<2x5x8xf32>, %k: tensor<2x3x8xf32>) {
+  // expected-error @+1 {{lse must be [2, 2, 5], got 'tensor<2x2x3xf32>'}}
+  %0:2 = hc.attention %q, %k, %k {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_count(%dy: tensor<2x5x8xf32>, %q: tensor<2x5x8xf32>, %k: tensor<2x3x8xf32>, %lse: tensor<2x2x5xf32>) {
+  // expected-error @+1 {{returns one gradient per input, of its type}}
+  %0:2 = hc.attention_grad %dy, %dy, %lse, %q, %k, %k {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x2x5xf32>, tensor<2x5x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x3x8xf32>)
   return
 }
 

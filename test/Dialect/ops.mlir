@@ -14,6 +14,13 @@ func.func @block(%x: tensor<2x5x8xf32>, %c: tensor<2x8xf32>, %wqkv: tensor<24x8x
   %qkv = hc.linear %m, %wqkv : (tensor<2x5x8xf32>, tensor<24x8xf32>) -> tensor<2x5x24xf32>
   // CHECK: hc.attention %{{.*}} {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
   %a:2 = hc.attention %qkv {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
+  // Cross-attention: q from the 5 image tokens, k and v from 3 others.
+  // CHECK: hc.attention %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
+  %kv:2 = hc.split %tab {axis = 0 : i64, sizes = array<i64: 6, 5>} : tensor<11x8xf32> -> tensor<6x8xf32>, tensor<5x8xf32>
+  %k3 = hc.reshape %kv#0 : tensor<6x8xf32> -> tensor<2x3x8xf32>
+  %ca:2 = hc.attention %a#0, %k3, %k3 {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
+  // CHECK: hc.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : ({{.*}}) -> (tensor<2x5x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+  %cg:3 = hc.attention_grad %ca#0, %ca#0, %ca#1, %a#0, %k3, %k3 {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x2x5xf32>, tensor<2x5x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>)
   // CHECK: hc.gelu %{{.*}} {approximate = "none"} : tensor<2x5x8xf32>
   %ge = hc.gelu %a#0 {approximate = "none"} : tensor<2x5x8xf32>
   %s = hc.silu %ge : tensor<2x5x8xf32>

@@ -208,6 +208,11 @@ std::vector<Case> cases() {
       Case{"attention", {Arg{"qkv", "tensor<2x5x18xf64>"}},
            "  %y, %lse = hc.attention %qkv {num_heads = 2 : i64, scale = 0.57 : f64} : (tensor<2x5x18xf64>) -> (tensor<2x5x6xf64>, tensor<2x2x5xf64>)",
            "tensor<2x5x6xf64>"},
+      // Cross-attention: 5 queries over 3 keys, k and v the halves of one kv.
+      Case{"cross_attention", {Arg{"q", "tensor<2x5x6xf64>"}, Arg{"kv", "tensor<2x3x12xf64>"}},
+           "  %h:2 = hc.split %kv {axis = 2 : i64, sizes = array<i64: 6, 6>} : tensor<2x3x12xf64> -> tensor<2x3x6xf64>, tensor<2x3x6xf64>\n"
+           "  %y, %lse = hc.attention %q, %h#0, %h#1 {num_heads = 2 : i64, scale = 0.57 : f64} : (tensor<2x5x6xf64>, tensor<2x3x6xf64>, tensor<2x3x6xf64>) -> (tensor<2x5x6xf64>, tensor<2x2x5xf64>)",
+           "tensor<2x5x6xf64>"},
       Case{"reshape", {x}, "  %y = hc.reshape %x : tensor<3x5xf64> -> tensor<5x3xf64>", "tensor<5x3xf64>"},
       Case{"broadcast", {Arg{"x", "tensor<3x1xf64>"}},
            "  %y = hc.broadcast %x : tensor<3x1xf64> -> tensor<2x3x5xf64>", "tensor<2x3x5xf64>"},

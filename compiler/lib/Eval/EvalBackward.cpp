@@ -35,36 +35,39 @@ double geluDerivative(double x, bool tanhApprox) {
          x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
 }
 
-// d(qkv) of softmax(q·kᵀ·scale)·v per (batch, head), one query row at a
-// time: probabilities are recomputed, never stored as an N×N matrix.
-EvalTensor attentionGrad(const EvalTensor &dout, const EvalTensor &qkv,
-                         int64_t heads, double scale) {
-  int64_t B = qkv.shape[0], N = qkv.shape[1], D = qkv.shape[2] / 3,
-          Dh = D / heads;
-  EvalTensor g{qkv.shape, std::vector<double>(qkv.data.size(), 0.0)};
-  auto at = [&](int64_t b, int64_t n, int64_t which, int64_t h) {
-    return (b * N + n) * 3 * D + which * D + h * Dh;
-  };
-  std::vector<double> p(N), o(Dh);
+// d(inputs) of softmax(q·kᵀ·scale)·v per (batch, head), one query row at a
+// time: probabilities are recomputed, never stored as an N×L matrix. One
+// gradient per input: dq, dk, dv, or d(qkv) packed as qkv is.
+std::vector<EvalTensor> attentionGrad(const EvalTensor &dout, const std::vector<EvalTensor> &in,
+                                      int64_t heads, double scale) {
+  const std::array<EvalTensor, 3> qkv = attentionInputs(in);
+  const EvalTensor &Q = qkv[0], &K = qkv[1], &V = qkv[2];
+  const int64_t B = Q.shape[0], N = Q.shape[1], L = K.shape[1], D = Q.shape[2],
+                Dh = D / heads;
+  std::array<EvalTensor, 3> g;
+  for (int w = 0; w < 3; ++w)
+    g[w] = EvalTensor{qkv[w].shape, std::vector<double>(qkv[w].data.size(), 0.0)};
+  std::vector<double> p(L), o(Dh);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < N; ++i) {
-        const double *q = &qkv.data[at(b, i, 0, h)];
+        const double *q = &Q.data[(b * N + i) * D + h * Dh];
+        auto key = [&](int64_t j) { return (b * L + j) * D + h * Dh; };
         double m = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < N; ++j) {
-          const double *k = &qkv.data[at(b, j, 1, h)];
+        for (int64_t j = 0; j < L; ++j) {
+          const double *k = &K.data[key(j)];
           double s = 0;
           for (int64_t d = 0; d < Dh; ++d)
             s += q[d] * k[d];
           p[j] = s * scale;
           m = std::max(m, p[j]);
         }
-        for (int64_t j = 0; j < N; ++j)
+        for (int64_t j = 0; j < L; ++j)
           sum += (p[j] = std::exp(p[j] - m));
         std::fill(o.begin(), o.end(), 0.0);
-        for (int64_t j = 0; j < N; ++j) {
+        for (int64_t j = 0; j < L; ++j) {
           p[j] /= sum;
-          const double *v = &qkv.data[at(b, j, 2, h)];
+          const double *v = &V.data[key(j)];
           for (int64_t d = 0; d < Dh; ++d)
             o[d] += p[j] * v[d];
         }
@@ -72,15 +75,14 @@ EvalTensor attentionGrad(const EvalTensor &dout, const EvalTensor &qkv,
         double rowDot = 0;  // dO_i · O_i
         for (int64_t d = 0; d < Dh; ++d)
           rowDot += dO[d] * o[d];
-        double *dq = &g.data[at(b, i, 0, h)];
-        for (int64_t j = 0; j < N; ++j) {
-          const double *k = &qkv.data[at(b, j, 1, h)];
-          const double *v = &qkv.data[at(b, j, 2, h)];
+        double *dq = &g[0].data[(b * N + i) * D + h * Dh];
+        for (int64_t j = 0; j < L; ++j) {
+          const double *k = &K.data[key(j)], *v = &V.data[key(j)];
           double dp = 0;
           for (int64_t d = 0; d < Dh; ++d)
             dp += dO[d] * v[d];
           double ds = p[j] * (dp - rowDot) * scale;
-          double *dk = &g.data[at(b, j, 1, h)], *dv = &g.data[at(b, j, 2, h)];
+          double *dk = &g[1].data[key(j)], *dv = &g[2].data[key(j)];
           for (int64_t d = 0; d < Dh; ++d) {
             dq[d] += ds * k[d];
             dk[d] += ds * q[d];
@@ -88,7 +90,14 @@ EvalTensor attentionGrad(const EvalTensor &dout, const EvalTensor &qkv,
           }
         }
       }
-  return g;
+  if (in.size() == 3)
+    return {g[0], g[1], g[2]};
+  // Packed as the forward's qkv [B, N, 3D].
+  EvalTensor packed{in[0].shape, std::vector<double>(in[0].data.size())};
+  for (int64_t r = 0; r < B * N; ++r)
+    for (int w = 0; w < 3; ++w)
+      std::copy_n(&g[w].data[r * D], D, &packed.data[r * 3 * D + w * D]);
+  return {packed};
 }
 
 } // namespace
@@ -242,9 +251,13 @@ bool evalBackwardOp(Operation *op, Env &env) {
         return true;
       })
       .Case<AttentionGradOp>([&](AttentionGradOp o) {
-        set(o.getResult(), attentionGrad(get(env, o.getGrad()), get(env, o.getQkv()),
-                                         o.getNumHeads(),
-                                         o.getScale().convertToDouble()));
+        std::vector<EvalTensor> in;
+        for (Value v : o.getInputs())
+          in.push_back(get(env, v));
+        std::vector<EvalTensor> g = attentionGrad(get(env, o.getGrad()), in, o.getNumHeads(),
+                                                  o.getScale().convertToDouble());
+        for (auto [r, t] : llvm::zip(o.getGrads(), g))
+          set(r, std::move(t));
         return true;
       })
       .Case<MseLossGradOp>([&](MseLossGradOp o) {

@@ -10,6 +10,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -124,6 +125,22 @@ inline EvalTensor linearGradInputD(const EvalTensor &dy, const EvalTensor &w,
       for (int64_t i = 0; i < in; ++i)
         dx.data[r * in + i] += dy.data[r * out + j] * w.data[j * in + i];
   return dx;
+}
+
+// hc.attention's inputs as q [B, N, D], k and v [B, L, D]: the three as
+// given, or one packed qkv [B, N, 3D] split along its last dim.
+inline std::array<EvalTensor, 3> attentionInputs(const std::vector<EvalTensor> &in) {
+  if (in.size() == 3)
+    return {in[0], in[1], in[2]};
+  const EvalTensor &qkv = in.at(0);
+  const int64_t rows = qkv.shape[0] * qkv.shape[1], D = qkv.shape[2] / 3;
+  std::array<EvalTensor, 3> out;
+  for (int64_t w = 0; w < 3; ++w) {
+    out[w] = EvalTensor{{qkv.shape[0], qkv.shape[1], D}, std::vector<double>(rows * D)};
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(&qkv.data[r * 3 * D + w * D], D, &out[w].data[r * D]);
+  }
+  return out;
 }
 
 void evalOp(mlir::Operation *op, Env &env);

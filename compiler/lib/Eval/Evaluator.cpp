@@ -115,35 +115,37 @@ EvalTensor matmul(const EvalTensor &a0, const EvalTensor &b0, const Shape &out) 
   return r;
 }
 
-// -> softmax(q k^T scale) v, and each row's log-sum-exp of its scores in
+// -> softmax(q k^T scale) v for q [B, N, D], k and v [B, L, D] (the
+// packed qkv unpacked first), and each row's log-sum-exp of its scores in
 // `lse` ([B, heads, N]).
-EvalTensor attention(const EvalTensor &qkv, int64_t heads, double scale,
+EvalTensor attention(const std::vector<EvalTensor> &in, int64_t heads, double scale,
                      const Shape &out, EvalTensor &lse) {
-  int64_t B = qkv.shape[0], N = qkv.shape[1], D = qkv.shape[2] / 3,
-          Dh = D / heads;
+  const std::array<EvalTensor, 3> qkv = attentionInputs(in);
+  const EvalTensor &q = qkv[0], &k = qkv[1], &v = qkv[2];
+  const int64_t B = q.shape[0], N = q.shape[1], L = k.shape[1], D = q.shape[2],
+                Dh = D / heads;
   EvalTensor r{out, std::vector<double>(B * N * D, 0.0)};
   lse = EvalTensor{{B, heads, N}, std::vector<double>(B * heads * N, 0.0)};
-  std::vector<double> p(N);
-  auto at = [&](int64_t b, int64_t n, int64_t which, int64_t h, int64_t d) {
-    return qkv.data[(b * N + n) * 3 * D + which * D + h * Dh + d];
-  };
+  std::vector<double> p(L);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < N; ++i) {
+        const double *qi = &q.data[(b * N + i) * D + h * Dh];
         double m = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < N; ++j) {
+        for (int64_t j = 0; j < L; ++j) {
+          const double *kj = &k.data[(b * L + j) * D + h * Dh];
           double s = 0;
           for (int64_t d = 0; d < Dh; ++d)
-            s += at(b, i, 0, h, d) * at(b, j, 1, h, d);
+            s += qi[d] * kj[d];
           p[j] = s * scale;
           m = std::max(m, p[j]);
         }
-        for (int64_t j = 0; j < N; ++j)
+        for (int64_t j = 0; j < L; ++j)
           sum += (p[j] = std::exp(p[j] - m));
         for (int64_t d = 0; d < Dh; ++d) {
           double acc = 0;
-          for (int64_t j = 0; j < N; ++j)
-            acc += p[j] * at(b, j, 2, h, d);
+          for (int64_t j = 0; j < L; ++j)
+            acc += p[j] * v.data[(b * L + j) * D + h * Dh + d];
           r.data[(b * N + i) * D + h * Dh + d] = acc / sum;
         }
         lse.data[(b * heads + h) * N + i] = m + std::log(sum);
@@ -378,8 +380,10 @@ void Interpreter::runOp(Operation *op) {
       })
       .Case<AttentionOp>([&](AttentionOp o) {
         EvalTensor lse;
-        set(attention(get(o.getQkv()), o.getNumHeads(),
-                      o.getScale().convertToDouble(), out(), lse));
+        std::vector<EvalTensor> in;
+        for (Value v : o.getInputs())
+          in.push_back(get(v));
+        set(attention(in, o.getNumHeads(), o.getScale().convertToDouble(), out(), lse));
         env[o.getLse()] = std::move(lse);
       })
       .Case<StopGradientOp>([&](StopGradientOp o) { set(get(o.getInput())); })

@@ -71,15 +71,22 @@ LogicalResult GatedResidualGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  auto qkv = getQkv().getType(), dy = getGrad().getType();
-  if (getResult().getType() != qkv || qkv.getRank() != 3 || dy.getRank() != 3 ||
-      dy.getDimSize(2) * 3 != qkv.getDimSize(2) ||
-      qkv.getDimSize(2) % (3 * getNumHeads()))
-    return emitOpError("needs dOut [B, N, D] and qkv [B, N, 3D] -> [B, N, 3D]");
+  auto sizes = attentionSizes(*this, getInputs(), getNumHeads());
+  if (failed(sizes))
+    return failure();
+  if (getGrads().size() != getInputs().size() ||
+      llvm::any_of(llvm::zip(getGrads(), getInputs()),
+                   [](auto p) { return std::get<0>(p).getType() != std::get<1>(p).getType(); }))
+    return emitOpError("returns one gradient per input, of its type");
+  auto dy = getGrad().getType();
+  if (dy.getRank() != 3 ||
+      dy.getShape() != ArrayRef<int64_t>{sizes->batch, sizes->queries, sizes->dim})
+    return emitOpError("needs dOut [B, N, D]");
   auto lse = getLse().getType();
   if (getOut().getType().getShape() != dy.getShape() || lse.getRank() != 3 ||
-      lse.getDimSize(0) != qkv.getDimSize(0) || lse.getDimSize(1) != getNumHeads() ||
-      lse.getDimSize(2) != qkv.getDimSize(1))
+      lse.getDimSize(0) != sizes->batch ||
+      lse.getDimSize(1) != static_cast<int64_t>(getNumHeads()) ||
+      lse.getDimSize(2) != sizes->queries)
     return emitOpError("needs the forward's out [B, N, D] and lse [B, heads, N]");
   return success();
 }

@@ -362,14 +362,17 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b, ValueRange rg,
 
 LogicalResult AttentionOp::buildGradients(OpBuilder &b, ValueRange rg,
                                           SmallVectorImpl<Value> &og) {
-  og.assign(1, Value());
+  og.assign(getInputs().size(), Value());
   if (rg.size() > 1 && rg[1])
     return emitOpError("a loss that depends on attention's log-sum-exp has no "
                        "gradient rule");
-  if (rg[0])
-    og[0] = b.create<AttentionGradOp>(getLoc(), getQkv().getType(), rg[0],
-                                      getQkv(), getResult(), getLse(),
-                                      getNumHeadsAttr(), getScaleAttr());
+  if (rg[0]) {
+    auto grad = b.create<AttentionGradOp>(getLoc(), getInputs().getTypes(), rg[0],
+                                          getResult(), getLse(), getInputs(),
+                                          getNumHeadsAttr(), getScaleAttr());
+    for (auto [i, g] : llvm::enumerate(grad.getGrads()))
+      og[i] = g;
+  }
   return success();
 }
 

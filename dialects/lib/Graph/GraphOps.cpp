@@ -303,29 +303,64 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+FailureOr<AttentionSizes> hc::graph::attentionSizes(Operation *op, ValueRange inputs,
+                                                    int64_t heads) {
+  auto fail = [&](const Twine &m) -> FailureOr<AttentionSizes> {
+    op->emitOpError(m);
+    return failure();
+  };
+  if (inputs.size() != 1 && inputs.size() != 3)
+    return fail("takes one packed qkv [B, N, 3*D] or q, k, v, got " +
+                Twine(inputs.size()) + " inputs");
+  SmallVector<RankedTensorType> t;
+  for (Value v : inputs)
+    t.push_back(cast<RankedTensorType>(v.getType()));
+  for (auto x : t)
+    if (x.getRank() != 3 || x.getElementType() != t[0].getElementType())
+      return fail("inputs must be rank-3 tensors of one element type");
+  if (heads <= 0)
+    return fail("num_heads must be positive");
+  AttentionSizes s{t[0].getDimSize(0), t[0].getDimSize(1), t[0].getDimSize(1),
+                   t[0].getDimSize(2)};
+  if (inputs.size() == 1) {
+    const int64_t threeD = s.dim;
+    if (!ShapedType::isDynamic(threeD) && threeD % (3 * heads))
+      return fail("qkv's last dim " + Twine(threeD) + " is not 3 * num_heads(" +
+                  Twine(heads) + ") * head_dim");
+    s.dim = ShapedType::isDynamic(threeD) ? ShapedType::kDynamic : threeD / 3;
+    return s;
+  }
+  s.keys = t[1].getDimSize(1);
+  if (!ShapedType::isDynamic(s.dim) && s.dim % heads)
+    return fail("q's last dim " + Twine(s.dim) + " is not num_heads(" + Twine(heads) +
+                ") * head_dim");
+  for (int i = 1; i < 3; ++i)
+    if (!dimsCompatible(t[i].getDimSize(0), s.batch) ||
+        !dimsCompatible(t[i].getDimSize(1), s.keys) ||
+        !dimsCompatible(t[i].getDimSize(2), s.dim))
+      return fail("k and v must be [B, L, D] with q's B and D, got q " +
+                  shapeString(t[0].getShape()) + ", k " + shapeString(t[1].getShape()) +
+                  ", v " + shapeString(t[2].getShape()));
+  return s;
+}
+
 LogicalResult AttentionOp::verify() {
-  auto qkv = getQkv().getType();
-  int64_t heads = getNumHeads();
-  if (qkv.getRank() != 3)
-    return emitOpError("qkv must be [B, N, 3*D], got ") << qkv;
-  int64_t threeD = qkv.getDimSize(2);
-  if (heads <= 0 || (!ShapedType::isDynamic(threeD) && threeD % (3 * heads)))
-    return emitOpError("qkv's last dim ")
-           << threeD << " is not 3 * num_heads(" << heads << ") * head_dim";
+  const int64_t heads = getNumHeads();
+  auto sizes = attentionSizes(*this, getInputs(), heads);
+  if (failed(sizes))
+    return failure();
+  auto elt = cast<RankedTensorType>(getInputs()[0].getType()).getElementType();
   auto result = getResult().getType();
-  SmallVector<int64_t> expected{qkv.getDimSize(0), qkv.getDimSize(1),
-                                ShapedType::isDynamic(threeD)
-                                    ? ShapedType::kDynamic
-                                    : threeD / 3};
-  if (result.getRank() != 3 || result.getElementType() != qkv.getElementType())
+  SmallVector<int64_t> expected{sizes->batch, sizes->queries, sizes->dim};
+  if (result.getRank() != 3 || result.getElementType() != elt)
     return emitOpError("result must be [B, N, D]");
   for (int i = 0; i < 3; ++i)
     if (!dimsCompatible(result.getDimSize(i), expected[i]))
       return emitOpError("result must be ")
              << shapeString(expected) << ", got " << result;
   auto lse = getLse().getType();
-  SmallVector<int64_t> lseShape{qkv.getDimSize(0), heads, qkv.getDimSize(1)};
-  if (lse.getRank() != 3 || lse.getElementType() != qkv.getElementType())
+  SmallVector<int64_t> lseShape{sizes->batch, heads, sizes->queries};
+  if (lse.getRank() != 3 || lse.getElementType() != elt)
     return emitOpError("lse must be [B, num_heads, N]");
   for (int i = 0; i < 3; ++i)
     if (!dimsCompatible(lse.getDimSize(i), lseShape[i]))

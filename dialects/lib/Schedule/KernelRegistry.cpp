@@ -177,11 +177,17 @@ double KernelRegistry::flops(const KernelInfo &k,
     return 2 * numel(outs[0]) * last(ins[0]);
   case FlopRule::ATTENTION:
   case FlopRule::ATTENTION_GRAD: {
-    // qkv [B, N, 3D]: Q K^T and P V, 2 B N^2 D each; the backward 2.5x that
-    auto s = ins[k.flops == FlopRule::ATTENTION ? 0 : 1];
-    if (s.size() < 3)
+    // Q K^T and P V, 2 B N L D each; the backward 2.5x that. The forward's
+    // inputs (qkv [B, N, 3D], or q [B, N, D], k [B, L, D], v) follow the
+    // backward's dOut, out and lse.
+    const std::size_t first = k.flops == FlopRule::ATTENTION ? 0 : 3;
+    if (ins.size() <= first || ins[first].size() < 3)
       return 0;
-    const double base = 4.0 * s[0] * s[1] * s[1] * (s[2] / 3);
+    const auto &q = ins[first];
+    const bool packed = ins.size() == first + 1;
+    const double D = packed ? q[2] / 3 : q[2];
+    const double L = packed ? q[1] : ins[first + 1].size() >= 2 ? ins[first + 1][1] : 0;
+    const double base = 4.0 * q[0] * q[1] * L * D;
     return k.flops == FlopRule::ATTENTION ? base : 2.5 * base;
   }
   }

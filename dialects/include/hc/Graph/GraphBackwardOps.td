@@ -94,19 +94,19 @@ def HC_SoftmaxGradOp : HC_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> 
 }
 
 def HC_AttentionGradOp : HC_Op<"attention_grad", [Pure]> {
-  let summary = "d(qkv) of hc.attention, probabilities recomputed per tile";
+  let summary = "d(inputs) of hc.attention, probabilities recomputed per tile";
   let description = [{
-    Flash-attention style backward: the N×N probability matrix is never
+    Flash-attention style backward: the N×L probability matrix is never
     stored; each tile's probabilities are rebuilt from q, k and the
     forward's `lse`, and `out` (the forward's result) gives each row's
-    Σ dO·O.
+    Σ dO·O. `inputs` are the forward's (qkv, or q, k, v); one gradient each.
   }];
-  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$qkv,
-                       HC_FloatTensor:$out, HC_FloatTensor:$lse,
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$out,
+                       HC_FloatTensor:$lse, Variadic<HC_FloatTensor>:$inputs,
                        I64Attr:$num_heads, F64Attr:$scale);
-  let results = (outs HC_FloatTensor:$result);
+  let results = (outs Variadic<HC_FloatTensor>:$grads);
   let assemblyFormat = [{
-    $grad `,` $qkv `,` $out `,` $lse attr-dict `:` functional-type(operands, results)
+    $grad `,` $out `,` $lse `,` $inputs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

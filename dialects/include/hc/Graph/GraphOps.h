@@ -15,6 +15,17 @@ namespace hc::graph {
 std::optional<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 
+// The sizes of an attention's inputs: one packed qkv [B, N, 3·D], or q
+// [B, N, D] with k and v [B, L, D] (L = N for the packed form). Dynamic
+// sizes stay dynamic.
+struct AttentionSizes {
+  int64_t batch = 0, queries = 0, keys = 0, dim = 0;
+};
+// Emits the error on `op` and fails when `inputs` are neither form for
+// `heads` heads.
+mlir::FailureOr<AttentionSizes> attentionSizes(mlir::Operation *op, mlir::ValueRange inputs,
+                                               int64_t heads);
+
 // Argument attribute names that mark a function argument as a named model
 // parameter (ONNX initializer / PyTorch state_dict name) or a data input.
 inline constexpr const char *kParamAttr = "hc.param";

@@ -206,18 +206,26 @@ def HC_MatmulOp : HC_Op<"matmul", [DeclareOpInterfaceMethods<HC_GradientOpInterf
 }
 
 def HC_AttentionOp : HC_Op<"attention", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure]> {
-  let summary = "multi-head self-attention from a packed qkv tensor";
+  let summary = "multi-head attention: self from a packed qkv, or q, k, v";
   let description = [{
-    `qkv` is `[B, N, 3·D]` laid out as (3, heads, D/heads) along the last dim,
-    as DiT's fused qkv linear produces it. Returns softmax(q·kᵀ·scale)·v with
-    heads merged back: `[B, N, D]`, and `lse` `[B, heads, N]`, each query
+    Self-attention takes one input, `qkv` `[B, N, 3·D]` laid out as
+    (3, heads, D/heads) along the last dim, as DiT's fused qkv linear
+    produces it. Cross-attention takes three, `q` `[B, N, D]` and `k`, `v`
+    `[B, L, D]` with any key length L (PixArt's queries from the image
+    tokens, keys and values from a condition's). Returns softmax(q·kᵀ·scale)·v
+    with heads merged back: `[B, N, D]`, and `lse` `[B, heads, N]`, each query
     row's log Σ exp(scores·scale): the backward rebuilds the probabilities
     from it and the result instead of running the forward again.
   }];
-  let arguments = (ins HC_FloatTensor:$qkv, I64Attr:$num_heads, F64Attr:$scale);
+  let arguments = (ins Variadic<HC_FloatTensor>:$inputs, I64Attr:$num_heads,
+                       F64Attr:$scale);
   let results = (outs HC_FloatTensor:$result, HC_FloatTensor:$lse);
-  let assemblyFormat = "$qkv attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // One packed qkv (self-attention) or q, k, v.
+    bool isPacked() { return getInputs().size() == 1; }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
