@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A live PyTorch 2.x export of DiT's training loss, with PyTorch's own
 results beside it, in the layout of ../shared/exports-torch2 (its README):
-NAME.onnx, NAME.inputs/{x_t,t,y,noise[,x_start]}.npy and NAME.ref.npz
+NAME.onnx, NAME.inputs/{x_t,t,y,noise[,x_start][,conditionings]}.npy and
+NAME.ref.npz
 (loss, init/, grad/, adamw3/, sgd3/ of the trainable parameters).
 
 Run it with the anchors environment's python (tools/install-anchors.sh);
@@ -11,6 +12,7 @@ frozen ones.
 usage: PY models/export_torch2.py --out DIR --name NAME
            --exporter dynamo|torchscript [--opset 18] [--optimize]
            [--attention unbind|sdpa] [--objective mse|mse+vlb] [--seed 0]
+           [--cond vector:NAME:D|concat:NAME:C|tokens:NAME:L:D ...]
 
 The module is the frozen exports' one: models/dit.py's DiT, input 4x8x8,
 patch 2, hidden 64, depth 2, 2 heads, 10 classes, learned sigma, pos_embed
@@ -35,6 +37,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import conditioning  # noqa: E402
 import dit as ditlib  # noqa: E402
 
 BATCH = 2
@@ -100,15 +103,19 @@ class Wrapped(torch.nn.Module):
         super().__init__()
         self.model = dit
         self.objective, self.stop = objective, stop
+        self.cond_names = [n for c in dit.conds for n in c.input_names()]
 
-    def forward(self, x_t, t, y, noise, x_start=None):
-        return ditlib.objective_loss(self.model(x_t, t, y), self.model.in_channels,
+    def forward(self, x_t, t, y, noise, *rest):
+        # After noise: x_start (mse+vlb), then the conditionings in order.
+        x_start = rest[0] if self.objective == "mse+vlb" else None
+        conds = dict(zip(self.cond_names, rest[1 if x_start is not None else 0:]))
+        return ditlib.objective_loss(self.model(x_t, t, y, conds=conds), self.model.in_channels,
                                      self.objective, self.stop, x_t, t, noise, x_start)
 
 
-def make_module(attention, objective, seed, dynamo):
+def make_module(attention, objective, seed, dynamo, conds=()):
     torch.manual_seed(seed)
-    dit = ditlib.DiT(attention=attention, seed=seed, **CONFIG)
+    dit = ditlib.DiT(attention=attention, seed=seed, conds=conds, **CONFIG)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in dit.parameters():
@@ -120,7 +127,7 @@ def make_module(attention, objective, seed, dynamo):
     return Wrapped(dit, objective, stop)
 
 
-def inputs(objective, seed):
+def inputs(objective, seed, conds=()):
     g = torch.Generator().manual_seed(seed + 1)
     c, s = CONFIG["in_channels"], CONFIG["image_size"]
     named = {
@@ -132,6 +139,10 @@ def inputs(objective, seed):
     }
     if objective == "mse+vlb":
         named["x_start"] = torch.rand(BATCH, c, s, s, generator=g) * 2 - 1
+    for spec in conditioning.parse_all(conds):
+        named[spec.name] = torch.randn(spec.shape(BATCH, s), generator=g)
+        if spec.has_drop_input:  # one sample conditioned, one null
+            named[spec.name + "_drop"] = torch.tensor([0.0, 1.0])
     return named
 
 
@@ -195,22 +206,29 @@ def main():
     ap.add_argument("--attention", default="sdpa", choices=("unbind", "sdpa"))
     ap.add_argument("--objective", default="mse", choices=("mse", "mse+vlb"))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cond", action="append", default=[], metavar="SPEC",
+                    help="a conditioning (models/conditioning.py), e.g. tokens:txt:7:12")
     a = ap.parse_args()
     if a.optimize and a.exporter != "dynamo":
         ap.error("--optimize is the dynamo exporter's option")
     if not os.path.isdir(a.out):
         ap.error("--out %s is not a folder" % a.out)
-    module = make_module(a.attention, a.objective, a.seed, a.exporter == "dynamo")
-    named = inputs(a.objective, a.seed)
+    try:
+        conditioning.parse_all(a.cond)
+    except ValueError as e:
+        ap.error(str(e))
+    module = make_module(a.attention, a.objective, a.seed, a.exporter == "dynamo", a.cond)
+    named = inputs(a.objective, a.seed, a.cond)
     base = os.path.join(a.out, a.name)
     export(module, named, base + ".onnx", a)
     os.makedirs(base + ".inputs", exist_ok=True)
     for k, v in named.items():
         np.save(os.path.join(base + ".inputs", k + ".npy"), v.numpy())
     np.savez(base + ".ref.npz", **references(module, named))
-    print("%s: torch %s, %s exporter, opset %d%s, %s attention, %s"
+    print("%s: torch %s, %s exporter, opset %d%s, %s attention, %s%s"
           % (a.name, torch.__version__, a.exporter, a.opset,
-             ", optimize=True" if a.optimize else "", a.attention, a.objective))
+             ", optimize=True" if a.optimize else "", a.attention, a.objective,
+             "".join(", --cond " + c for c in a.cond)))
 
 
 if __name__ == "__main__":

@@ -66,6 +66,8 @@ def main():
     ap.add_argument("--name", required=True, help="e.g. t2_legacy17_unbind")
     ap.add_argument("--dir", default=DEFAULT_DIR)
     ap.add_argument("--blocks", type=int, default=2, help="attention blocks in the model")
+    ap.add_argument("--attentions-per-block", type=int, default=1,
+                    help="2 with a token conditioning (a cross-attention per block)")
     ap.add_argument("--map-params", action="store_true",
                     help="an optimized dynamo export: refused as is, then mapped")
     ap.add_argument("--live", metavar="ARGS",
@@ -134,8 +136,9 @@ def main():
     ops = collections.Counter(re.findall(r"= (hc\.[a-z_]+)", ir))
     print("attention: %d hc.attention, %d hc.softmax, %d hc.matmul"
           % (ops["hc.attention"], ops["hc.softmax"], ops["hc.matmul"]))
-    if ops["hc.attention"] != a.blocks or ops["hc.softmax"] or ops["hc.matmul"]:
-        errors.append("want %d hc.attention and no softmax or matmul" % a.blocks)
+    want_attention = a.blocks * a.attentions_per_block
+    if ops["hc.attention"] != want_attention or ops["hc.softmax"] or ops["hc.matmul"]:
+        errors.append("want %d hc.attention and no softmax or matmul" % want_attention)
 
     def want(prefix):
         return {k[len(prefix) + 1:]: ref[k].astype(np.float64)
@@ -202,6 +205,15 @@ def main():
     np.save(w("x.npy"), rng.standard_normal((8,) + x.shape[1:]).astype(np.float32))
     np.save(w("y.npy"), rng.integers(0, 10, 8).astype(np.int64))
     labels = ["--labels", w("y.npy")] if os.path.exists(os.path.join(inputs, "y.npy")) else []
+    # Conditionings (a plain export: hc-run finds them from the inputs): one
+    # random row per sample each.
+    for f in sorted(os.listdir(inputs)):
+        name = f[:-4]
+        if name in ("x_t", "t", "y", "noise", "x_start") or name.endswith("_drop"):
+            continue
+        c = np.load(os.path.join(inputs, f))
+        np.save(w("cond_" + f), rng.standard_normal((8,) + c.shape[1:]).astype(np.float32))
+        labels += ["--cond", "%s=%s" % (name, w("cond_" + f))]
     out = run([hc_run, w("adamw3.so"), "--data", w("x.npy")] + labels +
               ["--steps", "3", "--no-progress", "--log-every", "1",
                "--save-params", w("train.safetensors")])
