@@ -681,8 +681,14 @@ bool Emitter::run(std::string &cpp, std::string &description,
   }
   os << "};\n\n// Per call, for the profile: kernel, flops and bytes per run.\n"
      << "const char *const kCallKernel[] = {";
-  for (const auto &w : callWhere)
-    os << cString(w.first) << ", ";
+  for (std::size_t i = 0; i < callWhere.size(); ++i) {
+    // The profile tells cross-attention (q, k, v: 3 inputs after the
+    // backward's dOut, out and lse) from self-attention (one packed qkv).
+    const std::string &k = callWhere[i].first;
+    const bool cross = calls[i].kind == 0 && ((k == "attention" && calls[i].nin == 3) ||
+                                              (k == "attention_grad" && calls[i].nin == 6));
+    os << cString(cross ? "cross_" + k : k) << ", ";
+  }
   os << "};\nconst double kCallFlops[] = {";
   for (double f : callFlops)
     os << llvm::formatv("{0:e}", f).str() << ", ";
