@@ -8,12 +8,15 @@ usage:
       bicubic interpolation (Keys' cubic convolution, a = -0.5, half-pixel
       centres, edges clamped: PIL's BICUBIC), float32 [N, C, H, W]
   superres.py score --samples S.npy --per-cond K --truth X.npy --low LOW.npy
-                    [--json F]
+                    [--json F] [--png P.png [--bands 2,1,0] [--rows 8]]
       each tile's estimate is the mean of its K samples (rows t*K .. t*K+K-1
       of S); PSNR (peak-to-peak 2, the data's [-1, 1]) and the spectral angle
       (mean over pixels of the angle between the estimated and true spectra,
       in reflectance r = (x + 1) / 4, degrees) for the estimate and for the
-      bicubic up-sampling LOW, and their difference
+      bicubic up-sampling LOW, and their difference. --png: the first --rows
+      tiles, one per row: the bicubic input, up to 4 samples, their mean and
+      the truth, as --bands in red, green and blue (a 2-98% stretch of the
+      truth's values, the same for every column)
 
 Both read and write NPY only; nothing is fetched.
 """
@@ -67,6 +70,32 @@ def spectral_angle(est, truth):
     return float(np.degrees(np.arccos(np.clip(cos, -1, 1))).mean())
 
 
+def picture(path, low, samples, est, truth, bands, rows):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    k = min(samples.shape[1], 4)
+    cols = [low] + [samples[:, j] for j in range(k)] + [est, truth]
+    names = ["bicubic"] + ["sample %d" % (j + 1) for j in range(k)] + ["mean of %d" % samples.shape[1],
+                                                                       "truth"]
+    lo, hi = np.percentile(truth[:rows][:, bands], [2, 98])
+    fig, axes = plt.subplots(rows, len(cols), figsize=(1.3 * len(cols), 1.3 * rows + 0.3),
+                             squeeze=False)
+    for r in range(rows):
+        for c, img in enumerate(cols):
+            rgb = np.clip((np.float64(img[r][bands]).transpose(1, 2, 0) - lo) / (hi - lo), 0, 1)
+            ax = axes[r][c]
+            ax.imshow(rgb, interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                ax.set_title(names[c], fontsize=7)
+    fig.tight_layout()
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=100)
+    os.replace(tmp, path)
+
+
 def load(path, what):
     try:
         return np.load(path)
@@ -87,6 +116,9 @@ def main():
     s.add_argument("--truth", required=True)
     s.add_argument("--low", required=True)
     s.add_argument("--json")
+    s.add_argument("--png")
+    s.add_argument("--bands", default="2,1,0")
+    s.add_argument("--rows", type=int, default=8)
     a = ap.parse_args()
     if a.cmd == "degrade":
         x = load(a.images, "--images")
@@ -130,6 +162,16 @@ def main():
         with open(a.json + ".tmp", "w") as f:
             json.dump(r, f, indent=1)
         os.replace(a.json + ".tmp", a.json)
+    if a.png:
+        try:
+            bands = [int(b) for b in a.bands.split(",")]
+        except ValueError:
+            fail("--bands %r: three channel numbers, e.g. 2,1,0" % a.bands)
+        if len(bands) != 3 or not all(0 <= b < truth.shape[1] for b in bands):
+            fail("--bands %r: three channels of the %d" % (a.bands, truth.shape[1]))
+        grouped = np.float64(samples).reshape((tiles, k) + samples.shape[1:])
+        picture(a.png, lo, grouped, est, t, bands, max(1, min(a.rows, tiles)))
+        print("picture: %s" % a.png)
 
 
 if __name__ == "__main__":

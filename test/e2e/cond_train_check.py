@@ -17,7 +17,8 @@ sequence besides class labels.
             dropout, no flip) fed through --inputs.
   resume    checkpoints record the conditioning files; a resume on another
             file is refused (exit 2) unless --allow-data-change.
-  refusals  every bad --cond is one line and exit 2.
+  refusals  every bad --cond is one line and exit 2, and so is a graph with a
+            token padding mask (an input txt_mask).
 
 usage: cond_train_check.py --bin DIR --work DIR
 """
@@ -89,6 +90,27 @@ def expect_refusal(cmd, what, contains, errors):
     if not ok:
         errors.append("%s: exit %d, stderr %r (want exit 2, one line with %r)"
                       % (what, p.returncode, p.stderr, contains))
+
+
+def masked_graph(src, dst):
+    """`src` with an input txt_mask [B, L] applied to txt (txt * mask[..., None])."""
+    import onnx
+    from onnx import TensorProto, helper
+    m = onnx.load(src)
+    g = m.graph
+    txt = [i for i in g.input if i.name == "txt"][0]
+    batch = txt.type.tensor_type.shape.dim[0]
+    length = txt.type.tensor_type.shape.dim[1].dim_value
+    mask = helper.make_tensor_value_info("txt_mask", TensorProto.FLOAT, [None, length])
+    mask.type.tensor_type.shape.dim[0].CopyFrom(batch)
+    g.input.append(mask)
+    for node in g.node:
+        node.input[:] = ["txt_masked" if i == "txt" else i for i in node.input]
+    axes = helper.make_tensor("txt_mask_axes", TensorProto.INT64, [1], [2])
+    g.initializer.append(axes)
+    g.node.insert(0, helper.make_node("Mul", ["txt", "txt_mask_3d"], ["txt_masked"]))
+    g.node.insert(0, helper.make_node("Unsqueeze", ["txt_mask", "txt_mask_axes"], ["txt_mask_3d"]))
+    onnx.save(m, dst)
 
 
 def main():
@@ -231,6 +253,13 @@ def main():
     ]
     for what, cmd, contains in cases:
         expect_refusal(cmd, what, contains, errors)
+    # A graph that masks its tokens (an input txt_mask [B, L] multiplied
+    # into txt, as a padding mask would be): padded sequences are out of
+    # scope, refused by name.
+    masked_graph(w("m.onnx"), w("masked.onnx"))
+    run([hc_compile, w("masked.onnx"), "--batch", "4", "--lr", "1e-3", "-o", w("masked.so")])
+    expect_refusal([hc_run, w("masked.so")] + data + cond_flags + ["--steps", "1"],
+                   "a token padding mask", "looks like an attention mask", errors)
     if errors:
         sys.exit("FAILED:\n  " + "\n  ".join(errors))
     print("PASS")

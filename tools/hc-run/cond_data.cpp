@@ -86,6 +86,14 @@ std::vector<CondInput> condInputsOf(const Description &d, const std::string &lib
                                     const std::vector<int64_t> &xtShape,
                                     bool (*isOwn)(const std::string &), const std::string &own) {
   std::vector<CondInput> out;
+  for (const TensorSpec &s : d.inputs) {
+    const std::string &n = s.name;
+    if (n == "mask" || n == "attention_mask" ||
+        (n.size() > 5 && n.compare(n.size() - 5, 5, "_mask") == 0))
+      usageError(lib + ": input '" + n + "' looks like an attention mask: padded token "
+                 "sequences are not supported (a conditioning's tokens have a fixed length; "
+                 "fill short ones with your own padding tokens, unmasked)");
+  }
   // The batch every input shares, and a field's H and W.
   const int64_t B = xtShape.empty() ? 0 : xtShape[0];
   auto check = [&](CondInput &c) {
