@@ -35,7 +35,7 @@ ROOT = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
 GEMM = {"linear", "linear_grad_input", "linear_grad_weight", "matmul", "linear_gelu",
         "linear_grad_input_gelu"}
-ATTN = {"attention", "attention_grad"}
+ATTN = {"attention", "attention_grad", "cross_attention", "cross_attention_grad"}
 NOT_KERNELS = {"allreduce_start", "allreduce_wait", "cluster_wait"}
 
 

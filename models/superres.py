@@ -3,14 +3,19 @@
 
 usage:
   superres.py degrade --images X.npy -o LOW.npy [--factor 4]
+                      [--residual R.npy [--scale 4]]
       the condition of each tile: its mean over factor x factor blocks (what
       a coarser sensor records), up-sampled back to the tile's size by
       bicubic interpolation (Keys' cubic convolution, a = -0.5, half-pixel
-      centres, edges clamped: PIL's BICUBIC), float32 [N, C, H, W]
+      centres, edges clamped: PIL's BICUBIC), float32 [N, C, H, W].
+      --residual: also what the interpolation misses, scale * (X - LOW), the
+      data a model of the detail trains on (scaled to about unit spread)
   superres.py score --samples S.npy --per-cond K --truth X.npy --low LOW.npy
-                    [--json F] [--png P.png [--bands 2,1,0] [--rows 8]]
+                    [--residual-scale S] [--json F]
+                    [--png P.png [--bands 2,1,0] [--rows 8]]
       each tile's estimate is the mean of its K samples (rows t*K .. t*K+K-1
-      of S); PSNR (peak-to-peak 2, the data's [-1, 1]) and the spectral angle
+      of S; with --residual-scale, samples of the residual: LOW + S / scale
+      each); PSNR (peak-to-peak 2, the data's [-1, 1]) and the spectral angle
       (mean over pixels of the angle between the estimated and true spectra,
       in reflectance r = (x + 1) / 4, degrees) for the estimate and for the
       bicubic up-sampling LOW, and their difference. --png: the first --rows
@@ -110,11 +115,14 @@ def main():
     d.add_argument("--images", required=True)
     d.add_argument("-o", "--out", required=True)
     d.add_argument("--factor", type=int, default=4)
+    d.add_argument("--residual")
+    d.add_argument("--scale", type=float, default=4.0)
     s = sub.add_parser("score")
     s.add_argument("--samples", required=True)
     s.add_argument("--per-cond", type=int, required=True)
     s.add_argument("--truth", required=True)
     s.add_argument("--low", required=True)
+    s.add_argument("--residual-scale", type=float)
     s.add_argument("--json")
     s.add_argument("--png")
     s.add_argument("--bands", default="2,1,0")
@@ -128,12 +136,22 @@ def main():
             fail("--factor must be at least 2, got %d" % a.factor)
         if os.path.realpath(a.out) == os.path.realpath(a.images):
             fail("-o %s would replace --images" % a.out)
+        if a.residual and os.path.realpath(a.residual) in (os.path.realpath(a.images),
+                                                            os.path.realpath(a.out)):
+            fail("--residual %s would replace an input or -o" % a.residual)
+        if not a.scale > 0:
+            fail("--scale must be positive, got %g" % a.scale)
         low = degrade(x, a.factor)
-        tmp = a.out + ".tmp.npy"
-        np.save(tmp, low)
-        os.replace(tmp, a.out)
-        print("%s: %d tiles down-sampled %dx and up-sampled back (bicubic), %s"
-              % (a.out, len(low), a.factor, list(low.shape)))
+        outputs = [(a.out, low)]
+        if a.residual:
+            outputs.append((a.residual, (a.scale * (np.float64(x) - low)).astype(np.float32)))
+        for path, arr in outputs:
+            tmp = path + ".tmp.npy"
+            np.save(tmp, arr)
+            os.replace(tmp, path)
+        print("%s: %d tiles down-sampled %dx and up-sampled back (bicubic), %s%s"
+              % (a.out, len(low), a.factor, list(low.shape),
+                 "; %s: %g x what it misses" % (a.residual, a.scale) if a.residual else ""))
         return
     samples, truth, low = (load(a.samples, "--samples"), load(a.truth, "--truth"),
                            load(a.low, "--low"))
@@ -145,9 +163,12 @@ def main():
     tiles = len(samples) // k
     if tiles > len(truth):
         fail("--samples has %d tiles of %d samples, --truth only %d" % (tiles, k, len(truth)))
-    est = np.float64(samples).reshape((tiles, k) + samples.shape[1:]).mean(1)
     t, lo = truth[:tiles], low[:tiles]
-    single = np.float64(samples).reshape((tiles, k) + samples.shape[1:])[:, 0]
+    grouped = np.float64(samples).reshape((tiles, k) + samples.shape[1:])
+    if a.residual_scale:
+        grouped = np.float64(lo)[:, None] + grouped / a.residual_scale
+    est = grouped.mean(1)
+    single = grouped[:, 0]
     r = {"tiles": tiles, "samples_per_tile": k,
          "psnr_db": psnr(est, t), "psnr_one_sample_db": psnr(single, t),
          "psnr_bicubic_db": psnr(lo, t),
@@ -169,7 +190,6 @@ def main():
             fail("--bands %r: three channel numbers, e.g. 2,1,0" % a.bands)
         if len(bands) != 3 or not all(0 <= b < truth.shape[1] for b in bands):
             fail("--bands %r: three channels of the %d" % (a.bands, truth.shape[1]))
-        grouped = np.float64(samples).reshape((tiles, k) + samples.shape[1:])
         picture(a.png, lo, grouped, est, t, bands, max(1, min(a.rows, tiles)))
         print("picture: %s" % a.png)
 

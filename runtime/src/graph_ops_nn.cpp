@@ -585,8 +585,12 @@ HCRT_OP_DEF(attention_grad) {
   hc_attention_args a{};
   attentionArgs(ins + 3, nin - 3, heads, scale, bin, threads, a);
   const int64_t B = a.batch, N = a.Tq, L = a.Tk, D = a.heads * a.Dh;
-  if (B <= 0 || N <= 0)
+  if (B <= 0 || N <= 0) {
+    // No queries: k and v had no effect, their gradients are zero.
+    for (int32_t i = 1; i < nout; ++i)
+      std::fill_n(static_cast<float *>(outs[i].data), numel(outs[i]), 0.0f);
     return;
+  }
   const hcrt_tensor o = rowsOf(ins[1], bo, threads), g = rowsOf(ins[0], bd, threads);
   a.o = const_cast<float *>(static_cast<const float *>(o.data));
   a.o_sb = o.strides[0], a.o_st = o.strides[1], a.o_sh = a.Dh;

@@ -57,6 +57,26 @@ const TensorSpec *inputNamed(const Description &d, const std::string &name, int 
 }
 } // namespace
 
+std::string joinCondFlags(const std::vector<CondFlag> &flags,
+                          const std::function<std::string(const CondFlag &)> &value,
+                          const std::string &none) {
+  std::string s;
+  for (const CondFlag &c : flags)
+    s += (s.empty() ? "" : ",") + c.name + "=" + value(c);
+  return s.empty() ? none : s;
+}
+
+void CondInput::write(const float *src, bool null, bool mirror, float *out, float *drop) const {
+  *drop = null && kind != CondKind::Field ? 1.0f : 0.0f;
+  if (null && kind == CondKind::Field) {
+    std::fill(out, out + elems, 0.0f);
+    return;
+  }
+  const std::size_t w = static_cast<std::size_t>(sampleShape.back());
+  for (std::size_t i = 0; i < elems; ++i)
+    out[i] = src[mirroredIndex(i, mirror, w)];
+}
+
 const char *condKindName(CondKind k) {
   return k == CondKind::Vector ? "vector" : k == CondKind::Field ? "field" : "tokens";
 }
@@ -86,10 +106,20 @@ std::vector<CondInput> condInputsOf(const Description &d, const std::string &lib
                                     const std::vector<int64_t> &xtShape,
                                     bool (*isOwn)(const std::string &), const std::string &own) {
   std::vector<CondInput> out;
+  const nlohmann::json &cfg = d.ditConfig;
+  const bool listed = cfg.is_object() && cfg.contains("conds") && cfg["conds"].is_array();
+  // A padding mask ([B, L] or [B, 1, L]) beside token sequences is out of
+  // scope; a field named *_mask (an inpainting mask, [B, C, H, W]) is not one.
   for (const TensorSpec &s : d.inputs) {
     const std::string &n = s.name;
-    if (n == "mask" || n == "attention_mask" ||
-        (n.size() > 5 && n.compare(n.size() - 5, 5, "_mask") == 0))
+    const bool named = n == "mask" || n == "attention_mask" ||
+                       (n.size() > 5 && n.compare(n.size() - 5, 5, "_mask") == 0);
+    const bool isListed =
+        listed && std::any_of(cfg["conds"].begin(), cfg["conds"].end(), [&](const auto &c) {
+          return c.is_string() && c.template get<std::string>().find(":" + n + ":") !=
+                                      std::string::npos;
+        });
+    if (named && !isListed && s.shape.size() <= 3 && !isOwn(n))
       usageError(lib + ": input '" + n + "' looks like an attention mask: padded token "
                  "sequences are not supported (a conditioning's tokens have a fixed length; "
                  "fill short ones with your own padding tokens, unmasked)");
@@ -129,8 +159,7 @@ std::vector<CondInput> condInputsOf(const Description &d, const std::string &lib
     }
   };
 
-  const nlohmann::json &cfg = d.ditConfig;
-  if (cfg.is_object() && cfg.contains("conds") && cfg["conds"].is_array()) {
+  if (listed) {
     for (const auto &spec : cfg["conds"]) {
       CondInput c;
       std::vector<int64_t> dims;

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,18 @@ struct CondFlag {
 CondFlag parseCondFlag(const std::string &flag, const std::string &value,
                        const std::vector<CondFlag> &seen);
 
+// Element i of a sample whose rows (its last axis, `width` values) are read
+// mirrored left-right when `mirror` (--hflip): column c from width - 1 - c.
+inline std::size_t mirroredIndex(std::size_t i, bool mirror, std::size_t width) {
+  return mirror ? i - i % width + (width - 1 - i % width) : i;
+}
+
+// "NAME=<value(flag)>,..." over `flags` (already ordered by name); `none`
+// when there are none. For identities, checkpoints and messages.
+std::string joinCondFlags(const std::vector<CondFlag> &flags,
+                          const std::function<std::string(const CondFlag &)> &value,
+                          const std::string &none);
+
 enum class CondKind { Vector, Field, Tokens };
 const char *condKindName(CondKind k);
 
@@ -44,6 +57,10 @@ struct CondInput {
   std::size_t elems = 0;             // per sample
   // "vector [5]", "field [2,8,8]", "tokens [7,16]": for messages.
   std::string describe() const;
+  // One sample's input: `src` (mirrored left-right when `mirror`), or the
+  // null form when `null`: a zero field, or the source with *drop = 1 (the
+  // graph swaps in its learned null embedding). *drop is 0 otherwise.
+  void write(const float *src, bool null, bool mirror, float *out, float *drop) const;
 };
 
 // The graph's conditionings, in dit_config.conds' order where the metadata

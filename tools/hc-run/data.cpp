@@ -27,7 +27,7 @@ struct MappedRegion {
   std::size_t size = 0;
   char line[512] = {0};
 };
-MappedRegion gRegions[16];  // data, labels, validation, conditionings
+MappedRegion gRegions[64];  // data, labels, validation, conditionings (more: no line)
 
 int64_t mtimeNs(const struct stat &st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
@@ -182,12 +182,6 @@ void drawNoise(uint64_t seed, uint64_t step, uint64_t g, std::size_t d, float *e
   }
 }
 
-// Element i of the (maybe mirrored) image: column c of its row from column
-// flipWidth - 1 - c.
-std::size_t sourceOf(std::size_t i, bool flipped, std::size_t flipWidth) {
-  return flipped ? i - i % flipWidth + (flipWidth - 1 - i % flipWidth) : i;
-}
-
 int64_t drawLabel(uint64_t seed, uint64_t step, uint64_t g, int64_t label, double dropProb,
                   int64_t nullClass) {
   if (dropProb > 0 && hc::rt::uniform01(seed, step, g, kDrawLabelDrop, 0) < dropProb)
@@ -211,7 +205,7 @@ Sample makeSample(const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
   const float a = static_cast<float>(sched.sqrtAb[s.t]);
   const float b = static_cast<float>(sched.sqrtOneMinusAb[s.t]);
   for (std::size_t i = 0; i < d; ++i) {
-    const std::size_t src = sourceOf(i, s.flipped, flipWidth);
+    const std::size_t src = mirroredIndex(i, s.flipped, flipWidth);
     float ax = a * x0[src];
     float be = b * eps[i];
     xt[i] = ax + be;
@@ -239,7 +233,7 @@ Sample makeFlowSample(const FlowObjective &flow, const TimeSampling &time, uint6
   const float da = static_cast<float>(c.dAlpha), db = static_cast<float>(c.dSigma);
   const bool velocity = flow.prediction == FlowPrediction::Velocity;
   for (std::size_t i = 0; i < d; ++i) {
-    const float x = x1[sourceOf(i, s.flipped, flipWidth)];
+    const float x = x1[mirroredIndex(i, s.flipped, flipWidth)];
     float ax = a * x, be = b * noise[i];
     xt[i] = ax + be;
     if (velocity) {
@@ -329,18 +323,11 @@ void BatchBuffers::fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed
     const CondInput &c = plan_.conds[k];
     const bool drop = condDropProb > 0 &&
                       hc::rt::uniform01(seed, step, g, kDrawCondDrop, k) < condDropProb;
-    float *out = &cond_[k][static_cast<std::size_t>(b) * c.elems];
-    condDrop_[k][static_cast<std::size_t>(b)] = drop ? 1.0f : 0.0f;
-    if (c.kind == CondKind::Field && drop) {
-      std::fill(out, out + c.elems, 0.0f);
-      continue;
-    }
     // A field is mirrored with its sample (the same decision), so the pair
     // stays aligned; vectors and tokens have no left and right.
-    const bool mirror = c.kind == CondKind::Field && smp.flipped;
-    const std::size_t w = static_cast<std::size_t>(c.sampleShape.back());
-    for (std::size_t i = 0; i < c.elems; ++i)
-      out[i] = conds[k][sourceOf(i, mirror, w)];
+    c.write(conds[k], drop, c.kind == CondKind::Field && smp.flipped,
+            &cond_[k][static_cast<std::size_t>(b) * c.elems],
+            &condDrop_[k][static_cast<std::size_t>(b)]);
   }
 }
 

@@ -61,12 +61,10 @@ json fieldsOf(const Options &opt, const StepLibrary &lib, const DataFiles &files
   f["--val-data (content)"] = opt.valData.empty() ? "none" : identityOf("--val-data", opt.valData);
   f["--val-labels (content)"] =
       opt.valLabels.empty() ? "none" : identityOf("--val-labels", opt.valLabels);
-  {
-    std::string vc;
-    for (const CondFlag &c : opt.valConds)
-      vc += (vc.empty() ? "" : ",") + c.name + "=" + identityOf("--val-cond " + c.name + "=", c.path);
-    f["--val-cond (content)"] = vc.empty() ? "none" : vc;
-  }
+  f["--val-cond (content)"] = joinCondFlags(
+      opt.valConds,
+      [](const CondFlag &c) { return identityOf("--val-cond " + c.name + "=", c.path); },
+      "none");
   f["--val-every"] = std::to_string(opt.valEvery);
   // The step's hyperparameters: the schedule, decay and clipping.
   {
@@ -96,12 +94,9 @@ DataFiles dataFilesOf(const Options &opt) {
   f.data = identityOf("--data", opt.data);
   if (!opt.labels.empty())
     f.labels = identityOf("--labels", opt.labels);
-  if (!opt.conds.empty()) {
-    f.conds.clear();
-    for (const CondFlag &c : opt.conds)
-      f.conds += (f.conds.empty() ? "" : ",") + c.name + "=" +
-                 identityOf("--cond " + c.name + "=", c.path);
-  }
+  f.conds = joinCondFlags(
+      opt.conds, [](const CondFlag &c) { return identityOf("--cond " + c.name + "=", c.path); },
+      "none");
   return f;
 }
 

@@ -17,7 +17,7 @@ namespace hcrun {
 // (hc::rt::sampledIdentity), "none" without labels.
 struct DataFiles {
   std::string data, labels = "none";
-  std::string conds = "none";  // "NAME=<identity>,..." of --cond, in given order
+  std::string conds = "none";  // "NAME=<identity>,..." of --cond, ordered by name
 };
 // Throws Error(2) naming the file when one cannot be read.
 DataFiles dataFilesOf(const Options &opt);

@@ -23,24 +23,24 @@ SamplerInputs::SamplerInputs(const Description &d, const std::vector<CondInput> 
     cond_.emplace_back(static_cast<std::size_t>(batch_) * c.elems, 0.0f);
     drop_.emplace_back(static_cast<std::size_t>(batch_), 0.0f);
   }
-  for (const TensorSpec &s : d.inputs) {
-    const void *p = nullptr;
-    if (s.name == "x_t")
-      p = xt_.data();
-    else if (s.name == "t")
-      p = flowTime_ ? static_cast<const void *>(tf_.data()) : t_.data();
-    else if (s.name == "y")
-      p = y_.data();
-    for (std::size_t k = 0; k < conds.size(); ++k) {
-      if (s.name == conds[k].name)
-        p = cond_[k].data();
-      else if (conds[k].dropInput >= 0 && s.name == conds[k].name + "_drop")
-        p = drop_[k].data();
-    }
-    if (!p)  // modelFacts() accepted only these inputs
-      throw Error(1, "sampler input '" + s.name + "' has no buffer");
-    ptrs_.push_back(p);
+  ptrs_.assign(d.inputs.size(), nullptr);
+  for (std::size_t i = 0; i < d.inputs.size(); ++i) {
+    const std::string &n = d.inputs[i].name;
+    if (n == "x_t")
+      ptrs_[i] = xt_.data();
+    else if (n == "t")
+      ptrs_[i] = flowTime_ ? static_cast<const void *>(tf_.data()) : t_.data();
+    else if (n == "y")
+      ptrs_[i] = y_.data();
   }
+  for (std::size_t k = 0; k < conds.size(); ++k) {
+    ptrs_[conds[k].input] = cond_[k].data();
+    if (conds[k].dropInput >= 0)
+      ptrs_[conds[k].dropInput] = drop_[k].data();
+  }
+  for (std::size_t i = 0; i < ptrs_.size(); ++i)
+    if (!ptrs_[i])  // modelFacts() accepted only these inputs
+      throw Error(1, "sampler input '" + d.inputs[i].name + "' has no buffer");
 }
 
 void SamplerInputs::setChunk(int64_t first, int64_t n) {
@@ -51,25 +51,17 @@ void SamplerInputs::setChunk(int64_t first, int64_t n) {
     if (guided_)
       y_[perCall_ + j] = nullLabel_ ? nullClass_ : y_[j];
     for (std::size_t k = 0; k < conds_.size(); ++k) {
-      const std::size_t e = conds_[k].elems;
-      float *row = &cond_[k][static_cast<std::size_t>(j) * e];
-      if (real) {
-        const float *src = data_.row(k, condRow_[first + j]);
-        std::copy(src, src + e, row);
-      } else {
-        std::fill(row, row + e, 0.0f);
-      }
-      drop_[k][j] = 0.0f;
-      if (!guided_)
-        continue;
-      // The guided twin: the same condition, or its null form.
-      float *twin = &cond_[k][static_cast<std::size_t>(perCall_ + j) * e];
-      const bool nul = nullConds_[k];
-      if (nul && conds_[k].kind == CondKind::Field)
-        std::fill(twin, twin + e, 0.0f);
+      const CondInput &c = conds_[k];
+      float *row = &cond_[k][static_cast<std::size_t>(j) * c.elems];
+      if (real)
+        c.write(data_.row(k, condRow_[first + j]), false, false, row, &drop_[k][j]);
       else
-        std::copy(row, row + e, twin);
-      drop_[k][perCall_ + j] = nul && conds_[k].kind != CondKind::Field ? 1.0f : 0.0f;
+        std::fill(row, row + c.elems, 0.0f), drop_[k][j] = 0.0f;
+      // The guided twin: the same condition, or its null form.
+      if (guided_)
+        c.write(row, nullConds_[k], false,
+                &cond_[k][static_cast<std::size_t>(perCall_ + j) * c.elems],
+                &drop_[k][perCall_ + j]);
     }
   }
 }

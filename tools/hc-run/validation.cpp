@@ -68,8 +68,8 @@ double Validation::evaluate(const StepLibrary &lib, StepContext &ctx, hc::rt::Co
       const float *x0 = reinterpret_cast<const float *>(images_.data()) +
                         static_cast<std::size_t>(j) * D;
       const int64_t label = labels_.path().empty() ? plan_.nullClass : labelAt(labels_, j);
-      for (std::size_t k = 0; k < conds_.size(); ++k)
-        condRows[k] = conds_.row(k, j);
+      for (std::size_t c = 0; c < conds_.size(); ++c)
+        condRows[c] = conds_.row(c, j);
       batch.fill(b, sched_, kValidationSeed, kValidationStep, static_cast<uint64_t>(j), x0,
                  label, 0.0, 0, condRows, 0.0);
     }

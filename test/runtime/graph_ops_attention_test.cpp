@@ -1,0 +1,188 @@
+// Attention graph ops (graph_ops.h: self-attention from a packed qkv, and
+// cross-attention from q, k, v) against float64 references, in the storage
+// layouts and thread counts of graph_ops_test.cpp (graph_ops_test_util.h).
+#include "graph_ops_test_util.h"
+
+#include <cmath>
+
+using namespace graph_ops_test;
+
+namespace {
+
+// ------------------------------------------------------------- attention ----
+// Forward: 8 (L + Dh + 16) u (1 + |o|). Backward: 16 (2L + Dh + 16) u
+// (1 + sum |terms|) per element (README-kernels flash attention bounds).
+
+// float64 attention of q [B, N, D] over k, v [B, L, D] (read through `at`:
+// which 0 q, 1 k, 2 v), with dOut [B, N, D]: the result, lse, and each
+// gradient with the magnitude of its terms, indexed as q, k, v are.
+struct AttentionRef {
+  std::vector<double> o, lse, grad[3], mag[3];
+};
+AttentionRef attentionRef(int64_t B, int64_t N, int64_t L, int64_t H, int64_t Dh,
+                          double scale,
+                          const std::function<double(int, int64_t, int64_t, int64_t, int64_t)> &at,
+                          const std::vector<double> &dout) {
+  const int64_t D = H * Dh;
+  AttentionRef r;
+  r.o.assign(B * N * D, 0.0);
+  r.lse.assign(B * H * N, 0.0);
+  for (int w = 0; w < 3; ++w) {
+    r.grad[w].assign(B * (w ? L : N) * D, 0.0);
+    r.mag[w].assign(B * (w ? L : N) * D, 0.0);
+  }
+  std::vector<double> P(L);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < N; ++i) {
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < L; ++j) {
+          double s = 0;
+          for (int64_t d = 0; d < Dh; ++d)
+            s += at(0, b, i, h, d) * at(1, b, j, h, d);
+          P[j] = s * scale;
+          m = std::max(m, P[j]);
+        }
+        for (int64_t j = 0; j < L; ++j)
+          sum += P[j] = std::exp(P[j] - m);
+        for (int64_t j = 0; j < L; ++j)
+          P[j] /= sum;
+        r.lse[(b * H + h) * N + i] = m + std::log(sum);
+        double rowDot = 0;
+        for (int64_t d = 0; d < Dh; ++d) {
+          double od = 0;
+          for (int64_t j = 0; j < L; ++j)
+            od += P[j] * at(2, b, j, h, d);
+          const int64_t oi = (b * N + i) * D + h * Dh + d;
+          r.o[oi] = od;
+          rowDot += dout[oi] * od;
+        }
+        for (int64_t j = 0; j < L; ++j) {
+          double dp = 0;
+          for (int64_t d = 0; d < Dh; ++d)
+            dp += dout[(b * N + i) * D + h * Dh + d] * at(2, b, j, h, d);
+          const double ds = P[j] * (dp - rowDot) * scale;
+          for (int64_t d = 0; d < Dh; ++d) {
+            const double gd = dout[(b * N + i) * D + h * Dh + d];
+            const double qd = at(0, b, i, h, d), kd = at(1, b, j, h, d);
+            const int64_t qi = (b * N + i) * D + h * Dh + d, ki = (b * L + j) * D + h * Dh + d;
+            r.grad[0][qi] += ds * kd;
+            r.mag[0][qi] += std::fabs(ds * kd) + 4 * P[j];
+            r.grad[1][ki] += ds * qd;
+            r.mag[1][ki] += std::fabs(ds * qd) + 4 * P[j];
+            r.grad[2][ki] += P[j] * gd;
+            r.mag[2][ki] += std::fabs(P[j] * gd);
+          }
+        }
+      }
+  return r;
+}
+
+// Self-attention from a packed qkv [B, N, 3D] in every layout.
+TEST(GraphOps, Attention) {
+  struct C {
+    int64_t B, N, H, Dh;
+  };
+  const C cases[] = {{2, 5, 2, 3}, {1, 1, 1, 1}, {1, 17, 2, 16}, {2, 70, 3, 8}, {1, 3, 1, 5}};
+  uint32_t seed = 1300;
+  for (const C &cc : cases)
+    for (Layout l : kAllLayouts)
+      for (int th : kThreads) {
+        const int64_t B = cc.B, N = cc.N, H = cc.H, Dh = cc.Dh, D = H * Dh;
+        const double scale = 1 / std::sqrt((double)Dh);
+        TT qkv = make({B, N, 3 * D}, l, seed++, -2, 2);
+        TT o = output({B, N, D}), lse = output({B, H, N});
+        run(hcrt_op_attention, {&qkv}, {&o, &lse}, attrs({H}, {scale}), th);
+        const Layout ldo[] = {kStrided, kPadded, kPadded, kContig, kBroadcast};  // by l
+        TT dout = make({B, N, D}, ldo[l], seed++);
+        TT g = output({B, N, 3 * D});
+        run(hcrt_op_attention_grad, {&dout, &o, &lse, &qkv}, {&g}, attrs({H}, {scale}), th);
+        auto packed = [&](int which, int64_t b, int64_t n, int64_t h, int64_t d) {
+          return (b * N + n) * 3 * D + which * D + h * Dh + d;
+        };
+        const AttentionRef r = attentionRef(
+            B, N, N, H, Dh, scale,
+            [&](int w, int64_t b, int64_t n, int64_t h, int64_t d) { return qkv.v[packed(w, b, n, h, d)]; },
+            dout.v);
+        Checker c{tag("attention", th, {&qkv})}, cg{tag("attention_grad", th, {&dout, &qkv})};
+        for (int64_t i = 0; i < lse.n(); ++i)
+          c.check(lse.out(i), r.lse[i], 8 * (N + Dh + 16) * kU * (1 + std::fabs(r.lse[i])), i);
+        for (int64_t i = 0; i < o.n(); ++i)
+          c.check(o.out(i), r.o[i], 8 * (N + Dh + 16) * kU * (1 + std::fabs(r.o[i])), i);
+        const double f = 16 * (2 * N + Dh + 16) * kU;
+        for (int64_t i = 0; i < g.n(); ++i) {
+          // packed index -> (row, which, column)
+          const int64_t row = i / (3 * D), w = (i % (3 * D)) / D, col = i % D;
+          const int64_t ri = row * D + col;
+          cg.check(g.out(i), r.grad[w][ri], f * (1 + r.mag[w][ri]), i);
+        }
+      }
+}
+
+// Columns [start, start + size) of the last dim of `src`, as a view into its
+// storage (k and v as the halves of one packed kv).
+TT lastDimView(const TT &src, int64_t start, int64_t size) {
+  TT x;
+  x.shape = src.shape;
+  x.shape.back() = size;
+  x.strides = src.strides;
+  x.dtype = src.dtype;
+  x.layout = src.layout;
+  x.t = src.t;
+  x.t.shape[x.shape.size() - 1] = size;
+  x.t.data = static_cast<char *>(src.t.data) + start * src.strides.back() * esizeOf(src.dtype);
+  const int64_t outer = src.n() / src.shape.back();
+  for (int64_t r = 0; r < outer; ++r)
+    for (int64_t c = 0; c < size; ++c)
+      x.v.push_back(src.v[r * src.shape.back() + start + c]);
+  return x;
+}
+
+// Cross-attention: q [B, N, D] over k, v [B, L, D] with L != N (odd sizes,
+// one key, more keys than queries), k and v the halves of a packed kv in
+// every layout, or tensors of their own.
+TEST(GraphOps, CrossAttention) {
+  struct C {
+    int64_t B, N, L, H, Dh;
+  };
+  const C cases[] = {{2, 5, 3, 2, 3}, {1, 7, 1, 1, 4}, {2, 3, 11, 3, 5}, {1, 65, 19, 2, 16},
+                     {3, 1, 2, 1, 1}};
+  uint32_t seed = 1350;
+  for (const C &cc : cases)
+    for (Layout l : kAllLayouts)
+      for (bool packedKv : {true, false})
+        for (int th : kThreads) {
+          const int64_t B = cc.B, N = cc.N, L = cc.L, H = cc.H, Dh = cc.Dh, D = H * Dh;
+          const double scale = 1 / std::sqrt((double)Dh);
+          TT q = make({B, N, D}, l == kBroadcast ? kContig : l, seed++, -2, 2);
+          TT kv = make({B, L, 2 * D}, l, seed++, -2, 2);
+          TT k = packedKv ? lastDimView(kv, 0, D) : make({B, L, D}, l, seed++, -2, 2);
+          TT v = packedKv ? lastDimView(kv, D, D) : make({B, L, D}, kStrided, seed++, -2, 2);
+          TT o = output({B, N, D}), lse = output({B, H, N});
+          run(hcrt_op_attention, {&q, &k, &v}, {&o, &lse}, attrs({H}, {scale}), th);
+          TT dout = make({B, N, D}, kPadded, seed++);
+          TT dq = output({B, N, D}), dk = output({B, L, D}), dv = output({B, L, D});
+          run(hcrt_op_attention_grad, {&dout, &o, &lse, &q, &k, &v}, {&dq, &dk, &dv},
+              attrs({H}, {scale}), th);
+          const TT *in[3] = {&q, &k, &v};
+          const AttentionRef r = attentionRef(
+              B, N, L, H, Dh, scale,
+              [&](int w, int64_t b, int64_t t, int64_t h, int64_t d) {
+                return in[w]->v[(b * (w ? L : N) + t) * D + h * Dh + d];
+              },
+              dout.v);
+          Checker c{tag("cross_attention", th, {&q, &k})},
+              cg{tag("cross_attention_grad", th, {&dout, &k})};
+          for (int64_t i = 0; i < lse.n(); ++i)
+            c.check(lse.out(i), r.lse[i], 8 * (L + Dh + 16) * kU * (1 + std::fabs(r.lse[i])), i);
+          for (int64_t i = 0; i < o.n(); ++i)
+            c.check(o.out(i), r.o[i], 8 * (L + Dh + 16) * kU * (1 + std::fabs(r.o[i])), i);
+          const double f = 16 * (2 * L + Dh + 16) * kU;
+          TT *g[3] = {&dq, &dk, &dv};
+          for (int w = 0; w < 3; ++w)
+            for (int64_t i = 0; i < g[w]->n(); ++i)
+              cg.check(g[w]->out(i), r.grad[w][i], f * (1 + r.mag[w][i]), i);
+        }
+}
+
+} // namespace
