@@ -11,14 +11,18 @@ usage:
       --residual: also what the interpolation misses, scale * (X - LOW), the
       data a model of the detail trains on (scaled to about unit spread)
   superres.py score --samples S.npy --per-cond K --truth X.npy --low LOW.npy
-                    [--residual-scale S] [--json F]
+                    [--residual-scale S] [--linear-from TRAIN.npy] [--json F]
                     [--png P.png [--bands 2,1,0] [--rows 8]]
       each tile's estimate is the mean of its K samples (rows t*K .. t*K+K-1
       of S; with --residual-scale, samples of the residual: LOW + S / scale
       each); PSNR (peak-to-peak 2, the data's [-1, 1]) and the spectral angle
       (mean over pixels of the angle between the estimated and true spectra,
       in reflectance r = (x + 1) / 4, degrees) for the estimate and for the
-      bicubic up-sampling LOW, and their difference. --png: the first --rows
+      bicubic up-sampling LOW, and their difference. --linear-from: also the
+      best linear interpolation, a ridge regression from each low-resolution
+      pixel's 5x5 neighbourhood (all bands) to its factor x factor block,
+      fitted to the tiles of TRAIN.npy: a baseline any learned estimator of
+      the conditional mean should beat. --png: the first --rows
       tiles, one per row: the bicubic input, up to 4 samples, their mean and
       the truth, as --bands in red, green and blue (a 2-98% stretch of the
       truth's values, the same for every column)
@@ -60,6 +64,37 @@ def degrade(images, factor):
     low = np.float64(images).reshape(n, c, h // factor, factor, w // factor, factor).mean((3, 5))
     uh, uw = upsample_matrix(h // factor, factor), upsample_matrix(w // factor, factor)
     return np.einsum("ij,ncjk,lk->ncil", uh, low, uw).astype(np.float32)
+
+
+def low_resolution(images, factor):
+    n, c, h, w = images.shape
+    return np.float64(images).reshape(n, c, h // factor, factor, w // factor, factor).mean((3, 5))
+
+
+def neighbourhoods(low, r=2):
+    """[n*h*w, c*(2r+1)^2 + 1]: each low-resolution pixel's neighbourhood
+    (edges repeated) and a constant."""
+    n, c, h, w = low.shape
+    p = np.pad(low, ((0, 0), (0, 0), (r, r), (r, r)), mode="edge")
+    f = np.stack([p[:, :, dy:dy + h, dx:dx + w] for dy in range(2 * r + 1)
+                  for dx in range(2 * r + 1)], 2).reshape(n, -1, h, w)
+    f = f.transpose(0, 2, 3, 1).reshape(n * h * w, -1)
+    return np.concatenate([f, np.ones((len(f), 1))], 1)
+
+
+def linear_interpolation(train, images, factor, ridge=1e-3):
+    """The least-squares linear map from neighbourhoods to blocks, fitted
+    on `train` and applied to `images` (both [N, C, H, W])."""
+    def blocks(x):
+        n, c, h, w = x.shape
+        return np.float64(x).reshape(n, c, h // factor, factor, w // factor, factor).transpose(
+            0, 2, 4, 1, 3, 5).reshape(n * (h // factor) * (w // factor), -1)
+    f = neighbourhoods(low_resolution(train, factor))
+    wts = np.linalg.solve(f.T @ f + ridge * np.eye(f.shape[1]), f.T @ blocks(train))
+    n, c, h, w = images.shape
+    out = neighbourhoods(low_resolution(images, factor)) @ wts
+    return out.reshape(n, h // factor, w // factor, c, factor, factor).transpose(
+        0, 3, 1, 4, 2, 5).reshape(n, c, h, w)
 
 
 def psnr(est, truth):
@@ -123,6 +158,8 @@ def main():
     s.add_argument("--truth", required=True)
     s.add_argument("--low", required=True)
     s.add_argument("--residual-scale", type=float)
+    s.add_argument("--linear-from")
+    s.add_argument("--factor", type=int, default=4)
     s.add_argument("--json")
     s.add_argument("--png")
     s.add_argument("--bands", default="2,1,0")
@@ -175,10 +212,19 @@ def main():
          "spectral_angle_deg": spectral_angle(est, t),
          "spectral_angle_bicubic_deg": spectral_angle(lo, t)}
     r["psnr_gain_db"] = r["psnr_db"] - r["psnr_bicubic_db"]
+    if a.linear_from:
+        train = load(a.linear_from, "--linear-from")
+        if train.ndim != 4 or train.shape[1:] != t.shape[1:]:
+            fail("--linear-from %s: %s, the tiles are %s" % (a.linear_from, train.shape,
+                                                           t.shape[1:]))
+        r["psnr_linear_db"] = psnr(linear_interpolation(train, t, a.factor), t)
     print("%d tiles, mean of %d samples: PSNR %.2f dB (one sample %.2f), bicubic %.2f dB, "
           "gain %+.2f dB; spectral angle %.3f deg, bicubic %.3f deg"
           % (tiles, k, r["psnr_db"], r["psnr_one_sample_db"], r["psnr_bicubic_db"],
              r["psnr_gain_db"], r["spectral_angle_deg"], r["spectral_angle_bicubic_deg"]))
+    if "psnr_linear_db" in r:
+        print("best linear interpolation (fitted to %s): PSNR %.2f dB" % (a.linear_from,
+                                                                           r["psnr_linear_db"]))
     if a.json:
         with open(a.json + ".tmp", "w") as f:
             json.dump(r, f, indent=1)

@@ -19,7 +19,8 @@ FENCE = re.compile(r"^```([A-Za-z0-9_+-]*)\s*$")
 PROMISED = ["data/images.npy", "data/labels.npy", "dit_ms.onnx", "my_dit.onnx",
             "my_dit.schedule.mlir", "dit_ms.so", "dit_ms.so.init.safetensors", "dit_ms_b16.so",
             "train.jsonl", "loss.png", "dit_ms_sample.so", "samples.png", "samples.npy",
-            "samples.labels.npy", "quality.json", "dit_ms.pt"]
+            "samples.labels.npy", "quality.json", "dit_ms.pt", "heldout/low.npy",
+            "data/detail.npy", "dit_sr.so", "sr.npy", "sr_quality.json", "sr.png"]
 
 
 def blocks(path, section=None):
