@@ -24,6 +24,24 @@ def bin_and_work():
     return a, lambda *p: os.path.join(a.work, *p)
 
 
+def ranks_agree(hc_run, one_rank, two_ranks, train, w):
+    """Train mode 3 steps, `one_rank` (batch 2B) against `two_ranks` (batch
+    B) under mpirun -np 2 on the same global batches: (the -np 1 losses,
+    the losses' and the parameters' worst relative differences)."""
+    import json
+    mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+    run([hc_run, one_rank] + train + ["--save-params", w("t1.safetensors"),
+                                      "--metrics", w("r1.jsonl")])
+    run(mpirun + ["-np", "2", hc_run, two_ranks] + train +
+        ["--save-params", w("t2.safetensors"), "--metrics", w("r2.jsonl")])
+    l1 = [json.loads(l)["loss"] for l in open(w("r1.jsonl"))]
+    l2 = [json.loads(l)["loss"] for l in open(w("r2.jsonl"))]
+    p1, p2 = read_safetensors(w("t1.safetensors")), read_safetensors(w("t2.safetensors"))
+    el = max(abs(u - v) / abs(u) for u, v in zip(l1, l2)) if len(l1) == len(l2) == 3 else 1.0
+    ep = max(rel(p2[k], p1[k]) if np.linalg.norm(p1[k]) else 0 for k in p1)
+    return l1, el, ep
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:

@@ -29,12 +29,11 @@ import sys
 
 import numpy as np
 
-from common import PY, ROOT, bin_and_work, read_safetensors, rel, run
+from common import PY, ROOT, bin_and_work, ranks_agree, run
 
 sys.path.insert(0, os.path.join(ROOT, "test", "run"))
 import run_check  # noqa: E402  (the Philox spec of train mode's draws)
 
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 C, S, CLASSES, N, SEED = 4, 8, 3, 37, 1  # seed 1: a drop of each form and a mirrored kept field in step 1
 CONDS = [("sun", "vector", (5,)), ("low", "field", (2, S, S)), ("txt", "tokens", (3, 6))]
 OP_COND_DROP = 0x75
@@ -45,7 +44,7 @@ def spec_batch(x, y, conds, gbatch, seed, step=0, mirror_field=True, zero_field=
                vector_drop=True):
     """Train mode's global batch of `step` (DDPM objective) as hc-run must
     make it; the planted variants break one rule each."""
-    n, d = x.shape[0], x[0].size
+    n = x.shape[0]
     flips = []
     xt, t, yy, eps = run_check.sample_batch(seed, step, x, y, gbatch, 0.1, CLASSES,
                                             hflip=True, flips=flips)
@@ -166,15 +165,7 @@ def main():
 
     # ranks: -np 2 at batch 2 against -np 1 at batch 4
     train = data + cond_flags + ["--steps", "3", "--hflip", "--log-every", "1"]
-    run([hc_run, w("b4.so")] + train + ["--save-params", w("t1.safetensors"),
-                                        "--metrics", w("r1.jsonl")])
-    run(MPIRUN + ["-np", "2", hc_run, w("b2.so")] + train +
-        ["--save-params", w("t2.safetensors"), "--metrics", w("r2.jsonl")])
-    l1 = [json.loads(l)["loss"] for l in open(w("r1.jsonl"))]
-    l2 = [json.loads(l)["loss"] for l in open(w("r2.jsonl"))]
-    p1, p2 = read_safetensors(w("t1.safetensors")), read_safetensors(w("t2.safetensors"))
-    el = max(abs(u - v) / abs(u) for u, v in zip(l1, l2)) if len(l1) == len(l2) == 3 else 1.0
-    ep = max(rel(p2[k], p1[k]) if np.linalg.norm(p1[k]) else 0 for k in p1)
+    l1, el, ep = ranks_agree(hc_run, w("b4.so"), w("b2.so"), train, w)
     print("-np 2 vs -np 1, 3 steps: losses %s rel %.2e, parameters rel %.2e"
           % (["%.6g" % v for v in l1], el, ep))
     if el > 1e-6 or ep > 1e-4:

@@ -27,12 +27,11 @@ import sys
 
 import numpy as np
 
-from common import PY, ROOT, read_safetensors, rel, run
+from common import PY, ROOT, ranks_agree, run
 
 sys.path.insert(0, os.path.join(ROOT, "test", "run"))
 import run_check  # noqa: E402  (the Philox spec of train mode's draws)
 
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 COMBOS = [("velocity", "none")] + [(p, w) for p in ("noise", "score")
                                    for w in ("none", "velocity", "likelihood")]
 C, S, CLASSES = 4, 8, 3
@@ -208,15 +207,7 @@ def check_combo(a, path, prediction, weight, errors):
     # ranks: -np 2 at batch 2 against -np 1 at batch 4
     train = ["--data", w("x.npy"), "--labels", w("y.npy"), "--steps", "3", "--seed", "5",
              "--no-progress", "--log-every", "1"]
-    run([hc_run, w("b4.so")] + train + ["--save-params", w("t1.safetensors"),
-                                        "--metrics", w("r1.jsonl")])
-    run(MPIRUN + ["-np", "2", hc_run, w("b2.so")] + train +
-        ["--save-params", w("t2.safetensors"), "--metrics", w("r2.jsonl")])
-    l1 = [json.loads(l)["loss"] for l in open(w("r1.jsonl"))]
-    l2 = [json.loads(l)["loss"] for l in open(w("r2.jsonl"))]
-    p1, p2 = read_safetensors(w("t1.safetensors")), read_safetensors(w("t2.safetensors"))
-    el = max(abs(u - v) / abs(u) for u, v in zip(l1, l2)) if len(l1) == len(l2) == 3 else 1.0
-    ep = max(rel(p2[k], p1[k]) if np.linalg.norm(p1[k]) else 0 for k in p1)
+    l1, el, ep = ranks_agree(hc_run, w("b4.so"), w("b2.so"), train, w)
     print("%-26s -np 2 vs -np 1, 3 steps: losses %s rel %.2e, parameters rel %.2e"
           % ("", ["%.6g" % v for v in l1], el, ep))
     if el > 1e-6 or ep > 1e-4:

@@ -21,7 +21,6 @@ line, exit 2).
 
 usage: cond_sample_check.py --bin DIR --work DIR
 """
-import argparse
 import os
 import shutil
 import subprocess
@@ -34,6 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "models"))
 import safetensors_np  # noqa: E402
 import sampler_reference as ref  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+from common import bin_and_work  # noqa: E402
 
 PY = "/usr/bin/python3"
 C, S, CLASSES, BATCH, M = 4, 8, 3, 6, 3
@@ -220,12 +221,7 @@ def refusals(a, errors):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a, _ = bin_and_work()
     rng = np.random.default_rng(5)
     conds = {n: rng.standard_normal((M,) + shape).astype(np.float32) for n, _, shape in CONDS}
     for n, v in conds.items():
