@@ -19,6 +19,9 @@ import numpy as np
 
 from common import PY, ROOT, compare_step, export, read_safetensors, rel, run
 
+sys.path.insert(0, os.path.join(ROOT, "models"))
+import conditioning  # noqa: E402
+
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
 
@@ -169,8 +172,8 @@ def main():
             run([PY, os.path.join(ROOT, "models/torch_reference.py"), w("model.onnx"),
                  "--batch", str(2 * batch), "--out", w("in"), "--train-steps", str(steps),
                  "--dtype", "float32"] + hyper + clip)
-            g2 = run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"), "--steps", "1",
-                               "--save-grads", w("g2c.safetensors")] + clip)
+            run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"), "--steps", "1",
+                "--save-grads", w("g2c.safetensors")] + clip)
             p2 = run(MPIRUN + ["-np", "2", hc_run, w("b1.so"), "--inputs", w("in"), "--steps",
                                str(steps), "--save-params", w("p2c.safetensors")] + clip)
             errors += check_norms(p2, w("in"), steps)
@@ -199,31 +202,32 @@ def main():
         if worst > 1e-5:
             errors.append("parameters differ %.3e" % worst)
         cfg = read_config(w("model.onnx"))
-        if cfg.get("conds"):
-            # hc-run's train mode has no data for conditioning inputs yet
-            # (issue 53, item 2): the comparison above is the whole check.
-            print("train mode: skipped, the graph takes conditioning inputs %s"
-                  % cfg["conds"])
-        else:
-            # Train mode (hc-run's own data pipeline and diffusion sampling): the
-            # same global batches and seed at -np 1 and -np 2.
-            rng = np.random.default_rng(0)
-            np.save(w("x.npy"), rng.uniform(-1, 1, (37, cfg["in_channels"], cfg["image_size"],
-                                                    cfg["image_size"])).astype(np.float32))
+        # Train mode (hc-run's own data pipeline and diffusion sampling): the
+        # same global batches and seed at -np 1 and -np 2, conditionings fed
+        # from their own files (--cond).
+        rng = np.random.default_rng(0)
+        np.save(w("x.npy"), rng.uniform(-1, 1, (37, cfg["in_channels"], cfg["image_size"],
+                                                cfg["image_size"])).astype(np.float32))
+        train = ["--data", w("x.npy"), "--steps", str(steps), "--seed", "5", "--no-progress",
+                 "--log-every", "1"]
+        if cfg["num_classes"] > 0:
             np.save(w("y.npy"), rng.integers(0, cfg["num_classes"], 37).astype(np.int64))
-            train = ["--data", w("x.npy"), "--labels", w("y.npy"), "--steps", str(steps),
-                     "--seed", "5", "--no-progress", "--log-every", "1"]
-            run([hc_run, w("b2.so")] + train + ["--save-params", w("t1.safetensors")])
-            run(MPIRUN + ["-np", "2", hc_run, w("b1.so")] + train +
-                ["--save-params", w("t2.safetensors")])
-            t1, t2 = read_safetensors(w("t1.safetensors")), read_safetensors(w("t2.safetensors"))
-            worst = max(rel(t2[k], t1[k]) if np.linalg.norm(t1[k]) else 0 for k in t1)
-            print("train mode, parameters after %d steps, -np 2 vs -np 1: worst rel err %.3e"
-                  % (steps, worst))
-            if worst > 1e-5:
-                errors.append("train-mode parameters differ %.3e" % worst)
-            if os.path.exists(w("in", "x_start.npy")):
-                errors += check_train_x_start(hc_run, w, cfg)
+            train += ["--labels", w("y.npy")]
+        for spec in conditioning.parse_all(cfg.get("conds", ())):
+            np.save(w("c_%s.npy" % spec.name),
+                    rng.standard_normal(spec.shape(37, cfg["image_size"])).astype(np.float32))
+            train += ["--cond", "%s=%s" % (spec.name, w("c_%s.npy" % spec.name))]
+        run([hc_run, w("b2.so")] + train + ["--save-params", w("t1.safetensors")])
+        run(MPIRUN + ["-np", "2", hc_run, w("b1.so")] + train +
+            ["--save-params", w("t2.safetensors")])
+        t1, t2 = read_safetensors(w("t1.safetensors")), read_safetensors(w("t2.safetensors"))
+        worst = max(rel(t2[k], t1[k]) if np.linalg.norm(t1[k]) else 0 for k in t1)
+        print("train mode, parameters after %d steps, -np 2 vs -np 1: worst rel err %.3e"
+              % (steps, worst))
+        if worst > 1e-5:
+            errors.append("train-mode parameters differ %.3e" % worst)
+        if os.path.exists(w("in", "x_start.npy")):
+            errors += check_train_x_start(hc_run, w, cfg)
     shutil.rmtree(a.work, ignore_errors=True)
     if errors:
         sys.exit("FAILED: " + "; ".join(errors[:10]))
