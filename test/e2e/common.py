@@ -42,6 +42,16 @@ def ranks_agree(hc_run, one_rank, two_ranks, train, w):
     return l1, el, ep
 
 
+def loss_of(hc_run, so, folder, inputs):
+    """hc-run's test-mode loss of one step on `inputs` (name -> array), saved
+    as NPYs into `folder` (whatever else it holds is fed too)."""
+    os.makedirs(folder, exist_ok=True)
+    for k, v in inputs.items():
+        np.save(os.path.join(folder, k + ".npy"), v)
+    out = run([hc_run, so, "--inputs", folder, "--steps", "1"])
+    return float([l for l in out.splitlines() if l.startswith("loss ")][0].split()[1])
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:

@@ -29,7 +29,7 @@ import sys
 
 import numpy as np
 
-from common import PY, ROOT, bin_and_work, ranks_agree, run
+from common import PY, ROOT, bin_and_work, loss_of, ranks_agree, run
 
 sys.path.insert(0, os.path.join(ROOT, "test", "run"))
 import run_check  # noqa: E402  (the Philox spec of train mode's draws)
@@ -71,14 +71,6 @@ def spec_batch(x, y, conds, gbatch, seed, step=0, mirror_field=True, zero_field=
         if kind != "field":
             inputs[name + "_drop"] = np.array(flags, np.float32)
     return inputs, flips, drops
-
-
-def loss_of(hc_run, so, folder, inputs):
-    os.makedirs(folder, exist_ok=True)
-    for k, v in inputs.items():
-        np.save(os.path.join(folder, k + ".npy"), v)
-    out = run([hc_run, so, "--inputs", folder, "--steps", "1"])
-    return float([l for l in out.splitlines() if l.startswith("loss ")][0].split()[1])
 
 
 def expect_refusal(cmd, what, contains, errors):

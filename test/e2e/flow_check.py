@@ -27,7 +27,7 @@ import sys
 
 import numpy as np
 
-from common import PY, ROOT, ranks_agree, run
+from common import PY, ROOT, loss_of, ranks_agree, run
 
 sys.path.insert(0, os.path.join(ROOT, "test", "run"))
 import run_check  # noqa: E402  (the Philox spec of train mode's draws)
@@ -130,14 +130,6 @@ def spec_batch(path, prediction, train_eps, x, y, seed, gbatch, flip_t=False,
     shape = (gbatch,) + x.shape[1:]
     return {"x_t": np.stack(xs).reshape(shape), "t": np.array(ts, np.float32),
             "y": np.array(ys, np.int64), "target": np.stack(targets).reshape(shape)}
-
-
-def loss_of(hc_run, so, folder, inputs):
-    os.makedirs(folder, exist_ok=True)
-    for k, v in inputs.items():
-        np.save(os.path.join(folder, k + ".npy"), v)
-    out = run([hc_run, so, "--inputs", folder, "--steps", "1"])
-    return float([l for l in out.splitlines() if l.startswith("loss ")][0].split()[1])
 
 
 def check_combo(a, path, prediction, weight, errors):
