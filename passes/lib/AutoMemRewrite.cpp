@@ -33,7 +33,7 @@ bool writes(Operation *op, hs::BufferOp b) {
 
 bool isPureProducer(hs::CallOp call) {
   // Only a pure kernel may run again: kernels.def's effect column.
-  const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(call.getKernel());
+  const hs::KernelInfo *k = hs::KernelRegistry::active().lookup(call.getKernel());
   if (!k || k->effect != hs::KernelEffect::Pure)
     return false;
   for (Value out : call.getOuts()) {

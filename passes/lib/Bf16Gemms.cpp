@@ -36,7 +36,7 @@ struct Bf16Gemms : impl::Bf16GemmsBase<Bf16Gemms> {
       if (!op->getDialect() || op->getDialect()->getNamespace() != "hc")
         return;
       const hc::schedule::KernelInfo *k =
-          hc::schedule::KernelRegistry::builtin().lookup(
+          hc::schedule::KernelRegistry::active().lookup(
               op->getName().stripDialect());
       if (!k || !k->hasSlot(kPrecision))
         return;

@@ -18,7 +18,7 @@ int64_t intAttr(DictionaryAttr attrs, StringRef key, int64_t dflt) {
 } // namespace
 
 const SplitRule &splitRuleOf(StringRef kernel) {
-  const hc::schedule::KernelInfo *k = hc::schedule::KernelRegistry::builtin().lookup(kernel);
+  const hc::schedule::KernelInfo *k = hc::schedule::KernelRegistry::active().lookup(kernel);
   return k ? k->split : kWhole;
 }
 

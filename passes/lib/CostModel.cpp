@@ -43,7 +43,7 @@ double kernelSeconds(StringRef kernel, ArrayRef<ArrayRef<int64_t>> ins,
                      ArrayRef<ArrayRef<int64_t>> outs, double bytes,
                      const KernelRates &rates, int threads, DictionaryAttr attrs) {
   double flops = 0, rate = rates.gemmFlops;
-  if (const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(kernel)) {
+  if (const hs::KernelInfo *k = hs::KernelRegistry::active().lookup(kernel)) {
     flops = hs::KernelRegistry::flops(*k, ins, outs);
     if (k->flops == hs::FlopRule::ATTENTION || k->flops == hs::FlopRule::ATTENTION_GRAD)
       rate = rates.attentionFlops;

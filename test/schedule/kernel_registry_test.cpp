@@ -1,5 +1,5 @@
 // The kernel registry end to end with a throwaway kernel: one entry in
-// throwaway_kernel.def (kernels.def's format) and its body below are all it
+// throwaway_kernel.def (kernels.def's format) and its body are all it
 // takes for the compiler side (lookup, attribute verification, hcrt_attrs
 // packing, FLOP rule) and the runtime side (a table of entry points built
 // from the same X-macro, called with the packed attributes) to know it.
@@ -18,19 +18,9 @@
 
 using namespace hc::schedule;
 
-// The throwaway kernel's body, with the runtime's calling convention.
-extern "C" void hcrt_op_throwaway_axpb(const hcrt_tensor *ins, int32_t nin,
-                                       hcrt_tensor *outs, int32_t nout,
-                                       const hcrt_attrs *attrs,
-                                       hc_threads threads) {
-  (void)nin, (void)nout, (void)threads;
-  const float *x = static_cast<const float *>(ins[0].data);
-  float *y = static_cast<float *>(outs[0].data);
-  const bool off = attrs->ints[1] != 0;
-  for (int64_t i = 0; i < ins[0].shape[0]; ++i)
-    y[i] = off ? x[i]
-               : static_cast<float>(attrs->floats[0] * x[i] + attrs->floats[1]);
-}
+// The throwaway kernel's body lives in test/extension's kernel library.
+extern "C" void hcrt_op_throwaway_axpb(const hcrt_tensor *, int32_t, hcrt_tensor *,
+                                       int32_t, const hcrt_attrs *, hc_threads);
 
 namespace {
 
@@ -81,16 +71,16 @@ struct KernelRegistryTest : ::testing::Test {
 };
 
 TEST_F(KernelRegistryTest, ThrowawayKernelIsKnownOnlyWhereItsEntryIsRead) {
-  EXPECT_EQ(KernelRegistry::builtin().lookup("throwaway_axpb"), nullptr);
+  EXPECT_EQ(KernelRegistry::active().lookup("throwaway_axpb"), nullptr);
   const KernelInfo *k = withThrowaway().lookup("throwaway_axpb");
   ASSERT_NE(k, nullptr);
-  EXPECT_EQ(k->flops, FlopRule::LINEAR);
-  ASSERT_EQ(k->attrs.size(), 5u);
-  EXPECT_STREQ(k->attrs[3].key, "mode");
-  EXPECT_EQ(k->attrs[3].kind, AttrSlotKind::Flag);
+  EXPECT_EQ(k->flops, FlopRule::NONE);
+  ASSERT_EQ(k->attrs.size(), 4u);
+  EXPECT_STREQ(k->attrs[2].key, "mode");
+  EXPECT_EQ(k->attrs[2].kind, AttrSlotKind::Flag);
   // Every builtin kernel is read the same way in both registries.
   EXPECT_EQ(withThrowaway().kernels().size(),
-            KernelRegistry::builtin().kernels().size() + 1);
+            KernelRegistry::active().kernels().size() + 1);
 }
 
 TEST_F(KernelRegistryTest, SplitAndEffectColumnsAreRead) {
@@ -100,7 +90,7 @@ TEST_F(KernelRegistryTest, SplitAndEffectColumnsAreRead) {
   EXPECT_EQ(t->split.rule, SplitRule::Bcast);
   EXPECT_EQ(t->effect, KernelEffect::Pure);
   // Builtin entries: each column word becomes its rule, mask and flag.
-  const KernelRegistry &r = KernelRegistry::builtin();
+  const KernelRegistry &r = KernelRegistry::active();
   const KernelInfo *lngrad = r.lookup("layer_norm_grad");
   ASSERT_NE(lngrad, nullptr);
   EXPECT_EQ(lngrad->split.rule, SplitRule::Rows);
@@ -126,46 +116,40 @@ TEST_F(KernelRegistryTest, SplitAndEffectColumnsAreRead) {
 
 TEST_F(KernelRegistryTest, ThrowawayAttributesAreVerifiedAndPacked) {
   const KernelInfo &k = *withThrowaway().lookup("throwaway_axpb");
-  auto good = dict({named("axis", b.getI64IntegerAttr(-1)),
-                    named("alpha", b.getF64FloatAttr(2.5)),
+  auto good = dict({named("alpha", b.getF64FloatAttr(2.5)),
                     named("beta", b.getF64FloatAttr(-1.0)),
                     named("note", b.getStringAttr("compiler only"))});
   EXPECT_TRUE(verify(k, good)) << lastError;
   PackedAttrs p = KernelRegistry::pack(k, good);
-  EXPECT_EQ(p.ints, (std::vector<int64_t>{-1, 0}));  // axis, mode absent -> 0
+  EXPECT_EQ(p.ints, (std::vector<int64_t>{0}));  // mode absent -> 0
   EXPECT_EQ(p.floats, (std::vector<double>{2.5, -1.0}));
-  auto off = dict({named("axis", b.getI64IntegerAttr(0)),
-                   named("alpha", b.getF64FloatAttr(1.0)),
+  auto off = dict({named("alpha", b.getF64FloatAttr(1.0)),
                    named("beta", b.getF64FloatAttr(0.0)),
                    named("mode", b.getStringAttr("off"))});
   EXPECT_TRUE(verify(k, off)) << lastError;
-  EXPECT_EQ(KernelRegistry::pack(k, off).ints, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(KernelRegistry::pack(k, off).ints, (std::vector<int64_t>{1}));
 
-  EXPECT_FALSE(verify(k, dict({named("axis", b.getI64IntegerAttr(0)),
-                               named("alpha", b.getF64FloatAttr(1.0))})));
+  EXPECT_FALSE(verify(k, dict({named("alpha", b.getF64FloatAttr(1.0))})));
   EXPECT_EQ(lastError,
             "kernel 'throwaway_axpb' needs attribute 'beta' (a float)");
-  EXPECT_FALSE(verify(k, dict({named("axis", b.getF64FloatAttr(0)),
-                               named("alpha", b.getF64FloatAttr(1.0)),
+  EXPECT_FALSE(verify(k, dict({named("alpha", b.getI64IntegerAttr(1)),
                                named("beta", b.getF64FloatAttr(0.0))})));
   EXPECT_EQ(lastError,
-            "kernel 'throwaway_axpb': attribute 'axis' must be an integer");
-  EXPECT_FALSE(verify(k, dict({named("axis", b.getI64IntegerAttr(0)),
-                               named("alpha", b.getF64FloatAttr(1.0)),
+            "kernel 'throwaway_axpb': attribute 'alpha' must be a float");
+  EXPECT_FALSE(verify(k, dict({named("alpha", b.getF64FloatAttr(1.0)),
                                named("beta", b.getF64FloatAttr(0.0)),
                                named("gamma", b.getF64FloatAttr(0.0))})));
   EXPECT_EQ(lastError, "kernel 'throwaway_axpb' has no attribute 'gamma' "
-                       "(kernels.def: axis, alpha, beta, mode, note)");
+                       "(kernels.def: alpha, beta, mode, note)");
 }
 
-TEST_F(KernelRegistryTest, ThrowawayFlopsFollowItsRule) {
-  const KernelInfo &k = *withThrowaway().lookup("throwaway_axpb");
-  // LINEAR: 2 * numel(out) * last dim of ins[1]
+TEST_F(KernelRegistryTest, FlopsFollowTheEntrysRule) {
+  // The throwaway entry says NONE (elementwise); linear's says LINEAR:
+  // 2 * numel(out) * last dim of ins[1].
   int64_t x[] = {6, 5}, w[] = {3, 5}, y[] = {6, 3};
   llvm::ArrayRef<int64_t> ins[] = {x, w}, outs[] = {y};
-  EXPECT_EQ(KernelRegistry::flops(k, ins, outs), 2.0 * 18 * 5);
-  const KernelInfo &add = *withThrowaway().lookup("add");
-  EXPECT_EQ(KernelRegistry::flops(add, ins, outs), 0.0);
+  EXPECT_EQ(KernelRegistry::flops(*withThrowaway().lookup("throwaway_axpb"), ins, outs), 0.0);
+  EXPECT_EQ(KernelRegistry::flops(*withThrowaway().lookup("linear"), ins, outs), 2.0 * 18 * 5);
 }
 
 TEST_F(KernelRegistryTest, RuntimeTableFromTheSameEntriesCallsTheThrowaway) {
@@ -176,32 +160,50 @@ TEST_F(KernelRegistryTest, RuntimeTableFromTheSameEntriesCallsTheThrowaway) {
   ASSERT_NE(e, nullptr);
   ASSERT_EQ(std::size(kRuntimeTable), withThrowaway().kernels().size());
   const KernelInfo &k = *withThrowaway().lookup("throwaway_axpb");
-  PackedAttrs p = KernelRegistry::pack(
-      k, dict({named("axis", b.getI64IntegerAttr(0)),
-               named("alpha", b.getF64FloatAttr(3.0)),
-               named("beta", b.getF64FloatAttr(0.5))}));
-  hcrt_attrs a{};
-  for (int64_t v : p.ints)
-    a.ints[a.num_ints++] = v;
-  for (double v : p.floats)
-    a.floats[a.num_floats++] = v;
+  auto call = [&](mlir::DictionaryAttr attrs, hcrt_tensor &in, hcrt_tensor &out) {
+    PackedAttrs p = KernelRegistry::pack(k, attrs);
+    hcrt_attrs a{};
+    for (int64_t v : p.ints)
+      a.ints[a.num_ints++] = v;
+    for (double v : p.floats)
+      a.floats[a.num_floats++] = v;
+    e->fn(&in, 1, &out, 1, &a, hc_threads{});
+  };
+  auto tensor = [](float *data, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+    hcrt_tensor t{};
+    t.data = data;
+    t.dtype = HCRT_F32;
+    t.rank = static_cast<int32_t>(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d)
+      t.shape[d] = shape[d], t.strides[d] = strides[d];
+    return t;
+  };
+  auto on = dict({named("alpha", b.getF64FloatAttr(3.0)),
+                  named("beta", b.getF64FloatAttr(0.5))});
   float xs[3] = {1, -2, 0.25f}, ys[3] = {};
-  hcrt_tensor in{}, out{};
-  in.data = xs, out.data = ys;
-  in.dtype = out.dtype = HCRT_F32;
-  in.rank = out.rank = 1;
-  in.shape[0] = out.shape[0] = 3;
-  in.strides[0] = out.strides[0] = 1;
-  e->fn(&in, 1, &out, 1, &a, hc_threads{});
+  hcrt_tensor in = tensor(xs, {3}, {1}), out = tensor(ys, {3}, {1});
+  call(on, in, out);
   EXPECT_FLOAT_EQ(ys[0], 3.5f);
   EXPECT_FLOAT_EQ(ys[1], -5.5f);
   EXPECT_FLOAT_EQ(ys[2], 1.25f);
+  // A strided input (the transpose of a 2 x 3 block) into a 3 x 2 output.
+  float m[6] = {0, 1, 2, 3, 4, 5}, t[6] = {};
+  hcrt_tensor tin = tensor(m, {3, 2}, {1, 3}), tout = tensor(t, {3, 2}, {2, 1});
+  call(on, tin, tout);
+  const float want[6] = {0.5f, 9.5f, 3.5f, 12.5f, 6.5f, 15.5f};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(t[i], want[i]) << i;
+  call(dict({named("alpha", b.getF64FloatAttr(3.0)), named("beta", b.getF64FloatAttr(0.5)),
+             named("mode", b.getStringAttr("off"))}),
+       tin, tout);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(t[i], m[(i % 2) * 3 + i / 2]) << i;
 }
 
 TEST_F(KernelRegistryTest, HyperparameterSlotsArePackedFloatsWithTheirPlaces) {
   // adamw: lr, beta1, beta2, eps, weight_decay -> floats 0..4; the step's
   // hyperparameters are floats 0 (lr) and 4 (weight_decay).
-  const KernelRegistry &r = KernelRegistry::builtin();
+  const KernelRegistry &r = KernelRegistry::active();
   std::vector<HyperSlot> adamw = KernelRegistry::hyperSlots(*r.lookup("adamw"));
   ASSERT_EQ(adamw.size(), 2u);
   EXPECT_STREQ(adamw[0].key, "lr");

@@ -1,7 +1,11 @@
-// hc-compile: ONNX training graph -> hc IR -> (later stages) dit_step.so.
+// hc-compile's driver: ONNX training graph -> hc IR -> (later stages)
+// dit_step.so. main.cpp runs it; a tool that registers a compiler extension
+// first (test/extension/) runs the same driver.
 // Exit codes: 0 ok, 2 bad input or flags (one line), 3 a stage that is not
 // implemented yet (said so; nothing is pretended or half-written).
+#include "hc/Compiler/CompileMain.h"
 #include "hc/Compiler/EmitStep.h"
+#include "hc/Compiler/Extension.h"
 #include "hc/Compiler/OnnxImport.h"
 #include "hc/Compiler/Pipeline.h"
 
@@ -154,7 +158,7 @@ struct Temporaries {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int hc::compileMain(int argc, char **argv) {
   std::string input, output, emit, error, target = "native";
   hc::ImportOptions options;
   hc::PipelineOptions pipeline;
@@ -220,7 +224,10 @@ int main(int argc, char **argv) {
       emit != "cpp")
     usageError("--emit must be hc, train, schedule or cpp, got '" + emit + "'");
 
-  mlir::MLIRContext context;
+  mlir::DialectRegistry extensionDialects;
+  hc::appendExtensionDialects(extensionDialects);
+  mlir::MLIRContext context(extensionDialects);
+  context.loadAllAvailableDialects();
   hc::ImportedModel model;
   options.path = input;
   options.userFrozen = pipeline.freeze;

@@ -107,6 +107,13 @@ bool checkTarget(const std::string &target, std::string &error) {
   return true;
 }
 
+static std::vector<std::string> &kernelLibraries() {
+  static std::vector<std::string> libs;
+  return libs;
+}
+
+void addKernelLibrary(const std::string &path) { kernelLibraries().push_back(path); }
+
 bool compileStepLibrary(const std::string &cppPath, const std::string &soPath,
                         const std::string &target, std::string &error) {
   const std::string log = cppPath + ".log";
@@ -115,6 +122,10 @@ bool compileStepLibrary(const std::string &cppPath, const std::string &soPath,
       "-fvisibility=hidden", "-march=" + target,
       "-I" HC_RUNTIME_INCLUDE_DIR, asOperand(cppPath), "-o", asOperand(soPath),
       "-L" HC_RUNTIME_LIB_DIR, "-lhcrt", "-Wl,-rpath," HC_RUNTIME_LIB_DIR};
+  for (const std::string &lib : kernelLibraries()) {
+    args.push_back(asOperand(lib));
+    args.push_back("-Wl,-rpath," + lib.substr(0, lib.find_last_of('/')));
+  }
   int rc = runLogged(args, log, error);
   if (rc != 0) {
     std::remove(soPath.c_str());

@@ -216,7 +216,7 @@ int Emitter::descOf(Value v) {
 
 int Emitter::attrsOf(hs::CallOp call) {
   // Layout from the kernel registry; the verifier has checked the call.
-  const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(call.getKernel());
+  const hs::KernelInfo *k = hs::KernelRegistry::active().lookup(call.getKernel());
   hs::PackedAttrs packed = hs::KernelRegistry::pack(*k, call.getAttrs());
   const std::vector<int64_t> &ints = packed.ints;
   const std::vector<double> &floats = packed.floats;
@@ -283,7 +283,7 @@ double Emitter::flopsOf(hs::CallOp call) {
       r.push_back(cast<MemRefType>(v.getType()).getShape());
     return r;
   };
-  const hs::KernelInfo *k = hs::KernelRegistry::builtin().lookup(call.getKernel());
+  const hs::KernelInfo *k = hs::KernelRegistry::active().lookup(call.getKernel());
   return hs::KernelRegistry::flops(*k, shapes(call.getIns()), shapes(call.getOuts()));
 }
 
@@ -499,7 +499,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
   double modelFlops = 0;
   for (std::size_t i = 0; i <= lossCall && i < calls.size(); ++i) {
     const hs::KernelInfo *k =
-        hs::KernelRegistry::builtin().lookup(callWhere[i].first);
+        hs::KernelRegistry::active().lookup(callWhere[i].first);
     if (k && (k->flops == hs::FlopRule::LINEAR ||
               k->flops == hs::FlopRule::MATMUL ||
               k->flops == hs::FlopRule::ATTENTION))
@@ -586,7 +586,14 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "#include \"hc/runtime/graph_ops.h\"\n#include \"hc/runtime/placement.h\"\n"
      << "#include \"hc/runtime/step_abi.h\"\n#include \"hc/runtime/copy_engine.h\"\n"
      << "#include <chrono>\n#include <cmath>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <new>\n"
-     << "#include <atomic>\n#include <iterator>\n#include <mutex>\n#include <thread>\n#include <vector>\n\nnamespace {\n\n"
+     << "#include <atomic>\n#include <iterator>\n#include <mutex>\n#include <thread>\n#include <vector>\n\n";
+  // Kernels of compiler extensions: graph_ops.h declares only kernels.def's.
+  for (const std::string &k : kernels)
+    if (hs::KernelRegistry::active().lookup(k)->extension)
+      os << "extern \"C\" void hcrt_op_" << k
+         << "(const hcrt_tensor *, int32_t, hcrt_tensor *, int32_t, const hcrt_attrs *, "
+            "hc_threads);\n";
+  os << "\nnamespace {\n\n"
      << "const char kDescription[] = R\"hcjson(" << description << ")hcjson\";\n\n"
      << "struct Desc { int32_t arena, base, dtype, rank; int64_t byte_offset; "
         "int64_t shape[HCRT_MAX_RANK], strides[HCRT_MAX_RANK]; };\n"
@@ -657,7 +664,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
   {
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const auto &[kernel, nodes] = callWhere[i];
-      const hs::KernelInfo *info = hs::KernelRegistry::builtin().lookup(kernel);
+      const hs::KernelInfo *info = hs::KernelRegistry::active().lookup(kernel);
       std::string phase = info && info->effect == hs::KernelEffect::Optimizer
                               ? "optimizer"
                               : i <= lossCall ? "forward" : "backward";

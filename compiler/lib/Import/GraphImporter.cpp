@@ -1,4 +1,4 @@
-#include "GraphImporter.h"
+#include "hc/Compiler/GraphImporter.h"
 
 using namespace mlir;
 

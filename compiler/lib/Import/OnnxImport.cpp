@@ -1,8 +1,7 @@
 // ONNX file -> validated ModelProto -> func.func @forward of hc graph ops.
 #include "hc/Compiler/OnnxImport.h"
 
-#include "GraphImporter.h"
-#include "HcDomain.h"
+#include "hc/Compiler/GraphImporter.h"
 #include "LibonnxGuards.h"
 #include "OpsetSchemas.h"
 #include "ExportChecks.h"
@@ -21,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fcntl.h>
+#include <mutex>
 #include <set>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -122,7 +122,8 @@ private:
   void warnLooksFrozen();
   void refuseUnnamedDynamoWeights();
   int64_t opset = 0;
-  int64_t hcOpset = 0;  // the "hc" domain's imported version, 0 if none
+  // Imported versions of the registered op domains (hc's, extensions').
+  std::map<std::string, int64_t> domainVersions;
   std::set<std::string> initializerNames;
   std::set<std::string> trainingState;  // training_info's R, T, V, H
   std::set<std::string> exportConstants;  // torchExportConstants()
@@ -164,12 +165,11 @@ void Importer::checkOpsets() {
     const std::string &domain = imp.domain();
     if (domain.empty() || domain == "ai.onnx") {
       opset = imp.version();
-    } else if (domain == hc::import::kHcDomain) {
-      hcOpset = imp.version();
-      if (hcOpset != hc::import::kHcDomainVersion)
-        fileError("domain 'hc' version " + std::to_string(hcOpset) +
-                  " is not known (hc defines version " +
-                  std::to_string(hc::import::kHcDomainVersion) + ")");
+    } else if (const hc::import::OpDomain *d = hc::import::findOpDomain(domain)) {
+      domainVersions[domain] = imp.version();
+      if (imp.version() != d->version)
+        fileError("domain '" + domain + "' version " + std::to_string(imp.version()) +
+                  " is not known (hc defines version " + std::to_string(d->version) + ")");
     }  // other domains are judged at the nodes that use them
   }
   if (opset == 0)
@@ -209,8 +209,20 @@ void Importer::checkStructure() {
       laterOutputs.insert(o);
   for (const auto &n : g.node()) {
     const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    if (domain == hc::import::kHcDomain) {
-      std::string bad = hc::import::validateHcNode(n, hcOpset);
+    if (const hc::import::OpDomain *d = hc::import::findOpDomain(domain)) {
+      std::string bad;
+      if (!domainVersions.count(domain)) {
+        bad = "domain '" + domain + "' is used but the model does not import it "
+              "(opset_import {domain: \"" + domain + "\", version: " +
+              std::to_string(d->version) + "})";
+      } else if (!d->handlers.count(n.op_type())) {
+        std::string ops;
+        for (const auto &[name, handler] : d->handlers)
+          ops += (ops.empty() ? "" : ", ") + name;
+        bad = "op '" + n.op_type() + "' is not in domain '" + domain + "' (it has " + ops + ")";
+      } else {
+        bad = d->validate(n);
+      }
       if (!bad.empty())
         throw ImportError(nodeLabel(options.path, n, opset) + ": " + bad);
     } else if (domain != "" && domain != "ai.onnx.ml")
@@ -402,6 +414,19 @@ void Importer::fixBatch() {
   }
 }
 
+// Tells libonnx the schemas of every registered op domain, once: its
+// checker and shape inference then know hc's and extensions' ops.
+void registerDomainSchemas() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const hc::import::OpDomain &d : hc::import::opDomains()) {
+      onnx::OpSchemaRegistry::DomainToVersionRange::Instance().AddDomainToVersion(
+          d.name, 1, static_cast<int>(d.version));
+      d.registerSchemas();
+    }
+  });
+}
+
 void Importer::runOnnxChecks() {
   // Opsets 18..21: libonnx 1.12 has no schemas for them (it would check
   // and infer with older definitions), so checkStructure validated every
@@ -409,7 +434,7 @@ void Importer::runOnnxChecks() {
   // shapes do not fit fails there, naming the node.
   if (opset > kLibOnnxMaxOpset)
     return;
-  hc::import::registerHcDomainSchemas();
+  registerDomainSchemas();
   try {
     if (model().ir_version() <= kLibOnnxMaxIr) {
       // The file form lets the checker resolve external data next to it.

@@ -5,6 +5,9 @@
 #include "HcDomain.h"
 #include "OpHandlerSupport.h"
 
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/ErrorHandling.h"
+
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -708,31 +711,41 @@ void ifOp(GraphImporter &gi) {
   }
 }
 
-// hc::StopGradient: an op that autodiff does not look through. A known
-// constant has no gradient to stop and stays a constant.
-void stopGradientOp(GraphImporter &gi) {
-  if (const Const *c = gi.inputConst(0)) {
-    gi.outputConst(0, *c);
-    return;
-  }
-  Value x = gi.input(0);
-  if (!isa<FloatType>(gi.typeOf(x).getElementType()))
-    gi.fail("StopGradient of a non-float tensor");
-  gi.output(0, gi.buildTyped<StopGradientOp>(x.getType(), x));
-}
-
 } // namespace
 
+namespace {
+std::vector<OpDomain> &domainTable() {
+  static std::vector<OpDomain> domains = {hcOpDomain()};
+  return domains;
+}
+} // namespace
+
+void registerOpDomain(OpDomain domain) {
+  if (findOpDomain(domain.name))
+    llvm::report_fatal_error(llvm::Twine("ONNX op domain '") + domain.name +
+                             "' is registered twice");
+  domainTable().push_back(std::move(domain));
+}
+
+const OpDomain *findOpDomain(const std::string &name) {
+  for (const OpDomain &d : domainTable())
+    if (d.name == name)
+      return &d;
+  return nullptr;
+}
+
+const std::vector<OpDomain> &opDomains() { return domainTable(); }
+
 const OpHandler *findHandler(const onnx::NodeProto &n) {
-  std::string key;
-  if (n.domain().empty() || n.domain() == "ai.onnx")
-    key = n.op_type();
-  else if (n.domain() == kHcDomain)
-    key = std::string(kHcDomain) + "::" + n.op_type();
-  else
-    return nullptr;
-  auto h = opHandlers().find(key);
-  return h == opHandlers().end() ? nullptr : &h->second;
+  const std::map<std::string, OpHandler> *table = &opHandlers();
+  if (!n.domain().empty() && n.domain() != "ai.onnx") {
+    const OpDomain *d = findOpDomain(n.domain());
+    if (!d)
+      return nullptr;
+    table = &d->handlers;
+  }
+  auto h = table->find(n.op_type());
+  return h == table->end() ? nullptr : &h->second;
 }
 
 const std::map<std::string, OpHandler> &opHandlers() {
@@ -757,7 +770,6 @@ const std::map<std::string, OpHandler> &opHandlers() {
       {"Identity", identityOp},
       {"Dropout", dropoutOp},
       {"If", ifOp},
-      {std::string(kHcDomain) + "::StopGradient", stopGradientOp},
     };
     addMathHandlers(t);
     addOpset18Handlers(t);

@@ -3,7 +3,7 @@
 #ifndef HC_COMPILER_IMPORT_TRAININGINFO_H
 #define HC_COMPILER_IMPORT_TRAININGINFO_H
 
-#include "GraphImporter.h"
+#include "hc/Compiler/GraphImporter.h"
 
 #include "hc/Compiler/OnnxImport.h"
 

@@ -5,6 +5,10 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/ErrorHandling.h"
+
+#include <atomic>
 
 using namespace mlir;
 
@@ -17,12 +21,40 @@ static_assert(sizeof(hcrt_attrs::ints) / sizeof(int64_t) == kMaxAttrInts &&
 KernelRegistry::KernelRegistry(std::vector<KernelInfo> kernels)
     : all(std::move(kernels)) {}
 
-const KernelRegistry &KernelRegistry::builtin() {
-  static const KernelRegistry registry({
+namespace {
+std::vector<KernelInfo> &extensionKernels() {
+  static std::vector<KernelInfo> kernels;
+  return kernels;
+}
+std::atomic<bool> registryFixed{false};
+} // namespace
+
+void KernelRegistry::addExtensionKernels(std::vector<KernelInfo> kernels) {
+  if (registryFixed)
+    llvm::report_fatal_error("kernel registry extended after its first use");
+  for (KernelInfo &k : kernels) {
+    k.extension = true;
+    extensionKernels().push_back(std::move(k));
+  }
+}
+
+const KernelRegistry &KernelRegistry::active() {
+  static const KernelRegistry registry = [] {
+    std::vector<KernelInfo> all = {
 #include "hc/Schedule/KernelInfoMacros.h"
 #include "hc/runtime/kernels.def"
 #include "hc/Schedule/KernelInfoMacrosEnd.h"
-  });
+    };
+    for (const KernelInfo &k : extensionKernels()) {
+      for (const KernelInfo &known : all)
+        if (StringRef(known.name) == k.name)
+          llvm::report_fatal_error(Twine("kernel '") + k.name +
+                                   "' is registered twice");
+      all.push_back(k);
+    }
+    registryFixed = true;
+    return KernelRegistry(std::move(all));
+  }();
   return registry;
 }
 

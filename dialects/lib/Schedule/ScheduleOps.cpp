@@ -62,7 +62,7 @@ LogicalResult CallOp::verify() {
   // The runtime's own registry (a plain X-macro file, no MLIR in it), so the
   // compiler and libhcrt cannot disagree on which kernels exist and which
   // attributes they read.
-  const KernelInfo *k = KernelRegistry::builtin().lookup(getKernel());
+  const KernelInfo *k = KernelRegistry::active().lookup(getKernel());
   if (!k)
     return emitOpError("unknown runtime kernel '")
            << getKernel() << "' (runtime/include/hc/runtime/kernels.def lists them)";

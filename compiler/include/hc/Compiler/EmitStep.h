@@ -36,6 +36,10 @@ bool checkTarget(const std::string &target, std::string &error);
 bool compileStepLibrary(const std::string &cppPath, const std::string &soPath,
                         const std::string &target, std::string &error);
 
+// A shared library (absolute path) every step library links and finds at
+// load time (rpath): a compiler extension's kernel bodies (Extension.h).
+void addKernelLibrary(const std::string &path);
+
 } // namespace hc
 
 #endif // HC_COMPILER_EMITSTEP_H

@@ -69,6 +69,10 @@ struct KernelInfo {
   KernelSplit split;
   KernelEffect effect;
   std::vector<AttrSlot> attrs;
+  // Set for entries a compiler extension added (not in kernels.def): the
+  // step library declares their hcrt_op_ bodies itself and links their
+  // library.
+  bool extension = false;
   // Whether the layout has a slot `key` (e.g. the GEMM class's "precision").
   bool hasSlot(llvm::StringRef key) const {
     for (const AttrSlot &s : attrs)
@@ -93,12 +97,17 @@ struct HyperSlot {
 // Hard limits of hcrt_attrs (graph_ops.h).
 constexpr size_t kMaxAttrInts = 16, kMaxAttrFloats = 8;
 
-// A set of kernels. builtin() is kernels.def; tests build others from it
-// plus entries of their own, the way kernels.def is read.
+// A set of kernels. active() is the one every pass reads: kernels.def,
+// then the entries compiler extensions added (hc/Compiler/Extension.h);
+// tests build others from kernels.def plus entries of their own.
 class KernelRegistry {
 public:
   explicit KernelRegistry(std::vector<KernelInfo> kernels);
-  static const KernelRegistry &builtin();
+  static const KernelRegistry &active();
+  // Adds an extension's entries (read from its .def file with
+  // KernelInfoMacros.h). Only before the first active(): the registry is
+  // fixed once a pass has read it. A name already known is a fatal error.
+  static void addExtensionKernels(std::vector<KernelInfo> kernels);
 
   const KernelInfo *lookup(llvm::StringRef name) const;
   llvm::ArrayRef<KernelInfo> kernels() const { return all; }

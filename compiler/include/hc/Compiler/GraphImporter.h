@@ -1,5 +1,7 @@
-// Internal to the ONNX importer: the state of one graph's translation and
-// the helpers op handlers use. Compiled with exceptions (libonnx throws);
+// The ONNX importer's handler interface: the state of one graph's
+// translation, the helpers op handlers use, and the op domains besides
+// ai.onnx (hc's own and those of compiler extensions, which include this
+// header to write their handlers). Compiled with exceptions (libonnx throws);
 // handlers report problems by throwing ImportError, which the driver turns
 // into one line naming the node, its op type and opset.
 #ifndef HC_COMPILER_IMPORT_GRAPHIMPORTER_H
@@ -45,9 +47,31 @@ struct Val {
 class GraphImporter;
 using OpHandler = std::function<void(GraphImporter &)>;
 
-// ONNX op type -> handler (defined in OpHandlers.cpp); ops of hc's own
-// domain are keyed "hc::Op".
+// ai.onnx op type -> handler (defined in OpHandlers.cpp).
 const std::map<std::string, OpHandler> &opHandlers();
+
+// An ONNX op domain besides ai.onnx: hc's own ("hc", HcDomain.cpp) and
+// those compiler extensions register (hc/Compiler/Extension.h). The
+// importer judges a node of such a domain by its table, never by libonnx
+// alone: a model must import the domain at `version`, the op type must be
+// a key of `handlers`, and `validate` names what else is wrong.
+struct OpDomain {
+  std::string name;
+  int64_t version = 1;
+  // Registers the ops' schemas with libonnx, for its checker; run once.
+  std::function<void()> registerSchemas;
+  // "" or the one-line reason node `n` is invalid (arity, attributes).
+  std::function<std::string(const onnx::NodeProto &n)> validate;
+  std::map<std::string, OpHandler> handlers;  // op type -> handler
+};
+// Adds a domain before any import; a second domain of the same name is a
+// fatal error.
+void registerOpDomain(OpDomain domain);
+// The domain called `name`, nullptr if none is registered.
+const OpDomain *findOpDomain(const std::string &name);
+// Every registered domain, "hc" first.
+const std::vector<OpDomain> &opDomains();
+
 // The handler of node `n` (by domain and op type), nullptr if hc has none.
 const OpHandler *findHandler(const onnx::NodeProto &n);
 
