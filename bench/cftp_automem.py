@@ -7,6 +7,11 @@ unbudgeted two-stream step.
 usage: /usr/bin/python3 bench/cftp_automem.py --bin build/bin --work DIR
            [--model DiT-S/2] [--batch 32] [--fraction 0.6] [--rounds 5]
            [--steps 4] [--precision fp32|bf16] [--disk] [--mem-rates R]
+           [--bin-old OLD/build/bin]
+
+--bin-old adds the same budget compiled and run by an older build (6cdebe6,
+whose hc-cftp switched itself off under any budget that moved data): the
+one-stream plan the issue compares against, by the build that made it.
 
 The budget is --fraction of the unbudgeted plan's planned bytes (arenas and
 reserve, from a compile with an unbounded budget); --disk puts the
@@ -41,12 +46,12 @@ def cpu():
     return "%s (%s)" % (cpu_name(), isa)
 
 
-def train(args, lib, data, labels, tag):
+def train(args, lib, data, labels, tag, bin_dir):
     metrics = os.path.join(args.work, "metrics-%s.jsonl" % tag)
     if os.path.exists(metrics):
         os.remove(metrics)
     env = dict(os.environ, HC_NUM_THREADS=str(args.threads))
-    run([os.path.join(args.bin, "hc-run"), lib, "--data", data, "--labels", labels,
+    run([os.path.join(bin_dir, "hc-run"), lib, "--data", data, "--labels", labels,
          "--steps", str(args.steps), "--log-every", "1", "--metrics", metrics,
          "--no-progress"], env)
     rows = [json.loads(line) for line in open(metrics)]
@@ -67,12 +72,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--disk", action="store_true")
+    ap.add_argument("--bin-old", default="", help="an older build's bin folder (a fourth system)")
     ap.add_argument("--mem-rates", default="",
                     help="hc-automem's rates (memory=0.001 prices recomputation out, so the "
                          "budget is met by tier copies)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    libdir = os.path.join(os.path.dirname(os.path.abspath(args.bin)), "lib")
     onnx = os.path.join(args.work, "model.onnx")
     if not os.path.exists(onnx):
         run([PY, os.path.join(ROOT, "models", "export_dit.py"), "--model", args.model,
@@ -96,15 +101,23 @@ def main():
     if args.disk:
         os.makedirs(os.path.join(args.work, "offload"), exist_ok=True)
         tier += ["--offload-dir", os.path.join(args.work, "offload")]
-    libs = {}
-    for name, flags in (("unbudgeted", []), ("budget-2streams", tier), ("budget-1stream", tier + ["--cftp", "off"])):
+    libs, bins = {}, {}
+    systems = [("unbudgeted", args.bin, []), ("budget-2streams", args.bin, tier),
+               ("budget-1stream", args.bin, tier + ["--cftp", "off"])]
+    if args.bin_old:
+        systems.append(("old-budget", args.bin_old, tier))
+    for name, bin_dir, flags in systems:
         so = os.path.join(args.work, "%s-%s.so" % (name, args.precision))
-        run(base + flags + ["-o", so])
-        d = description(so, libdir)
-        libs[name] = so
-        mem = d["memory_plan"]
-        sched = run(base + flags + ["--emit=schedule"])
+        cmd = [os.path.join(bin_dir, "hc-compile")] + base[1:] + flags
+        run(cmd + ["-o", so])
+        libs[name], bins[name] = so, bin_dir
+        sched = run(cmd + ["--emit=schedule"])
         cftp = re.search(r"hcs.cftp = (\{[^}]*\})", sched)
+        try:
+            mem = description(so, os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "lib"))["memory_plan"]
+        except Exception as e:  # an older build's description may differ
+            print("%-16s (no memory plan read: %s)" % (name, e))
+            mem = {}
         print("%-16s planned %.0f MB, recomputed calls %d, copies offload %.0f MB prefetch %.0f MB "
               "per step, hcs.cftp %s" % (
             name, mem.get("planned_bytes", 0) / 1e6, mem.get("recomputed_calls", 0), mem.get("offload_bytes_per_step", 0) / 1e6,
@@ -120,7 +133,7 @@ def main():
     for r in range(args.rounds):
         line = []
         for n, so in libs.items():
-            t, loss, mb = train(args, so, data, labels, n)
+            t, loss, mb = train(args, so, data, labels, n, bins[n])
             times[n].append(t)
             losses[n].append(loss)
             line.append("%s %.3f s (loss %.6f, %.0f MB copied)" % (n, t, loss, mb))
@@ -130,6 +143,9 @@ def main():
     print("two streams / one stream (same budget): %.3fx (bar 1.02x); two streams budgeted / "
           "unbudgeted: %.3fx" % (med["budget-2streams"] / med["budget-1stream"],
                                 med["budget-2streams"] / med["unbudgeted"]))
+    if "old-budget" in med:
+        print("two streams / the older build's budgeted step: %.3fx (bar 1.02x)"
+              % (med["budget-2streams"] / med["old-budget"]))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ gate of a real step library, and hc-run's memory messages.
 
 usage: dit_preempt_check.py CASE --bin DIR --toys DIR --work DIR
 
-  gate    the emitted kGateCall is the first optimizer call; a signal raised
+  gate    the emitted gate_call is the first optimizer call; a signal raised
           inside step 3 (HC_PREEMPT_RAISE) abandons it at the gate, step 2 is
           saved, exit 75, and the resume reaches step 6 bit-identical to an
           uninterrupted run: one stream (-np 1 and -np 2, rank 1 signalled
@@ -76,12 +76,12 @@ def case_gate(ctx):
     # The gate stands before the first call writing parameters or moments:
     # the first optimizer kernel of the emitted call table.
     cpp = ctx.ok("hc-compile", ["model.onnx", "--batch", "4", "--emit=cpp"]).stdout
-    gate = int(re.search(r"constexpr size_t kGateCall = (\d+);", cpp).group(1))
+    gate = int(re.search(r"/\*gate_call\*/ (\d+),", cpp).group(1))
     where = re.search(r"const char \*const kCallWhere\[\] = \{\n(.*?)\n\};", cpp, re.S).group(1)
     labels = [l.strip() for l in where.splitlines()]
     first_opt = next(i for i, l in enumerate(labels) if "(optimizer)" in l)
-    check(gate == first_opt, "kGateCall %d, the first optimizer call is %d" % (gate, first_opt))
-    print("kGateCall %d of %d calls: %s" % (gate, len(labels), labels[gate]))
+    check(gate == first_opt, "gate_call %d, the first optimizer call is %d" % (gate, first_opt))
+    print("gate_call %d of %d calls: %s" % (gate, len(labels), labels[gate]))
     gate_round(ctx, "s.so", None, "np1", "3:15")
     gate_round(ctx, "s.so", 2, "np2", "3:15:1")
     ctx.ok("hc-compile", ["model.onnx", "--batch", "4", "--clusters", "2", "-o", "c2.so"])

@@ -5,12 +5,12 @@
 #include "hc/Compiler/EmitStep.h"
 
 #include "EmitPlacement.h"
-#include "StepRuntime.h"
 
 #include "hc/Schedule/KernelRegistry.h"
 #include "hc/Schedule/Placement.h"
 #include "hc/Schedule/ScheduleOps.h"
-#include "hc/runtime/step_abi.h"
+#include "hc/runtime/copy_engine.h"
+#include "hc/runtime/step_program.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -84,12 +84,10 @@ struct Desc {
   SmallVector<int64_t> shape, strides;
 };
 
+// One entry of the plan, as the executor reads it (step_program.h's
+// hcrt_entry; what `kernel`, `first` and `attrs` mean per kind is there).
+// `cluster`: the stream running it.
 struct Call {
-  // 0 kernel; 1 start a bucket's all-reduce, 2 wait for it (`kernel` is then
-  // the bucket's ordinal, `first` its operand); 3 (CFTP) wait until cluster
-  // `kernel` has completed `first` entries; 4 start a tier copy (`kernel`
-  // its HCRT_COPY_* kind, operands source and target, `attrs` its ticket
-  // slot), 5 wait for one (`attrs` the slot). `cluster`: the stream running it.
   int kind;
   int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1, cluster = 0;
 };
@@ -366,7 +364,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
         kernelIndex[k] = static_cast<int>(kernels.size());
         kernels.push_back(k);
       }
-      Call c{0, kernelIndex[k], static_cast<int>(operands.size())};
+      Call c{HCRT_ENTRY_KERNEL, kernelIndex[k], static_cast<int>(operands.size())};
       c.cluster = static_cast<int>(hs::clusterOf(call));
       // Optional operands keep their slot (NULL data) where segments say so.
       auto segments = call.getAttrs().getAs<DenseI32ArrayAttr>("operandSegmentSizes");
@@ -397,7 +395,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       callBytes.push_back(bytes);
       flops += callFlops.back();
     } else if (auto ar = dyn_cast<hs::AllReduceStartOp>(op)) {
-      Call c{1, numBuckets++, static_cast<int>(operands.size()), 1, 0, -1,
+      Call c{HCRT_ENTRY_ALLREDUCE_START, numBuckets++, static_cast<int>(operands.size()), 1, 0, -1,
              static_cast<int>(hs::clusterOf(ar))};
       operands.push_back(descOf(ar.getBucket()));
       calls.push_back(c);
@@ -413,8 +411,9 @@ bool Emitter::run(std::string &cpp, std::string &description,
       // Started on the copy engine (hc/runtime/copy_engine.h); `kernel` is
       // the copy's kind, `attrs` its ticket slot, which its wait names.
       bool offload = isa<hs::OffloadOp>(op);
-      int kind = offloadOnDisk ? (offload ? 2 : 3) : (offload ? 0 : 1);
-      Call c{4, kind, static_cast<int>(operands.size()), 1, 1, numCopies};
+      int kind = offloadOnDisk ? (offload ? HCRT_COPY_TO_DISK : HCRT_COPY_FROM_DISK)
+                               : (offload ? HCRT_COPY_TO_SLOW : HCRT_COPY_FROM_SLOW);
+      Call c{HCRT_ENTRY_COPY_START, kind, static_cast<int>(operands.size()), 1, 1, numCopies};
       operands.push_back(descOf(op.getOperand(0)));
       operands.push_back(descOf(op.getOperand(1)));
       calls.push_back(c);
@@ -427,7 +426,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       (offload ? offloadBytes : prefetchBytes) += bytes;
     } else if (auto wait = dyn_cast<hs::WaitOp>(op)) {
       if (auto copy = copyTokens.find(wait.getToken()); copy != copyTokens.end()) {
-        calls.push_back(Call{5, -1, 0, 0, 0, copy->second});
+        calls.push_back(Call{HCRT_ENTRY_COPY_WAIT, -1, 0, 0, 0, copy->second});
         callWhere.push_back({"copy_wait", ""});
         callFlops.push_back(0);
         callBytes.push_back(0);
@@ -439,14 +438,14 @@ bool Emitter::run(std::string &cpp, std::string &description,
         return false;
       }
       Call c = start->second;
-      c.kind = 2;
+      c.kind = HCRT_ENTRY_ALLREDUCE_WAIT;
       c.cluster = static_cast<int>(hs::clusterOf(wait));
       calls.push_back(c);
       callWhere.push_back({"allreduce_wait", ""});
       callFlops.push_back(0);
       callBytes.push_back(0);
     } else if (auto cw = dyn_cast<hs::ClusterWaitOp>(op)) {
-      Call c{3, static_cast<int>(cw.getSource()), static_cast<int>(cw.getCount()),
+      Call c{HCRT_ENTRY_CLUSTER_WAIT, static_cast<int>(cw.getSource()), static_cast<int>(cw.getCount()),
              0, 0, -1, static_cast<int>(cw.getCluster())};
       calls.push_back(c);
       callWhere.push_back({"cluster_wait", ""});
@@ -462,11 +461,11 @@ bool Emitter::run(std::string &cpp, std::string &description,
   }
   int numClusters = 1;
   for (const Call &c : calls)
-    numClusters = std::max({numClusters, c.cluster + 1, c.kind == 3 ? c.kernel + 1 : 1});
+    numClusters = std::max({numClusters, c.cluster + 1, c.kind == HCRT_ENTRY_CLUSTER_WAIT ? c.kernel + 1 : 1});
   // Calls up to the one writing the loss are the forward pass.
   std::size_t lossCall = calls.size();
   for (std::size_t i = 0; i < calls.size() && lossCall == calls.size(); ++i)
-    for (int k = 0; calls[i].kind == 0 && k < calls[i].nout; ++k)
+    for (int k = 0; calls[i].kind == HCRT_ENTRY_KERNEL && k < calls[i].nout; ++k)
       if (operands[calls[i].first + calls[i].nin + k] == lossDesc)
         lossCall = i;
   // The update gate (step ABI 4, preemption) stands before the first call
@@ -474,7 +473,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
   // moments and counters. Before it, a step can still be dropped whole.
   std::size_t gateCall = calls.size();
   for (std::size_t i = 0; i < calls.size() && gateCall == calls.size(); ++i)
-    for (int k = 0; calls[i].kind == 0 && k < calls[i].nout; ++k) {
+    for (int k = 0; calls[i].kind == HCRT_ENTRY_KERNEL && k < calls[i].nout; ++k) {
       int d = operands[calls[i].first + calls[i].nin + k];
       if (d < 0)
         continue;
@@ -488,7 +487,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
   // last of its step (gradient accumulation) skips it and the all-reduces.
   std::size_t updateCall = calls.size();
   for (std::size_t i = calls.size(); i-- > 0;)
-    if (calls[i].kind == 2) {
+    if (calls[i].kind == HCRT_ENTRY_ALLREDUCE_WAIT) {
       updateCall = i + 1;
       break;
     }
@@ -583,10 +582,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
   llvm::raw_string_ostream os(s);
   os << "// Generated by hc-compile from " << info.model
      << ". Do not edit: regenerate.\n"
-     << "#include \"hc/runtime/graph_ops.h\"\n#include \"hc/runtime/placement.h\"\n"
-     << "#include \"hc/runtime/step_abi.h\"\n#include \"hc/runtime/copy_engine.h\"\n"
-     << "#include <chrono>\n#include <cmath>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <new>\n"
-     << "#include <atomic>\n#include <iterator>\n#include <mutex>\n#include <thread>\n#include <vector>\n\n";
+     << "#include \"hc/runtime/step_program.h\"\n\n#include <cstddef>\n#include <cstdint>\n"
+     << "#include <iterator>\n\n";
   // Kernels of compiler extensions: graph_ops.h declares only kernels.def's.
   for (const std::string &k : kernels)
     if (hs::KernelRegistry::active().lookup(k)->extension)
@@ -595,12 +592,6 @@ bool Emitter::run(std::string &cpp, std::string &description,
             "hc_threads);\n";
   os << "\nnamespace {\n\n"
      << "const char kDescription[] = R\"hcjson(" << description << ")hcjson\";\n\n"
-     << "struct Desc { int32_t arena, base, dtype, rank; int64_t byte_offset; "
-        "int64_t shape[HCRT_MAX_RANK], strides[HCRT_MAX_RANK]; };\n"
-     << "struct Call { int32_t kind, kernel, first, nin, nout, attrs, cluster; };\n"
-     << "struct Named { const char *name; int32_t arena; int64_t byte_offset, bytes; };\n"
-     << "typedef void (*Kernel)(const hcrt_tensor *, int32_t, hcrt_tensor *, int32_t, "
-        "const hcrt_attrs *, hc_threads);\n\n"
      << "constexpr int kNumArenas = " << hs::kNumArenas
      << ", kInputArena = " << kInput << ", kConstArena = " << kConst << ";\n"
      << "const int64_t kArenaBytes[kNumArenas] = {";
@@ -616,13 +607,13 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "const void *const kConstants[] = {";
   for (int i = 0; i < numConstants; ++i)
     os << "kConst" << i << ", ";
-  os << (numConstants ? "" : "nullptr") << "};\n\nconst Kernel kKernels[] = {";
+  os << (numConstants ? "" : "nullptr") << "};\n\nconst hcrt_kernel_fn kKernels[] = {";
   for (const std::string &k : kernels)
     os << "hcrt_op_" << k << ", ";
   os << "};\n\nconst char *const kKernelNames[] = {";
   for (const std::string &k : kernels)
     os << "\"" << k << "\", ";
-  os << "};\n\nconst Desc kDescs[] = {\n";
+  os << "};\n\nconst hcrt_desc kDescs[] = {\n";
   for (const Desc &d : descs) {
     os << "  {" << d.arena << ", " << d.base << ", " << d.dtype << ", "
        << d.shape.size() << ", " << d.byteOffset << ", {";
@@ -650,15 +641,17 @@ bool Emitter::run(std::string &cpp, std::string &description,
   for (const auto &h : hypers)
     os << llvm::formatv("{0:e17}", h.second).str() << ", ";
   os << (hypers.empty() ? "0" : "") << "};\n"
-     << "struct HyperBinding { int32_t attrs, float_index, hyper; };\n"
-     << "const HyperBinding kHyperBindings[] = {";
+     << "const hcrt_hyper_binding kHyperBindings[] = {";
   for (const HyperBinding &b : hyperBindings)
     os << "{" << b.attrs << ", " << b.floatIndex << ", " << b.hyper << "}, ";
   os << (hyperBindings.empty() ? "{-1, 0, 0}" : "") << "};\n"
      << "constexpr size_t kNumHyperBindings = " << hyperBindings.size() << ";\n\n"
-     << "const Call kCalls[] = {\n";
+     << "const hcrt_entry kCalls[] = {\n";
+  static const char *const kEntryKinds[] = {
+      "HCRT_ENTRY_KERNEL",     "HCRT_ENTRY_ALLREDUCE_START", "HCRT_ENTRY_ALLREDUCE_WAIT",
+      "HCRT_ENTRY_CLUSTER_WAIT", "HCRT_ENTRY_COPY_START",    "HCRT_ENTRY_COPY_WAIT"};
   for (const Call &c : calls)
-    os << "  {" << c.kind << ", " << c.kernel << ", " << c.first << ", " << c.nin
+    os << "  {" << kEntryKinds[c.kind] << ", " << c.kernel << ", " << c.first << ", " << c.nin
        << ", " << c.nout << ", " << c.attrs << ", " << c.cluster << "},\n";
   os << "};\n\n// Where each call is, for --check-finite.\nconst char *const kCallWhere[] = {\n";
   {
@@ -669,17 +662,19 @@ bool Emitter::run(std::string &cpp, std::string &description,
                               ? "optimizer"
                               : i <= lossCall ? "forward" : "backward";
       std::string label =
-          calls[i].kind == 3
+          calls[i].kind == HCRT_ENTRY_CLUSTER_WAIT
               ? "cluster " + std::to_string(calls[i].cluster) + " waits for " +
                     std::to_string(calls[i].first) + " entries of cluster " +
                     std::to_string(calls[i].kernel)
-          : calls[i].kind >= 4
-              ? std::string(calls[i].kind == 5 ? "wait for a tier copy"
-                            : calls[i].kernel % 2 == 0 ? "offload of an activation"
-                                                       : "prefetch of an activation")
-          : calls[i].kind != 0
+          : calls[i].kind >= HCRT_ENTRY_COPY_START
+              ? std::string(calls[i].kind == HCRT_ENTRY_COPY_WAIT ? "wait for a tier copy"
+                            : calls[i].kernel == HCRT_COPY_TO_SLOW ||
+                                    calls[i].kernel == HCRT_COPY_TO_DISK
+                                ? "offload of an activation"
+                                : "prefetch of an activation")
+          : calls[i].kind != HCRT_ENTRY_KERNEL
               ? std::string("gradient all-reduce ") +
-                    (calls[i].kind == 1 ? "start" : "wait") + ", bucket " +
+                    (calls[i].kind == HCRT_ENTRY_ALLREDUCE_START ? "start" : "wait") + ", bucket " +
                     std::to_string(calls[i].kernel)
               : "kernel " + kernel + " (" + phase + ")" +
                     (nodes.empty() ? "" : " of ONNX node " + nodes);
@@ -692,7 +687,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
     // The profile tells cross-attention (q, k, v: 3 inputs after the
     // backward's dOut, out and lse) from self-attention (one packed qkv).
     const std::string &k = callWhere[i].first;
-    const bool cross = calls[i].kind == 0 && ((k == "attention" && calls[i].nin == 3) ||
+    const bool cross = calls[i].kind == HCRT_ENTRY_KERNEL && ((k == "attention" && calls[i].nin == 3) ||
                                               (k == "attention_grad" && calls[i].nin == 6));
     os << cString(cross ? "cross_" + k : k) << ", ";
   }
@@ -702,19 +697,31 @@ bool Emitter::run(std::string &cpp, std::string &description,
   os << "};\nconst double kCallBytes[] = {";
   for (double b : callBytes)
     os << llvm::formatv("{0:e}", b).str() << ", ";
-  os << "};\n\nconst Named kNamed[] = {\n" << named << "};\n\n"
-     << "constexpr int32_t kLossDesc = " << lossDesc << ";\n"
-     << "constexpr int32_t kNumBuckets = " << numBuckets << ";\n"
-     << "constexpr size_t kLossCall = " << lossCall << ";\n"
-     << "constexpr size_t kNumCalls = " << calls.size() << ";\n"
-     << "constexpr size_t kGateCall = " << gateCall << ";  // the update gate\n"
-     << "constexpr size_t kUpdateCall = " << updateCall << ";  // the update phase\n"
-     << "constexpr int kAccumArena = " << arenaCode("accum") << ";  // on demand\n"
-     << "constexpr int32_t kNumCopies = " << numCopies << ";\n"
-     << "constexpr int64_t kDiskBytes = " << diskBytes << ";  // the disk tier\n"
-     << "const char kOffloadDir[] = " << cString(offloadDir) << ";\n"
-     << "constexpr int32_t kNumClusters = " << numClusters << ";\n\n";
-  os << stepRuntimeSource();
+  os << "};\n\nconst hcrt_named kNamed[] = {\n" << named << "};\n\n"
+     << "const hcrt_step_program kProgram = {\n"
+     << "    kDescription, kNumArenas, kInputArena, kConstArena, " << arenaCode("accum")
+     << ", kArenaBytes,\n"
+     << "    kTouch, std::size(kTouch), kTouchNuma, std::size(kTouchNuma), kRanksPerNode,\n"
+     << "    kConstants, kKernels, kKernelNames, kDescs, std::size(kDescs), kOperands,\n"
+     << "    kAttrs, std::size(kAttrs), kNumHypers, kHyperNames, kHyperDefaults,\n"
+     << "    kHyperBindings, " << hyperBindings.size() << ",\n"
+     << "    kCalls, std::size(kCalls), kCallWhere, kCallKernel, kCallFlops, kCallBytes,\n"
+     << "    kNamed, std::size(kNamed),\n"
+     << "    /*loss_desc*/ " << lossDesc << ", /*loss_call*/ " << lossCall
+     << ", /*gate_call*/ " << gateCall << ", /*update_call*/ " << updateCall << ",\n"
+     << "    /*num_buckets*/ " << numBuckets << ", /*num_copies*/ " << numCopies
+     << ", /*disk_bytes*/ " << diskBytes << ", " << cString(offloadDir)
+     << ", /*num_clusters*/ " << numClusters << "};\n\n"
+     << "// The executor is libhcrt's (runtime/src/step_executor.cpp).\n"
+     << "hc_step *create(const hc_step_env *env, char *error, size_t size) {\n"
+     << "  return hcrt_step_create(&kProgram, env, error, size);\n}\n\n"
+     << "const hc_step_api kApi = {HC_STEP_ABI_VERSION, kDescription, create, "
+        "hcrt_step_destroy,\n    hcrt_step_set_tensor, hcrt_step_get_tensor, hcrt_step_run, "
+        "hcrt_step_last_error,\n    hcrt_step_profile, hcrt_step_set_hyperparameter, "
+        "hcrt_step_get_hyperparameter,\n    hcrt_step_evaluate};\n\n"
+     << "} // namespace\n\n"
+     << "extern \"C\" __attribute__((visibility(\"default\"))) const hc_step_api *\n"
+     << "hc_step_get_api(void) {\n  return &kApi;\n}\n";
   os.flush();
   cpp = std::move(s);
   return true;
