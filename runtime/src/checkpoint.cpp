@@ -1,4 +1,5 @@
 #include "hc/runtime/checkpoint.h"
+#include "hc/runtime/settings.h"
 #include "hc/runtime/files.h"
 
 #include <algorithm>
@@ -62,7 +63,7 @@ uint64_t hashTensor(uint64_t h, const std::string &name, const std::string &dtyp
 // Bytes the crash hook still allows (process-wide), or -1 when unset.
 int64_t &crashBudget() {
   static int64_t budget = [] {
-    const char *s = std::getenv("HC_CKPT_CRASH_AFTER_BYTES");
+    const char *s = hc::rt::setting(hc::rt::Setting::CkptCrashAfterBytes);
     return s && *s ? std::strtoll(s, nullptr, 10) : -1;
   }();
   return budget;

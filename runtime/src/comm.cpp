@@ -1,6 +1,7 @@
 // Comm pieces that need no MPI: one-rank communication, the launcher test
 // and the C callback for hc_step_env.
 #include "hc/runtime/comm.h"
+#include "hc/runtime/settings.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -46,8 +47,9 @@ public:
 std::unique_ptr<Comm> makeSelfComm() { return std::make_unique<SelfComm>(); }
 
 bool launchedByMpi() {
-  for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
-    const char *s = std::getenv(v);
+  using hc::rt::Setting;
+  for (Setting v : {Setting::OmpiWorldSize, Setting::PmixRank, Setting::PmiSize}) {
+    const char *s = hc::rt::setting(v);
     if (s && *s)
       return true;
   }

@@ -4,6 +4,7 @@
 // (threads of one cluster share a column block, as the paper's N-split
 // across clusters), and the epilogue fused on each C tile while it is hot.
 #include "internal.h"
+#include "hc/runtime/settings.h"
 
 #include <algorithm>
 #include <cmath>
@@ -37,17 +38,16 @@ struct Blocking {
   bool convertsB;
 };
 
-int64_t envInt(const char *name, int64_t dflt) {
-  const char *e = std::getenv(name);
-  return e && std::atoll(e) > 0 ? std::atoll(e) : dflt;
+int64_t knob(hc::rt::Setting s, int64_t dflt) {
+  const long long v = hc::rt::settingInt(s, dflt);
+  return v > 0 ? v : dflt;
 }
 
 // Whether A (B) is read in place by the kernels that can: 1 where
 // runBlock's rule says so (the default), 0 never, 2 always
 // (HC_GEMM_DIRECT_A, HC_GEMM_DIRECT_B; tuning and tests of both paths).
-int directMode(const char *name) {
-  const char *e = std::getenv(name);
-  return e ? std::atoi(e) : 1;
+int directMode(hc::rt::Setting s) {
+  return static_cast<int>(hc::rt::settingInt(s, 1));
 }
 
 // KC: 384 k steps per block, tuning data rather than a cache size: the
@@ -72,15 +72,15 @@ Blocking blocking(const GemmKernel &k) {
   Blocking b;
   int64_t kc = static_cast<int64_t>(c.l2 / 2) / ((k.mr + k.nr) * 4);
   kc = std::max<int64_t>(64, std::min<int64_t>(384, kc / 8 * 8));
-  b.kc = envInt("HC_GEMM_KC", kc);
+  b.kc = knob(hc::rt::Setting::GemmKc, kc);
   int64_t mc = static_cast<int64_t>(c.l2 / 4) / (b.kc * 4);
   mc = std::max<int64_t>(k.mr, std::min<int64_t>(4096, mc / k.mr * k.mr));
-  b.mc = envInt("HC_GEMM_MC", mc);
+  b.mc = knob(hc::rt::Setting::GemmMc, mc);
   int64_t nc = static_cast<int64_t>(2 * c.l2) / (b.kc * 4);
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
-  b.nc = envInt("HC_GEMM_NC", nc);
-  b.directA = k.microDirect ? directMode("HC_GEMM_DIRECT_A") : 0;
-  b.directB = k.microDirect && k.directB ? directMode("HC_GEMM_DIRECT_B") : 0;
+  b.nc = knob(hc::rt::Setting::GemmNc, nc);
+  b.directA = k.microDirect ? directMode(hc::rt::Setting::GemmDirectA) : 0;
+  b.directB = k.microDirect && k.directB ? directMode(hc::rt::Setting::GemmDirectB) : 0;
   b.rowsInPlace = !cpuIsIntel() && k.directRowsA;
   b.copiesA = k.copiesA;
   b.convertsB = k.microDirect && k.convertsB;
@@ -497,7 +497,7 @@ bool chooseKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
                   int P, int pm, int pn) {
   if (P <= 1 || p.epi.kind != EpiKind::None || p.K < 2 * P * 8)
     return false;
-  if (const char *e = std::getenv("HC_GEMM_KSPLIT"))
+  if (const char *e = hc::rt::setting(hc::rt::Setting::GemmKsplit))
     return std::atoi(e) != 0;
   const double M = static_cast<double>(p.M), N = static_cast<double>(p.N);
   const double grid = blockCost(k, bl, p, M / pm, N / pn, 1.4);
@@ -557,8 +557,7 @@ void gemmKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
 // On the Zen 3 VM it had been 0-4% ahead under neighbours' load.
 // HC_GEMM_SHARED_B=0 never, 2 wherever B is packed (tuning, tests).
 bool useSharedPanel(const BlockPlan &plan, const Problem &p, Range r) {
-  const char *e = std::getenv("HC_GEMM_SHARED_B");
-  const int mode = e ? std::atoi(e) : 1;
+  const int mode = static_cast<int>(hc::rt::settingInt(hc::rt::Setting::GemmSharedB, 1));
   const int threads = r.count;
   if (mode == 0 || threads <= 1 || plan.streamB || plan.directB)
     return false;

@@ -8,6 +8,7 @@
 // turns those modes off (microDirect null), both operands are packed. The
 // native kernel rounds what it reads in place as it packs it.
 #include "internal.h"
+#include "hc/runtime/settings.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -56,7 +57,7 @@ std::atomic<int32_t> gNative{-1};
 bool wantNative() {
   int32_t v = gNative.load(std::memory_order_relaxed);
   if (v < 0) {
-    const char *e = std::getenv("HC_BF16_NATIVE");
+    const char *e = hc::rt::setting(hc::rt::Setting::Bf16Native);
     v = e && *e ? std::atoi(e) != 0 : hcrt_bf16_over_fma() > 1.0;
     gNative.store(v, std::memory_order_relaxed);
   }

@@ -8,6 +8,7 @@
 // the others compute in double and round once. Everything runs over any
 // strided input view through one N-d loop (graph_ops_util.h).
 #include "graph_ops_util.h"
+#include "hc/runtime/settings.h"
 
 #include "hc/runtime/random.h"
 
@@ -768,7 +769,7 @@ extern "C" int64_t hcrt_first_nonfinite(const hcrt_tensor *t, const char *kernel
   int64_t n = 1;
   for (int32_t k = 0; k < t->rank; ++k)
     n *= t->shape[k];
-  static const char *plant = std::getenv("HC_CHECK_FINITE_PLANT");
+  static const char *plant = hc::rt::setting(hc::rt::Setting::CheckFinitePlant);
   static std::atomic<bool> planted{false};
   if (plant && kernel && n > 0 && std::strcmp(plant, kernel) == 0 &&
       !planted.exchange(true)) {

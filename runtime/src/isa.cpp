@@ -1,5 +1,6 @@
 // Run-time instruction-set choice for the kernels (CPUID + OS state).
 #include "internal.h"
+#include "hc/runtime/settings.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -27,7 +28,7 @@ int32_t best() {
 }
 
 int32_t fromEnv() {
-  const char *e = std::getenv("HC_ISA");
+  const char *e = hc::rt::setting(hc::rt::Setting::Isa);
   int32_t b = best();
   if (!e)
     return b;

@@ -1,6 +1,7 @@
 // Fused (non-GEMM) kernels: partitioning over the thread range and dispatch
 // to the per-ISA bodies of ops_impl.inc.
 #include "internal.h"
+#include "hc/runtime/settings.h"
 
 #include <algorithm>
 #include <cmath>
@@ -59,7 +60,7 @@ void forPieces(hc_threads t, int64_t n, int64_t work, int64_t grain, F &&f) {
 // 37.7 MB out, L3 32 MiB): 2.6-3.2 -> 2.1-2.3 ms. HC_STREAM_STORES=0/1
 // forces plain/streaming stores (tests, tuning).
 bool streamOutput(int64_t rows, int64_t cols) {
-  if (const char *e = std::getenv("HC_STREAM_STORES"))
+  if (const char *e = hc::rt::setting(hc::rt::Setting::StreamStores))
     return std::atoi(e) != 0;
   const double bytes = static_cast<double>(rows) * cols * 4;
   return bytes > static_cast<double>(cacheInfo().l3);
@@ -313,7 +314,7 @@ static void attentionTiles(const hc_attention_args &a, int64_t &Br,
   const double floats = static_cast<double>(cacheInfo().l2) / 4 / 2 / 2;
   int64_t t = static_cast<int64_t>(std::sqrt(floats)) / 16 * 16;
   t = std::max<int64_t>(32, std::min<int64_t>(512, t));
-  if (const char *e = std::getenv("HC_ATTENTION_TILE"))
+  if (const char *e = hc::rt::setting(hc::rt::Setting::AttentionTile))
     if (std::atoll(e) > 0)
       t = std::atoll(e);
   Br = std::max<int64_t>(1, std::min(a.Tq, t));

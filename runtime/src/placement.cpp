@@ -1,6 +1,7 @@
 // First touch of a step's arenas by the clusters that own them
 // (hc/runtime/placement.h).
 #include "hc/runtime/placement.h"
+#include "hc/runtime/settings.h"
 
 #include "internal.h"
 
@@ -25,7 +26,7 @@ extern "C" {
 
 char *hcrt_arena_alloc(size_t bytes) {
   constexpr size_t kHuge = size_t{2} << 20;
-  const char *setting = std::getenv("HC_HUGE_PAGES");
+  const char *setting = hc::rt::setting(hc::rt::Setting::HugePages);
   const bool off = setting && std::strcmp(setting, "0") == 0;
   const bool huge = bytes >= kHuge && !off;
   const size_t align = huge ? kHuge : HCRT_PLACEMENT_PAGE;

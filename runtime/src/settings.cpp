@@ -28,38 +28,53 @@ bool oneOf(const char *s, std::initializer_list<const char *> values) {
   return false;
 }
 
+const char *const kNames[] = {
+#define HC_SETTING(id, name, cls, doc) name,
+#include "hc/runtime/settings.def"
+#undef HC_SETTING
+};
+
 } // namespace
+
+const char *settingName(Setting s) { return kNames[static_cast<int>(s)]; }
+
+const char *setting(Setting s) { return std::getenv(settingName(s)); }
+
+long long settingInt(Setting s, long long dflt) {
+  const char *e = setting(s);
+  return e && *e ? std::atoll(e) : dflt;
+}
 
 bool checkSettings(std::string &error) {
   long n = 0;
-  if (const char *e = std::getenv("HC_NUM_THREADS"); e && !parseInt(e, 1, kMaxThreads, n)) {
+  if (const char *e = setting(Setting::NumThreads); e && !parseInt(e, 1, kMaxThreads, n)) {
     error = "HC_NUM_THREADS=" + std::string(e) + ": needs a thread count from 1 to " +
             std::to_string(kMaxThreads) + " (this machine has " +
             std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " logical CPUs); "
             "unset it for one thread per usable core";
     return false;
   }
-  if (const char *e = std::getenv("HC_PIN"); e && !oneOf(e, {"0", "1"})) {
+  if (const char *e = setting(Setting::Pin); e && !oneOf(e, {"0", "1"})) {
     error = "HC_PIN=" + std::string(e) + ": needs 0 (no pinning) or 1 (pin the "
             "kernel threads to cores, the default)";
     return false;
   }
-  if (const char *e = std::getenv("HC_ISA"); e && !oneOf(e, {"generic", "avx2", "avx512"})) {
+  if (const char *e = setting(Setting::Isa); e && !oneOf(e, {"generic", "avx2", "avx512"})) {
     error = "HC_ISA=" + std::string(e) + ": needs generic, avx2 or avx512 (a "
             "ceiling: the best the CPU has is used when it is lower)";
     return false;
   }
-  if (const char *e = std::getenv("HC_HUGE_PAGES"); e && !oneOf(e, {"0", "1"})) {
+  if (const char *e = setting(Setting::HugePages); e && !oneOf(e, {"0", "1"})) {
     error = "HC_HUGE_PAGES=" + std::string(e) + ": needs 0 (plain pages for the "
             "step's arenas) or 1 (transparent huge pages, the default)";
     return false;
   }
-  if (const char *e = std::getenv("HC_SYNC_ALLREDUCE"); e && !oneOf(e, {"0", "1"})) {
+  if (const char *e = setting(Setting::SyncAllreduce); e && !oneOf(e, {"0", "1"})) {
     error = "HC_SYNC_ALLREDUCE=" + std::string(e) + ": needs 0 (overlapped "
             "all-reduce, the default) or 1 (blocking)";
     return false;
   }
-  if (const char *e = std::getenv("HC_TOPOLOGY"); e && *e) {
+  if (const char *e = setting(Setting::Topology); e && *e) {
     Topology t;
     std::string why;
     if (!discoverTopology(parseTopologySpec(e), t, why)) {
@@ -69,7 +84,7 @@ bool checkSettings(std::string &error) {
       return false;
     }
   }
-  if (const char *e = std::getenv("HC_COMM_PROGRESS"); e && !oneOf(e, {"inline", "thread"})) {
+  if (const char *e = setting(Setting::CommProgress); e && !oneOf(e, {"inline", "thread"})) {
     error = "HC_COMM_PROGRESS=" + std::string(e) + ": needs inline (the step "
             "drives the all-reduce, the default) or thread (an unpinned comm "
             "thread, the old baseline)";
@@ -80,7 +95,7 @@ bool checkSettings(std::string &error) {
 
 int threadsSetting() {
   long n = 0;
-  return parseInt(std::getenv("HC_NUM_THREADS"), 1, kMaxThreads, n) ? static_cast<int>(n) : 0;
+  return parseInt(setting(Setting::NumThreads), 1, kMaxThreads, n) ? static_cast<int>(n) : 0;
 }
 
 } // namespace hc::rt

@@ -72,7 +72,7 @@ void loadTopology() {
   std::string err;
   // HC_TOPOLOGY (a test hook, checked by checkSettings): plan the team on
   // another machine's topology, e.g. test/topologies/lx2.xml.
-  const char *sim = std::getenv("HC_TOPOLOGY");
+  const char *sim = hc::rt::setting(hc::rt::Setting::Topology);
   gSimulated = sim && *sim;
   if (!discoverTopology(parseTopologySpec(gSimulated ? sim : ""), *gTopo, err)) {
     gTopo->clusters.clear();
@@ -125,7 +125,7 @@ void workerLoop(Worker *w) {
 }
 
 bool pinHandle(pthread_t thread, int core) {
-  const char *pin = std::getenv("HC_PIN");  // checkSettings: "0" or "1"
+  const char *pin = hc::rt::setting(hc::rt::Setting::Pin);  // checkSettings: "0" or "1"
   if ((pin && std::strcmp(pin, "0") == 0) || core < 0 || core >= CPU_SETSIZE)
     return false;
   cpu_set_t set;
@@ -155,10 +155,7 @@ void destroyTeam(Team *t) {
   delete t;
 }
 
-int envInt(const char *name) {
-  const char *e = std::getenv(name);
-  return e ? std::atoi(e) : 0;
-}
+
 
 // The cores this process may run on: the topology's, less those outside its
 // affinity mask (a launcher that binds ranks), and, when several ranks of a
@@ -185,8 +182,8 @@ void usableCores(std::vector<int> &cores, std::vector<int> &cluster,
     all.push_back(-1);
     allCluster.push_back(0);
   }
-  int localSize = envInt("OMPI_COMM_WORLD_LOCAL_SIZE"),
-      localRank = envInt("OMPI_COMM_WORLD_LOCAL_RANK");
+  int localSize = static_cast<int>(hc::rt::settingInt(hc::rt::Setting::OmpiLocalSize, 0)),
+      localRank = static_cast<int>(hc::rt::settingInt(hc::rt::Setting::OmpiLocalRank, 0));
   int total = static_cast<int>(all.size());
   partitioned = localSize > 1 && localRank < localSize && total >= localSize;
   size_t first = 0, last = all.size();

@@ -1,4 +1,5 @@
 #include "data.h"
+#include "hc/runtime/settings.h"
 
 #include "common.h"
 
@@ -101,8 +102,8 @@ void MappedNpy::open(const std::string &path) {
 }
 
 void dataFaultForTest(const MappedNpy &f, int64_t step, bool afterCheck) {
-  static const char *kind = std::getenv("HC_DATA_FAULT");
-  static const char *at = std::getenv("HC_DATA_FAULT_AT_STEP");
+  static const char *kind = hc::rt::setting(hc::rt::Setting::DataFault);
+  static const char *at = hc::rt::setting(hc::rt::Setting::DataFaultAtStep);
   if (!kind || !at || std::atoll(at) != step)
     return;
   if (!afterCheck && !std::strcmp(kind, "rewrite")) {

@@ -111,7 +111,7 @@ void installFailureHandlers(hc::rt::Comm &comm) {
 // reserved with --comm-cores, else the step itself between kernels; the
 // old unpinned, sleeping comm thread only when HC_COMM_PROGRESS=thread.
 void setUpProgress(const hcrun::Options &opt, hc::rt::Comm &comm) {
-  const char *mode = std::getenv("HC_COMM_PROGRESS"); // checkSettings: inline|thread
+  const char *mode = hc::rt::setting(hc::rt::Setting::CommProgress); // checkSettings: inline|thread
   if (opt.commCores > 0) {
     // Reserved cores also carry the copy engine's thread (tier copies).
     const int32_t want = static_cast<int32_t>(std::min<int64_t>(opt.commCores, 1 << 20));

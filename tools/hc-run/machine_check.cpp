@@ -1,4 +1,5 @@
 #include "machine_check.h"
+#include "hc/runtime/settings.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,10 +13,7 @@ namespace hcrun {
 
 namespace {
 
-int envInt(const char *name, int dflt) {
-  const char *e = std::getenv(name);
-  return e && *e ? std::atoi(e) : dflt;
-}
+
 
 std::string kindsOf(const std::set<std::string> &kinds) {
   std::string s;
@@ -28,7 +26,7 @@ std::string kindsOf(const std::set<std::string> &kinds) {
 
 MachineView currentMachine() {
   MachineView m;
-  const char *sim = std::getenv("HC_TOPOLOGY");  // checkSettings validated it
+  const char *sim = hc::rt::setting(hc::rt::Setting::Topology);  // checkSettings validated it
   std::string error;
   if (!hc::rt::discoverTopology(hc::rt::parseTopologySpec(sim ? sim : ""),
                                 m.topo, error))
@@ -43,8 +41,8 @@ MachineView currentMachine() {
       if (mask.empty() || mask.count(core))
         m.allowed.push_back(core);
   m.cgroupLimit = sim && *sim ? 0 : hc::rt::cgroupCpuLimit();
-  m.localRanks = std::max(1, envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
-  m.localRank = std::clamp(envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), 0,
+  m.localRanks = std::max(1, static_cast<int>(hc::rt::settingInt(hc::rt::Setting::OmpiLocalSize, 1)));
+  m.localRank = std::clamp(static_cast<int>(hc::rt::settingInt(hc::rt::Setting::OmpiLocalRank, 0)), 0,
                            m.localRanks - 1);
   return m;
 }

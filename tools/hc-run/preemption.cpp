@@ -1,6 +1,7 @@
 // Preemption signals, the step's update gate and the boundary agreement
 // (see preemption.h).
 #include "preemption.h"
+#include "hc/runtime/settings.h"
 
 #include "common.h"
 
@@ -136,7 +137,7 @@ void arm(const PreemptionOptions &opt) {
     sigaction(sig, &sa, nullptr);
   }
   gArmed = !opt.signals.empty();
-  if (const char *hook = std::getenv("HC_PREEMPT_RAISE")) {
+  if (const char *hook = hc::rt::setting(hc::rt::Setting::PreemptRaise)) {
     long long step = -1;
     int sig = 0, rank = -1;
     if (std::sscanf(hook, "%lld:%d:%d", &step, &sig, &rank) >= 2) {
@@ -175,10 +176,10 @@ double secondsSinceSignal() {
 }
 
 void noteLauncherWindow(const PreemptionOptions &opt) {
-  if (!std::getenv("OMPI_COMM_WORLD_SIZE") ||
+  if (!hc::rt::setting(hc::rt::Setting::OmpiWorldSize) ||
       std::find(opt.signals.begin(), opt.signals.end(), SIGTERM) == opt.signals.end())
     return;
-  const char *v = std::getenv("OMPI_MCA_odls_base_sigkill_timeout");
+  const char *v = hc::rt::setting(hc::rt::Setting::OmpiSigkillTimeout);
   const double window = v && *v ? std::atof(v) : 1.0;  // Open MPI 4.1's default
   if (window >= opt.graceSeconds + 10)
     return;

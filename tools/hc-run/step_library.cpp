@@ -1,6 +1,7 @@
 // Loading a step library: dlopen, ABI check, description, parameters in and
 // out (safetensors), and the collective settling of errors.
 #include "common.h"
+#include "hc/runtime/settings.h"
 #include "machine_check.h"
 
 #include "hc/runtime/files.h"
@@ -291,7 +292,7 @@ StepContext::StepContext(const StepLibrary &lib, hc::rt::Comm &comm,
   env_.allreduce_sum_f32 = hc::rt::hc_comm_allreduce_sum_f32;
   // Buckets overlap backward through the comm thread unless
   // HC_SYNC_ALLREDUCE=1 asks for the blocking form (to measure the overlap).
-  const char *sync = std::getenv("HC_SYNC_ALLREDUCE");
+  const char *sync = hc::rt::setting(hc::rt::Setting::SyncAllreduce);
   if (!(sync && std::string(sync) == "1")) {
     env_.allreduce_start_f32 = hc::rt::hc_comm_allreduce_start_f32;
     env_.allreduce_wait = hc::rt::hc_comm_allreduce_wait;

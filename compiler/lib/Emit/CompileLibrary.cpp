@@ -1,5 +1,6 @@
 // The generated C++ -> the step library, by the system C++ compiler.
 #include "hc/Compiler/EmitStep.h"
+#include "hc/runtime/settings.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -55,7 +56,7 @@ int runLogged(const std::vector<std::string> &args, const std::string &logPath,
 }
 
 std::string compilerName() {
-  const char *cxx = std::getenv("HC_CXX");
+  const char *cxx = hc::rt::setting(hc::rt::Setting::Cxx);
   return cxx && *cxx ? cxx : "c++";
 }
 

@@ -10,13 +10,28 @@
 //                      thread team is planned on instead of this machine
 //                      (no affinity mask applies; pinning to cores the
 //                      machine lacks fails quietly)
-// Developer tuning knobs (HC_GEMM_*, HC_ATTENTION_TILE, ...) are not here.
+// Every variable, with the developer knobs, test seams and the launcher's,
+// is one row of settings.def; setting() is the only reader of the
+// environment.
 #ifndef HC_RUNTIME_SETTINGS_H
 #define HC_RUNTIME_SETTINGS_H
 
 #include <string>
 
 namespace hc::rt {
+
+enum class Setting {
+#define HC_SETTING(id, name, cls, doc) id,
+#include "hc/runtime/settings.def"
+#undef HC_SETTING
+};
+
+// The variable's value, nullptr when unset.
+const char *setting(Setting s);
+// Its name ("HC_NUM_THREADS").
+const char *settingName(Setting s);
+// Its value as a decimal integer, `dflt` when unset or empty.
+long long settingInt(Setting s, long long dflt);
 
 // More threads than this is a typo or a unit mix-up, not a machine.
 constexpr int kMaxThreads = 4096;
