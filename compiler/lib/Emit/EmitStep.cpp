@@ -1,7 +1,8 @@
 // Planned schedule -> C++ source of a step library. The generated code is
-// data (tables of tensor views, kernel calls and their attributes) plus one
-// small interpreter loop, so the same op in every DiT block costs a table
-// row, not code, and compiling the .so stays fast for any depth.
+// data only (tables of tensor views, entries and their attributes: one
+// hcrt_step_program) that libhcrt's executor runs, so the same op in every
+// DiT block costs a table row, not code, and compiling the .so stays fast
+// for any depth.
 #include "hc/Compiler/EmitStep.h"
 
 #include "EmitPlacement.h"
@@ -163,6 +164,14 @@ public:
   bool run(std::string &cpp, std::string &description, std::string &error);
 
 private:
+  bool walk(std::string &error);
+  void visitBuffer(hs::BufferOp buf);
+  void visitCall(hs::CallOp call);
+  void visitCopy(Operation *op);
+  void placeEntries();
+  bool describe(std::string &description, std::string &error);
+  std::string writeCpp(const std::string &description);
+  void writeProgram(llvm::raw_ostream &os, int64_t diskBytes);
   int descOf(Value v);
   int attrsOf(hs::CallOp call);
   void constantData(hs::ConstantOp c);
@@ -190,6 +199,32 @@ private:
   std::vector<std::pair<std::string, double>> hypers;
   std::vector<HyperBinding> hyperBindings;
   std::string hyperConflict;  // two calls compiled with different defaults
+  // What walk() collects.
+  DictionaryAttr arenaBytes;
+  // monitors: what a step computes for the host to log (get_tensor).
+  llvm::json::Array inputs, params, state, gradients, buckets, outputs, monitors;
+  std::map<int64_t, llvm::json::Object> inputByIndex;
+  std::string named;
+  int lossDesc = -1;
+  std::set<std::string> trainable;
+  llvm::DenseMap<Value, Call> bucketOf;  // token -> its start call
+  int numBuckets = 0;
+  llvm::DenseMap<Value, int> copyTokens;  // tier copies' tokens -> ticket slot
+  int numCopies = 0;
+  double offloadBytes = 0, prefetchBytes = 0;
+  // hc-automem's plan: is the "offload" arena a file (a disk tier)?
+  std::string offloadDir;
+  bool offloadOnDisk = false;
+  // Per call, for --check-finite's messages and the profile: kernel and
+  // ONNX node(s), flops and bytes moved.
+  std::vector<std::pair<std::string, std::string>> callWhere;
+  std::vector<double> callFlops, callBytes;
+  // What placeEntries() finds: streams, the forward's last entry, the
+  // update gate and the update phase.
+  int numClusters = 1;
+  std::size_t lossCall = 0, gateCall = 0, updateCall = 0;
+  // describe()'s machine plan tables, written into the C++ by writeCpp().
+  std::string touchTables;
 };
 
 int Emitter::descOf(Value v) {
@@ -285,64 +320,34 @@ double Emitter::flopsOf(hs::CallOp call) {
   return hs::KernelRegistry::flops(*k, shapes(call.getIns()), shapes(call.getOuts()));
 }
 
+// The schedule becomes tables (walk, placeEntries), the library's JSON
+// description (describe) and the C++ translation unit (writeCpp).
 bool Emitter::run(std::string &cpp, std::string &description,
                   std::string &error) {
-  auto arenaBytes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes");
+  arenaBytes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes");
   if (!arenaBytes) {
     error = "the schedule has no buffer plan (hc-plan-buffers did not run)";
     return false;
   }
-  // monitors: what a step computes for the host to log (get_tensor).
-  llvm::json::Array inputs, params, state, gradients, buckets, outputs, monitors;
-  std::map<int64_t, llvm::json::Object> inputByIndex;
-  std::string named;
-  int lossDesc = -1;
-  std::set<std::string> trainable;
-  llvm::DenseMap<Value, Call> bucketOf;  // token -> its start call
-  int numBuckets = 0;
-  llvm::DenseMap<Value, int> copyTokens;  // tier copies' tokens -> ticket slot
-  int numCopies = 0;
-  double offloadBytes = 0, prefetchBytes = 0;
-  // hc-automem's plan: is the "offload" arena a file (a disk tier)?
-  std::string offloadDir;
-  bool offloadOnDisk = false;
   if (auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr)) {
     offloadDir = memory.getOffloadDir().str();
     offloadOnDisk = memory.offloadOnDisk();
   }
-  // Per call, for --check-finite's messages and the profile: kernel and
-  // ONNX node(s), flops and bytes moved.
-  std::vector<std::pair<std::string, std::string>> callWhere;
-  std::vector<double> callFlops, callBytes;
+  if (!walk(error))
+    return false;
+  placeEntries();
+  if (!describe(description, error))
+    return false;
+  cpp = writeCpp(description);
+  return true;
+}
+
+// One table row per schedule op: descriptors for buffers, inputs and
+// constants, an entry per call, collective and tier copy.
+bool Emitter::walk(std::string &error) {
   for (Operation &op : f.getBody().front()) {
     if (auto buf = dyn_cast<hs::BufferOp>(op)) {
-      Desc d;
-      d.arena = arenaCode(buf.getArena());
-      d.byteOffset = buf.getOffset() ? static_cast<int64_t>(*buf.getOffset()) : 0;
-      bases[buf] = d;
-      if (auto name = buf.getName()) {
-        auto t = buf.getType();
-        llvm::json::Array shape(t.getShape());
-        named += llvm::formatv("  {{\"{0}\", {1}, {2}, {3}},\n", *name, d.arena,
-                               d.byteOffset, hs::byteSize(t))
-                     .str();
-        StringRef n = *name;
-        if (buf.getArena() == "param")
-          params.push_back(llvm::json::Object{{"name", n}, {"shape", std::move(shape)}});
-        else if (buf.getArena() == "act")  // a sampler's output
-          outputs.push_back(llvm::json::Object{{"name", n}, {"shape", std::move(shape)}});
-        else if (buf.getArena() == "grad" && n.starts_with("grad:")) {
-          gradients.push_back(n.drop_front(5));
-          trainable.insert(n.drop_front(5).str());
-        } else if (buf.getArena() == "grad")  // the gradient norm
-          monitors.push_back(llvm::json::Object{
-              {"name", n}, {"dtype", dtypeOf(t.getElementType()).second},
-              {"shape", std::move(shape)}});
-        else
-          state.push_back(llvm::json::Object{
-              {"name", n}, {"dtype", dtypeOf(t.getElementType()).second},
-              {"shape", std::move(shape)}});
-      }
+      visitBuffer(buf);
     } else if (auto in = dyn_cast<hs::InputOp>(op)) {
       Desc d;
       d.arena = kInput;
@@ -359,41 +364,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
       bases[c] = d;
       constantData(c);
     } else if (auto call = dyn_cast<hs::CallOp>(op)) {
-      std::string k = call.getKernel().str();
-      if (!kernelIndex.count(k)) {
-        kernelIndex[k] = static_cast<int>(kernels.size());
-        kernels.push_back(k);
-      }
-      Call c{HCRT_ENTRY_KERNEL, kernelIndex[k], static_cast<int>(operands.size())};
-      c.cluster = static_cast<int>(hs::clusterOf(call));
-      // Optional operands keep their slot (NULL data) where segments say so.
-      auto segments = call.getAttrs().getAs<DenseI32ArrayAttr>("operandSegmentSizes");
-      unsigned next = 0;
-      if (segments) {
-        for (int32_t present : segments.asArrayRef()) {
-          operands.push_back(present ? descOf(call.getIns()[next++]) : -1);
-          ++c.nin;
-        }
-      } else {
-        for (Value v : call.getIns()) {
-          operands.push_back(descOf(v));
-          ++c.nin;
-        }
-      }
-      for (Value v : call.getOuts()) {
-        operands.push_back(descOf(v));
-        ++c.nout;
-      }
-      c.attrs = attrsOf(call);
-      calls.push_back(c);
-      callWhere.push_back({k, onnxNodesOf(call.getLoc())});
-      callFlops.push_back(flopsOf(call));
-      double bytes = 0;
-      for (Value v : call->getOperands())
-        if (auto m = dyn_cast<MemRefType>(v.getType()))
-          bytes += static_cast<double>(hs::byteSize(m));
-      callBytes.push_back(bytes);
-      flops += callFlops.back();
+      visitCall(call);
     } else if (auto ar = dyn_cast<hs::AllReduceStartOp>(op)) {
       Call c{HCRT_ENTRY_ALLREDUCE_START, numBuckets++, static_cast<int>(operands.size()), 1, 0, -1,
              static_cast<int>(hs::clusterOf(ar))};
@@ -408,22 +379,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
           {"offset", descs[operands.back()].byteOffset},
           {"bytes", hs::byteSize(t)}});
     } else if (isa<hs::OffloadOp, hs::PrefetchOp>(op)) {
-      // Started on the copy engine (hc/runtime/copy_engine.h); `kernel` is
-      // the copy's kind, `attrs` its ticket slot, which its wait names.
-      bool offload = isa<hs::OffloadOp>(op);
-      int kind = offloadOnDisk ? (offload ? HCRT_COPY_TO_DISK : HCRT_COPY_FROM_DISK)
-                               : (offload ? HCRT_COPY_TO_SLOW : HCRT_COPY_FROM_SLOW);
-      Call c{HCRT_ENTRY_COPY_START, kind, static_cast<int>(operands.size()), 1, 1, numCopies};
-      operands.push_back(descOf(op.getOperand(0)));
-      operands.push_back(descOf(op.getOperand(1)));
-      calls.push_back(c);
-      copyTokens[op.getResult(0)] = numCopies++;
-      callWhere.push_back({offload ? "offload" : "prefetch", ""});
-      callFlops.push_back(0);
-      double bytes = static_cast<double>(
-          hs::byteSize(cast<MemRefType>(op.getOperand(0).getType())));
-      callBytes.push_back(2 * bytes);
-      (offload ? offloadBytes : prefetchBytes) += bytes;
+      visitCopy(&op);
     } else if (auto wait = dyn_cast<hs::WaitOp>(op)) {
       if (auto copy = copyTokens.find(wait.getToken()); copy != copyTokens.end()) {
         calls.push_back(Call{HCRT_ENTRY_COPY_WAIT, -1, 0, 0, 0, copy->second});
@@ -459,11 +415,101 @@ bool Emitter::run(std::string &cpp, std::string &description,
     error = "the schedule marks no loss";
     return false;
   }
-  int numClusters = 1;
+  return true;
+}
+
+void Emitter::visitBuffer(hs::BufferOp buf) {
+  Desc d;
+  d.arena = arenaCode(buf.getArena());
+  d.byteOffset = buf.getOffset() ? static_cast<int64_t>(*buf.getOffset()) : 0;
+  bases[buf] = d;
+  if (auto name = buf.getName()) {
+    auto t = buf.getType();
+    llvm::json::Array shape(t.getShape());
+    named += llvm::formatv("  {{\"{0}\", {1}, {2}, {3}},\n", *name, d.arena,
+                           d.byteOffset, hs::byteSize(t))
+                 .str();
+    StringRef n = *name;
+    if (buf.getArena() == "param")
+      params.push_back(llvm::json::Object{{"name", n}, {"shape", std::move(shape)}});
+    else if (buf.getArena() == "act")  // a sampler's output
+      outputs.push_back(llvm::json::Object{{"name", n}, {"shape", std::move(shape)}});
+    else if (buf.getArena() == "grad" && n.starts_with("grad:")) {
+      gradients.push_back(n.drop_front(5));
+      trainable.insert(n.drop_front(5).str());
+    } else if (buf.getArena() == "grad")  // the gradient norm
+      monitors.push_back(llvm::json::Object{
+          {"name", n}, {"dtype", dtypeOf(t.getElementType()).second},
+          {"shape", std::move(shape)}});
+    else
+      state.push_back(llvm::json::Object{
+          {"name", n}, {"dtype", dtypeOf(t.getElementType()).second},
+          {"shape", std::move(shape)}});
+  }
+}
+
+void Emitter::visitCall(hs::CallOp call) {
+  std::string k = call.getKernel().str();
+  if (!kernelIndex.count(k)) {
+    kernelIndex[k] = static_cast<int>(kernels.size());
+    kernels.push_back(k);
+  }
+  Call c{HCRT_ENTRY_KERNEL, kernelIndex[k], static_cast<int>(operands.size())};
+  c.cluster = static_cast<int>(hs::clusterOf(call));
+  // Optional operands keep their slot (NULL data) where segments say so.
+  auto segments = call.getAttrs().getAs<DenseI32ArrayAttr>("operandSegmentSizes");
+  unsigned next = 0;
+  if (segments) {
+    for (int32_t present : segments.asArrayRef()) {
+      operands.push_back(present ? descOf(call.getIns()[next++]) : -1);
+      ++c.nin;
+    }
+  } else {
+    for (Value v : call.getIns()) {
+      operands.push_back(descOf(v));
+      ++c.nin;
+    }
+  }
+  for (Value v : call.getOuts()) {
+    operands.push_back(descOf(v));
+    ++c.nout;
+  }
+  c.attrs = attrsOf(call);
+  calls.push_back(c);
+  callWhere.push_back({k, onnxNodesOf(call.getLoc())});
+  callFlops.push_back(flopsOf(call));
+  double bytes = 0;
+  for (Value v : call->getOperands())
+    if (auto m = dyn_cast<MemRefType>(v.getType()))
+      bytes += static_cast<double>(hs::byteSize(m));
+  callBytes.push_back(bytes);
+  flops += callFlops.back();
+}
+
+// Started on the copy engine (hc/runtime/copy_engine.h); `kernel` is the
+// copy's kind, `attrs` its ticket slot, which its wait names.
+void Emitter::visitCopy(Operation *op) {
+  bool offload = isa<hs::OffloadOp>(op);
+  int kind = offloadOnDisk ? (offload ? HCRT_COPY_TO_DISK : HCRT_COPY_FROM_DISK)
+                           : (offload ? HCRT_COPY_TO_SLOW : HCRT_COPY_FROM_SLOW);
+  Call c{HCRT_ENTRY_COPY_START, kind, static_cast<int>(operands.size()), 1, 1, numCopies};
+  operands.push_back(descOf(op->getOperand(0)));
+  operands.push_back(descOf(op->getOperand(1)));
+  calls.push_back(c);
+  copyTokens[op->getResult(0)] = numCopies++;
+  callWhere.push_back({offload ? "offload" : "prefetch", ""});
+  callFlops.push_back(0);
+  double bytes = static_cast<double>(
+      hs::byteSize(cast<MemRefType>(op->getOperand(0).getType())));
+  callBytes.push_back(2 * bytes);
+  (offload ? offloadBytes : prefetchBytes) += bytes;
+}
+
+void Emitter::placeEntries() {
   for (const Call &c : calls)
     numClusters = std::max({numClusters, c.cluster + 1, c.kind == HCRT_ENTRY_CLUSTER_WAIT ? c.kernel + 1 : 1});
   // Calls up to the one writing the loss are the forward pass.
-  std::size_t lossCall = calls.size();
+  lossCall = calls.size();
   for (std::size_t i = 0; i < calls.size() && lossCall == calls.size(); ++i)
     for (int k = 0; calls[i].kind == HCRT_ENTRY_KERNEL && k < calls[i].nout; ++k)
       if (operands[calls[i].first + calls[i].nin + k] == lossDesc)
@@ -471,7 +517,7 @@ bool Emitter::run(std::string &cpp, std::string &description,
   // The update gate (step ABI 4, preemption) stands before the first call
   // that writes persistent training state: a parameter or the optimizer's
   // moments and counters. Before it, a step can still be dropped whole.
-  std::size_t gateCall = calls.size();
+  gateCall = calls.size();
   for (std::size_t i = 0; i < calls.size() && gateCall == calls.size(); ++i)
     for (int k = 0; calls[i].kind == HCRT_ENTRY_KERNEL && k < calls[i].nout; ++k) {
       int d = operands[calls[i].first + calls[i].nin + k];
@@ -485,12 +531,15 @@ bool Emitter::run(std::string &cpp, std::string &description,
   // The update phase: every call after the last gradient all-reduce wait
   // (clipping, the optimizer, its counter). A micro-batch that is not the
   // last of its step (gradient accumulation) skips it and the all-reduces.
-  std::size_t updateCall = calls.size();
+  updateCall = calls.size();
   for (std::size_t i = calls.size(); i-- > 0;)
     if (calls[i].kind == HCRT_ENTRY_ALLREDUCE_WAIT) {
       updateCall = i + 1;
       break;
     }
+}
+
+bool Emitter::describe(std::string &description, std::string &error) {
   // Model FLOPs, the usual MFU numerator: 3x the forward's matrix products
   // (recompute inside attention's backward is not counted).
   // The forward's matrix products are the calls whose registry FLOP rule
@@ -566,7 +615,6 @@ bool Emitter::run(std::string &cpp, std::string &description,
       {"init_file", info.initFile},
       {"init_hash", info.initHash},
       {"dit_config", parse(info.ditConfigJson)}};
-  std::string touchTables;
   if (!emitMachinePlan(f, arenaCode, desc, touchTables, error))
     return false;
   if (!outputs.empty()) {
@@ -576,8 +624,10 @@ bool Emitter::run(std::string &cpp, std::string &description,
     desc["optimizer"] = nullptr;
   }
   description = llvm::formatv("{0:2}", llvm::json::Value(std::move(desc))).str();
+  return true;
+}
 
-  // ---- the C++ translation unit ----
+std::string Emitter::writeCpp(const std::string &description) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "// Generated by hc-compile from " << info.model
@@ -697,8 +747,16 @@ bool Emitter::run(std::string &cpp, std::string &description,
   os << "};\nconst double kCallBytes[] = {";
   for (double b : callBytes)
     os << llvm::formatv("{0:e}", b).str() << ", ";
-  os << "};\n\nconst hcrt_named kNamed[] = {\n" << named << "};\n\n"
-     << "const hcrt_step_program kProgram = {\n"
+  os << "};\n\nconst hcrt_named kNamed[] = {\n" << named << "};\n\n";
+  writeProgram(os, diskBytes);
+  os.flush();
+  return s;
+}
+
+// The program the executor runs (step_program.h) over the tables above, and
+// the step ABI's entry points: the executor's, with this library's tables.
+void Emitter::writeProgram(llvm::raw_ostream &os, int64_t diskBytes) {
+  os << "const hcrt_step_program kProgram = {\n"
      << "    kDescription, kNumArenas, kInputArena, kConstArena, " << arenaCode("accum")
      << ", kArenaBytes,\n"
      << "    kTouch, std::size(kTouch), kTouchNuma, std::size(kTouchNuma), kRanksPerNode,\n"
@@ -722,9 +780,6 @@ bool Emitter::run(std::string &cpp, std::string &description,
      << "} // namespace\n\n"
      << "extern \"C\" __attribute__((visibility(\"default\"))) const hc_step_api *\n"
      << "hc_step_get_api(void) {\n  return &kApi;\n}\n";
-  os.flush();
-  cpp = std::move(s);
-  return true;
 }
 
 } // namespace
