@@ -141,6 +141,14 @@ TEST_F(KernelRegistryTest, ThrowawayAttributesAreVerifiedAndPacked) {
                                named("gamma", b.getF64FloatAttr(0.0))})));
   EXPECT_EQ(lastError, "kernel 'throwaway_axpb' has no attribute 'gamma' "
                        "(kernels.def: alpha, beta, mode, note)");
+  // Registered by a compiler extension, the message names its own entry.
+  KernelInfo ext = k;
+  ext.extension = true;
+  EXPECT_FALSE(verify(ext, dict({named("alpha", b.getF64FloatAttr(1.0)),
+                                 named("beta", b.getF64FloatAttr(0.0)),
+                                 named("gamma", b.getF64FloatAttr(0.0))})));
+  EXPECT_EQ(lastError, "kernel 'throwaway_axpb' has no attribute 'gamma' "
+                       "(its registry entry: alpha, beta, mode, note)");
 }
 
 TEST_F(KernelRegistryTest, FlopsFollowTheEntrysRule) {

@@ -110,7 +110,8 @@ LogicalResult KernelRegistry::verifyAttrs(
       for (const AttrSlot &s : k.attrs)
         keys += (keys.empty() ? "" : ", ") + std::string(s.key);
       return emitError() << "kernel '" << k.name << "' has no attribute '"
-                         << na.getName().getValue() << "' (kernels.def: "
+                         << na.getName().getValue() << "' ("
+                         << (k.extension ? "its registry entry" : "kernels.def") << ": "
                          << (keys.empty() ? "none" : keys) << ")";
     }
     if (!hasKind(na.getValue(), slot->kind))
