@@ -24,7 +24,7 @@
 #include "CostModel.h"
 #include "hc/Schedule/Placement.h"
 
-#include "hc/runtime/topology.h"
+#include "hc/base/topology.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"

@@ -1,5 +1,5 @@
 // How a call is cut across CFTP clusters: each kernel's rule is the split
-// column of the one registry (runtime/include/hc/runtime/kernels.def, read
+// column of the one registry (abi/include/hc/abi/kernels.def, read
 // by hc/Schedule/KernelRegistry.h); planSplit applies it to shapes.
 #ifndef HC_PASSES_CFTPRULES_H
 #define HC_PASSES_CFTPRULES_H

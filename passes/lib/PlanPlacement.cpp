@@ -5,7 +5,7 @@
 #include "hc/Passes/Passes.h"
 #include "hc/Schedule/Placement.h"
 
-#include "hc/runtime/topology.h"
+#include "hc/base/topology.h"
 
 #include <map>
 

@@ -1,12 +1,12 @@
 // RUN: hc-opt %s -split-input-file -verify-diagnostics
 // The schedule dialect's own checks: hcs.call names a kernel of the
-// runtime's registry (runtime/include/hc/runtime/kernels.def) and carries
+// runtime's registry (abi/include/hc/abi/kernels.def) and carries
 // exactly the attributes its layout there names, so a typo in a lowering is
 // an IR error here, not "the generated C++ failed to compile" or an
 // attribute the runtime silently reads as its default.
 
 func.func @unknown_kernel(%a: memref<4xf32>, %b: memref<4xf32>) {
-  // expected-error @+1 {{'hcs.call' op unknown runtime kernel 'tanhh' (runtime/include/hc/runtime/kernels.def lists them)}}
+  // expected-error @+1 {{'hcs.call' op unknown runtime kernel 'tanhh' (abi/include/hc/abi/kernels.def lists them)}}
   hcs.call "tanhh"(%a) -> (%b) {} : (memref<4xf32>) -> memref<4xf32>
   return
 }

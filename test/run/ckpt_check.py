@@ -176,7 +176,7 @@ M64 = (1 << 64) - 1
 
 
 def content_hash(h, data):
-    """runtime/src/files.cpp's contentHash."""
+    """base/src/files.cpp's contentHash."""
     n, i = len(data), 0
     while i + 8 <= n:
         h = ((h ^ int.from_bytes(data[i:i + 8], "little")) * 0x100000001b3) & M64
@@ -194,7 +194,7 @@ def hash_string(h, s):
 
 
 def checkpoint_checksum(header, data):
-    """hc.checksum of a checkpoint (runtime/src/checkpoint.cpp): the metadata
+    """hc.checksum of a checkpoint (runtime/src/formats/checkpoint.cpp): the metadata
     but the checksum in key order, then per tensor in file order its name,
     dtype, rank, shape and bytes."""
     h = 0xcbf29ce484222325

@@ -1,6 +1,6 @@
 // libhcrt's safetensors reader and atomic writer.
-#include "hc/runtime/files.h"
-#include "hc/runtime/safetensors.h"
+#include "hc/base/files.h"
+#include "hc/base/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -199,7 +199,7 @@ TEST(Safetensors, ReadsOtherWritersLayout) {
   EXPECT_EQ(*static_cast<const float *>(f.data(*f.find("a"))), 0.5f);
 }
 
-// hc/runtime/files.h: the content hash behind checkpoint checksums and the
+// hc/base/files.h: the content hash behind checkpoint checksums and the
 // library's init_hash, and file identity behind "outputs never overwrite
 // inputs".
 TEST(Files, HashFileIsTheContentHashOfItsBytes) {

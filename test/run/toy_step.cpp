@@ -1,4 +1,4 @@
-// A hand-written step library implementing hc/runtime/step_abi.h, for testing
+// A hand-written step library implementing hc/abi/step_abi.h, for testing
 // hc-run without the compiler: a linear least-squares "denoiser" on 1x4x4
 // images, trained by SGD with gradients averaged over ranks.
 //
@@ -20,7 +20,7 @@
 // +inf on every rank while its loss stays finite (a learning rate of 1e40).
 // HC_TOY_DUMP_DIR=DIR writes each step's inputs to DIR/r<rank>_s<step>.bin
 // (x_t, t, y, noise back to back) so tests can check what hc-run fed.
-#include "hc/runtime/step_abi.h"
+#include "hc/abi/step_abi.h"
 
 #include <cmath>
 #include <csignal>

@@ -4,7 +4,7 @@
 #define HC_TEST_RUNTIME_GRAPH_OPS_TEST_UTIL_H
 
 #include "hc/runtime/graph_ops.h"
-#include "hc/runtime/random.h"
+#include "hc/abi/random.h"
 
 #include "kernel_test_util.h"
 

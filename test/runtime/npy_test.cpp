@@ -1,4 +1,4 @@
-#include "hc/runtime/npy.h"
+#include "hc/base/npy.h"
 
 #include <gtest/gtest.h>
 

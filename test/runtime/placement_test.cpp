@@ -9,7 +9,7 @@
 // nearest node is the slice's home.
 #include "hc/runtime/kernels.h"
 #include "hc/runtime/placement.h"
-#include "hc/runtime/topology.h"
+#include "hc/base/topology.h"
 
 #include <gtest/gtest.h>
 

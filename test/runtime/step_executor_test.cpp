@@ -3,7 +3,7 @@
 // streams with a wait, --check-finite, the profile, collectives through
 // the host's callbacks, evaluate(), micro-batches and a tier copy.
 #include "hc/runtime/copy_engine.h"
-#include "hc/runtime/step_program.h"
+#include "hc/abi/step_program.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "hc/runtime/topology.h"
+#include "hc/base/topology.h"
 
 #include <gtest/gtest.h>
 

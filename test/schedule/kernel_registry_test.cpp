@@ -28,7 +28,7 @@ namespace {
 const KernelRegistry &withThrowaway() {
   static const KernelRegistry r({
 #include "hc/Schedule/KernelInfoMacros.h"
-#include "hc/runtime/kernels.def"
+#include "hc/abi/kernels.def"
 #include "throwaway_kernel.def"
 #include "hc/Schedule/KernelInfoMacrosEnd.h"
   });
@@ -44,7 +44,7 @@ struct RuntimeEntry {
 };
 const RuntimeEntry kRuntimeTable[] = {
 #define HCRT_KERNEL(name, flops, split, effect, ...) {#name, hcrt_op_##name},
-#include "hc/runtime/kernels.def"
+#include "hc/abi/kernels.def"
 #include "throwaway_kernel.def"
 #undef HCRT_KERNEL
 };

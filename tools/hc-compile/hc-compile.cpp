@@ -9,8 +9,8 @@
 #include "hc/Compiler/OnnxImport.h"
 #include "hc/Compiler/Pipeline.h"
 
-#include "hc/runtime/files.h"
-#include "hc/runtime/safetensors.h"
+#include "hc/base/files.h"
+#include "hc/base/safetensors.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"

@@ -8,7 +8,7 @@
 #include "hc/Compiler/ScheduleEvaluator.h"
 #include "hc/Schedule/ScheduleOps.h"
 #include "hc/Graph/GraphOps.h"
-#include "hc/runtime/npy.h"
+#include "hc/base/npy.h"
 
 #include "mlir/IR/MLIRContext.h"
 

@@ -3,7 +3,7 @@
 #include "data.h"
 
 #include "hc/runtime/checkpoint.h"
-#include "hc/runtime/files.h"
+#include "hc/base/files.h"
 #include "hc/runtime/hcrt.h"
 
 #include <cerrno>
@@ -19,7 +19,7 @@ namespace hcrun {
 namespace {
 using json = nlohmann::json;
 
-// 2: the checksum covers the metadata too (runtime/src/checkpoint.cpp).
+// 2: the checksum covers the metadata too (runtime/src/formats/checkpoint.cpp).
 constexpr const char *kCheckpointVersion = "2";
 
 json specsJson(const std::vector<TensorSpec> &specs) {

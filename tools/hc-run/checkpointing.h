@@ -14,7 +14,7 @@
 
 #include "common.h"
 
-#include "hc/runtime/safetensors.h"
+#include "hc/base/safetensors.h"
 
 namespace hcrun {
 

@@ -9,7 +9,7 @@
 #include "transport.h"
 
 #include "hc/runtime/comm.h"
-#include "hc/runtime/step_abi.h"
+#include "hc/abi/step_abi.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,9 +1,9 @@
 #include "data.h"
-#include "hc/runtime/settings.h"
+#include "hc/base/settings.h"
 
 #include "common.h"
 
-#include "hc/runtime/random.h"
+#include "hc/abi/random.h"
 
 #include <algorithm>
 

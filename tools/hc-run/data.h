@@ -7,7 +7,7 @@
 #include "cond_data.h"
 #include "transport.h"
 
-#include "hc/runtime/npy.h"
+#include "hc/base/npy.h"
 
 #include <cstddef>
 #include <cstdint>

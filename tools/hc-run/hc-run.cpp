@@ -1,5 +1,5 @@
 // hc-run: loads a compiled training step (dit_step.so, see
-// hc/runtime/step_abi.h) and runs it, data-parallel under mpirun:
+// hc/abi/step_abi.h) and runs it, data-parallel under mpirun:
 //   test mode  (--inputs DIR): fixed global inputs, prints each step's loss,
 //                              saves parameters / gradients / state;
 //   train mode (--data X.npy): DiT training with diffusion sampling, logs
@@ -11,7 +11,7 @@
 #include "machine_check.h"
 #include "data.h"
 
-#include "hc/runtime/settings.h"
+#include "hc/base/settings.h"
 
 #include "hc/runtime/copy_engine.h"
 #include "hc/runtime/hcrt.h"

@@ -1,5 +1,5 @@
 #include "machine_check.h"
-#include "hc/runtime/settings.h"
+#include "hc/base/settings.h"
 
 #include <algorithm>
 #include <cstdio>

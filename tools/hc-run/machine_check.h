@@ -4,7 +4,7 @@
 #ifndef HCRUN_MACHINE_CHECK_H
 #define HCRUN_MACHINE_CHECK_H
 
-#include "hc/runtime/topology.h"
+#include "hc/base/topology.h"
 
 #include <nlohmann/json.hpp>
 

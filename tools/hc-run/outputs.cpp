@@ -5,7 +5,7 @@
 #include "common.h"
 
 #include "hc/runtime/checkpoint.h"
-#include "hc/runtime/files.h"
+#include "hc/base/files.h"
 
 #include <cerrno>
 #include <climits>

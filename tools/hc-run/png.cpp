@@ -2,7 +2,7 @@
 // each chunk is length, type, data, CRC-32 of type and data.
 #include "png.h"
 
-#include "hc/runtime/files.h"
+#include "hc/base/files.h"
 
 #include <zlib.h>
 

@@ -1,11 +1,11 @@
 // Preemption signals, the step's update gate and the boundary agreement
 // (see preemption.h).
 #include "preemption.h"
-#include "hc/runtime/settings.h"
+#include "hc/base/settings.h"
 
 #include "common.h"
 
-#include "hc/runtime/files.h"
+#include "hc/base/files.h"
 
 #include <algorithm>
 #include <atomic>

@@ -13,7 +13,7 @@
 #define HC_RUN_PREEMPTION_H
 
 #include "hc/runtime/comm.h"
-#include "hc/runtime/step_abi.h"
+#include "hc/abi/step_abi.h"
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 #include "profile.h"
 
-#include "hc/runtime/files.h"
+#include "hc/base/files.h"
 #include "hc/runtime/kernels.h"
 
 #include <algorithm>

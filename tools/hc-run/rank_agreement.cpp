@@ -1,7 +1,7 @@
 // Ranks agree before step 1 (see rank_agreement.h).
 #include "rank_agreement.h"
 
-#include "hc/runtime/files.h"
+#include "hc/base/files.h"
 #include "hc/runtime/hcrt.h"
 #include "hc/runtime/kernels.h"
 

@@ -12,10 +12,10 @@
 #include "sampling_schedule.h"
 
 #include "hc/runtime/checkpoint.h"
-#include "hc/runtime/files.h"
-#include "hc/runtime/npy.h"
-#include "hc/runtime/random.h"
-#include "hc/runtime/safetensors.h"
+#include "hc/base/files.h"
+#include "hc/base/npy.h"
+#include "hc/abi/random.h"
+#include "hc/base/safetensors.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,11 +1,11 @@
 // Loading a step library: dlopen, ABI check, description, parameters in and
 // out (safetensors), and the collective settling of errors.
 #include "common.h"
-#include "hc/runtime/settings.h"
+#include "hc/base/settings.h"
 #include "machine_check.h"
 
-#include "hc/runtime/files.h"
-#include "hc/runtime/safetensors.h"
+#include "hc/base/files.h"
+#include "hc/base/safetensors.h"
 
 #include <cerrno>
 #include <cmath>

@@ -3,7 +3,7 @@
 
 #include "common.h"
 
-#include "hc/runtime/files.h"
+#include "hc/base/files.h"
 
 #include <cerrno>
 #include <chrono>

@@ -3,7 +3,7 @@
 #include "common.h"
 #include "profile.h"
 
-#include "hc/runtime/npy.h"
+#include "hc/base/npy.h"
 
 #include <algorithm>
 #include <chrono>

@@ -13,7 +13,7 @@
 
 #include "hc/runtime/checkpoint.h"
 #include "hc/runtime/copy_engine.h"
-#include "hc/runtime/files.h"
+#include "hc/base/files.h"
 #include "hc/runtime/kernels.h"
 
 #include <algorithm>

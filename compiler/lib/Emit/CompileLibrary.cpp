@@ -1,6 +1,6 @@
 // The generated C++ -> the step library, by the system C++ compiler.
 #include "hc/Compiler/EmitStep.h"
-#include "hc/runtime/settings.h"
+#include "hc/base/settings.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -121,7 +121,7 @@ bool compileStepLibrary(const std::string &cppPath, const std::string &soPath,
   std::vector<std::string> args = {
       compilerName(), "-std=c++17", "-O2", "-shared", "-fPIC",
       "-fvisibility=hidden", "-march=" + target,
-      "-I" HC_RUNTIME_INCLUDE_DIR, asOperand(cppPath), "-o", asOperand(soPath),
+      "-I" HC_ABI_INCLUDE_DIR, asOperand(cppPath), "-o", asOperand(soPath),
       "-L" HC_RUNTIME_LIB_DIR, "-lhcrt", "-Wl,-rpath," HC_RUNTIME_LIB_DIR};
   for (const std::string &lib : kernelLibraries()) {
     args.push_back(asOperand(lib));

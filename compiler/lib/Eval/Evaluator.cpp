@@ -3,7 +3,7 @@
 #include "EvalSupport.h"
 
 #include "hc/Graph/GraphOps.h"
-#include "hc/runtime/random.h"
+#include "hc/abi/random.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"

@@ -7,7 +7,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "hc/runtime/topology.h"
+#include "hc/base/topology.h"
 
 #include <cmath>
 #include <unistd.h>

@@ -1,6 +1,6 @@
-// The kernel registry read from runtime/include/hc/runtime/kernels.def.
+// The kernel registry read from abi/include/hc/abi/kernels.def.
 #include "hc/Schedule/KernelRegistry.h"
-#include "hc/runtime/graph_ops.h"
+#include "hc/abi/tensor.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
@@ -42,7 +42,7 @@ const KernelRegistry &KernelRegistry::active() {
   static const KernelRegistry registry = [] {
     std::vector<KernelInfo> all = {
 #include "hc/Schedule/KernelInfoMacros.h"
-#include "hc/runtime/kernels.def"
+#include "hc/abi/kernels.def"
 #include "hc/Schedule/KernelInfoMacrosEnd.h"
     };
     for (const KernelInfo &k : extensionKernels()) {

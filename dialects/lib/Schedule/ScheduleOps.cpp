@@ -65,7 +65,7 @@ LogicalResult CallOp::verify() {
   const KernelInfo *k = KernelRegistry::active().lookup(getKernel());
   if (!k)
     return emitOpError("unknown runtime kernel '")
-           << getKernel() << "' (runtime/include/hc/runtime/kernels.def lists them)";
+           << getKernel() << "' (abi/include/hc/abi/kernels.def lists them)";
   return KernelRegistry::verifyAttrs(*k, getAttrs(),
                                      [&] { return emitOpError(); });
 }

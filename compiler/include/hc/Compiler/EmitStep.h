@@ -1,5 +1,5 @@
 // Schedule level -> one C++ translation unit implementing the step ABI
-// (runtime/include/hc/runtime/step_abi.h), and its build into a .so.
+// (abi/include/hc/abi/step_abi.h), and its build into a .so.
 #ifndef HC_COMPILER_EMITSTEP_H
 #define HC_COMPILER_EMITSTEP_H
 

@@ -1,4 +1,4 @@
-// The runtime's kernel registry (runtime/include/hc/runtime/kernels.def) as
+// The runtime's kernel registry (abi/include/hc/abi/kernels.def) as
 // the compiler reads it: names, attribute layouts, FLOP rules, CFTP split
 // rules and effects. hcs.call's verifier, the emitter's attribute packing,
 // the profile's FLOP counts, hc-cftp's cuts, hc-automem's recomputation and

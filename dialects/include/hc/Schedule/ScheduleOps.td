@@ -83,7 +83,7 @@ def HCS_CallOp : HCS_Op<"call", [AttrSizedOperandSegments, DeclareOpInterfaceMet
   let summary = "a runtime kernel: hcrt_op_<kernel>(ins, outs, attrs)";
   let description = [{
     `kernel` names an entry point of the runtime, one of the list in
-    runtime/include/hc/runtime/kernels.def (the verifier checks it); `attrs`
+    abi/include/hc/abi/kernels.def (the verifier checks it); `attrs`
     are the graph op's attributes.
     Inputs may be strided views; outputs are contiguous buffers (they may
     alias inputs only for in-place optimizer kernels).
@@ -95,7 +95,7 @@ def HCS_CallOp : HCS_Op<"call", [AttrSizedOperandSegments, DeclareOpInterfaceMet
     $kernel `(` $ins `)` `->` `(` $outs `)` $attrs attr-dict `:`
       functional-type($ins, $outs)
   }];
-  // `kernel` must be one of runtime/include/hc/runtime/kernels.def.
+  // `kernel` must be one of abi/include/hc/abi/kernels.def.
   let hasVerifier = 1;
 }
 

@@ -18,7 +18,7 @@
 #ifndef HC_RUNTIME_CHECKPOINT_H
 #define HC_RUNTIME_CHECKPOINT_H
 
-#include "hc/runtime/safetensors.h"
+#include "hc/base/safetensors.h"
 
 #include <cstdint>
 #include <map>

@@ -13,21 +13,14 @@
 #ifndef HC_RUNTIME_COPY_ENGINE_H
 #define HC_RUNTIME_COPY_ENGINE_H
 
+#include "hc/abi/step_program.h"  // HCRT_COPY_*
+
 #include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-// What a copy moves, for the statistics and the disk.
-enum {
-  HCRT_COPY_TO_SLOW = 0,    // fast -> DRAM (memcpy)
-  HCRT_COPY_FROM_SLOW = 1,  // DRAM -> fast (memcpy)
-  HCRT_COPY_TO_DISK = 2,    // memory -> the disk tier file at an offset
-  HCRT_COPY_FROM_DISK = 3,  // the disk tier file -> memory
-  HCRT_COPY_KINDS = 4
-};
 
 // The folder the disk tier's file is made in (hc-run --offload-dir): it
 // overrides the folder a step library was compiled with. NULL clears it.

@@ -18,6 +18,7 @@
 #ifndef HC_RUNTIME_GRAPH_OPS_H
 #define HC_RUNTIME_GRAPH_OPS_H
 
+#include "hc/abi/tensor.h"
 #include "hc/runtime/kernels.h"
 
 #include <stdint.h>
@@ -27,34 +28,14 @@ extern "C" {
 #endif
 
 #define HCRT_GRAPH_OPS_VERSION 1
-#define HCRT_MAX_RANK 8
-
-enum { HCRT_F32 = 0, HCRT_F64 = 1, HCRT_I64 = 2, HCRT_I32 = 3, HCRT_I1 = 4 /* uint8 0/1 */ };
-
-typedef struct hcrt_tensor {
-  void *data;
-  int32_t dtype;
-  int32_t rank;
-  int64_t shape[HCRT_MAX_RANK];
-  int64_t strides[HCRT_MAX_RANK];  // elements; contiguous row-major for outputs
-} hcrt_tensor;
-
-// Op attributes, by position (per op below). Unused entries are ignored.
-typedef struct hcrt_attrs {
-  int64_t ints[2 * HCRT_MAX_RANK];
-  int32_t num_ints;
-  double floats[8];
-  int32_t num_floats;
-} hcrt_attrs;
-
 #define HCRT_OP(name)                                                          \
   void hcrt_op_##name(const hcrt_tensor *ins, int32_t nin, hcrt_tensor *outs,  \
                       int32_t nout, const hcrt_attrs *attrs, hc_threads threads)
 
-// Every kernel of runtime/include/hc/runtime/kernels.def (the registry, with
+// Every kernel of abi/include/hc/abi/kernels.def (the registry, with
 // each kernel's operands and attribute layout documented there).
 #define HCRT_KERNEL(name, flops, split, effect, ...) HCRT_OP(name);
-#include "hc/runtime/kernels.def"
+#include "hc/abi/kernels.def"
 #undef HCRT_KERNEL
 
 #undef HCRT_OP

@@ -23,6 +23,8 @@
 #ifndef HC_RUNTIME_KERNELS_H
 #define HC_RUNTIME_KERNELS_H
 
+#include "hc/abi/tensor.h"
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -31,10 +33,6 @@ extern "C" {
 
 #define HC_KERNELS_API_VERSION 1
 
-typedef struct hc_threads {
-  int32_t first;  // first team thread
-  int32_t count;  // number of team threads; <= 0: all from `first` on
-} hc_threads;
 
 // ---------------------------------------------------------------- team ----
 // Team size: HC_NUM_THREADS from the environment, else one thread per core of

@@ -6,6 +6,8 @@
 #ifndef HC_RUNTIME_PLACEMENT_H
 #define HC_RUNTIME_PLACEMENT_H
 
+#include "hc/abi/step_program.h"  // hcrt_touch_slice
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,14 +17,6 @@ extern "C" {
 
 // Page size the plan aligns slices to (hcs.placement's page_bytes).
 #define HCRT_PLACEMENT_PAGE 4096
-
-typedef struct {
-  int32_t arena;   // index into the arenas passed to hcrt_first_touch
-  int32_t owner;   // the owning cluster: index among this rank's clusters
-  int32_t numa;    // its planned home NUMA node (OS index; -1: none)
-  int64_t offset;  // bytes from the arena's start, page-aligned
-  int64_t bytes;
-} hcrt_touch_slice;
 
 // Zeroes every slice. Owner k runs on the team threads of the k-th distinct
 // cluster of the team (modulo their count, so a plan for more clusters than

@@ -1,0 +1,831 @@
+// hc_sgemm: packed, cache-blocked SGEMM (BLIS-style loops jc/pc/ic/jr/ir)
+// with the micro-kernel of the ISA hcrt_isa() picks, blocking derived from
+// the cache sizes hwloc reports, a 2-D partition of C over the thread range
+// (threads of one cluster share a column block, as the paper's N-split
+// across clusters), and the epilogue fused on each C tile while it is hot.
+#include "internal.h"
+#include "hc/base/settings.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace hc::rt {
+namespace {
+
+const GemmKernel &kernel() {
+  switch (hcrt_isa()) {
+  case HC_ISA_AVX512:
+    return gemmAvx512();
+  case HC_ISA_AVX2:
+    return gemmAvx2();
+  default:
+    return gemmGeneric();
+  }
+}
+
+struct Blocking {
+  int64_t mc, kc, nc;
+  // kernels that can read an operand in place: 0 no, 1 by rule, 2 yes
+  int directA, directB;
+  // the rule reads a row-major A in place too (else only a transposed one)
+  bool rowsInPlace;
+  // the kernel copies every A panel it reads in place (GemmKernel)
+  bool copiesA;
+  // the kernel converts a row-major B's whole slivers into the panel
+  bool convertsB;
+};
+
+int64_t knob(hc::rt::Setting s, int64_t dflt) {
+  const long long v = hc::rt::settingInt(s, dflt);
+  return v > 0 ? v : dflt;
+}
+
+// Whether A (B) is read in place by the kernels that can: 1 where
+// runBlock's rule says so (the default), 0 never, 2 always
+// (HC_GEMM_DIRECT_A, HC_GEMM_DIRECT_B; tuning and tests of both paths).
+int directMode(hc::rt::Setting s) {
+  return static_cast<int>(hc::rt::settingInt(s, 1));
+}
+
+// KC: 384 k steps per block, tuning data rather than a cache size: the
+// C tile is loaded and stored once per k block, and 384 steps amortize it
+// on every machine measured (the sliver then streams from L2, whatever
+// L1d is). An L1-sized sliver was slower everywhere: Intel (48 KiB L1d)
+// KC = 192/256 1-11% slower, 576-1152 within 1%; Zen 4 (32 KiB L1d), where
+// the earlier 1.5x-L1d rule gave 256, 384 measured 0.3-5% faster at 1
+// thread on S/2 and XL/2 shapes (8192 x 1152 x 384: 107-110 -> 112.6
+// GFLOP/s, interleaved). Only a tiny L2 lowers it (an MR panel and an NR
+// sliver in half of L2). MC: an MC x KC block of A takes a quarter of L2.
+// NC: at most a KC x NC panel of B of twice the L2
+// size; runBlock cuts a column range into equal panels under it. Each
+// panel means another packing pass over A, and a sliver of B is reused
+// from L2 by all of an MC block once it is in, so a panel may spill to L3:
+// measured here, N = 1152 as one 2 MiB panel (A packed once) is 1-2% faster
+// at 1 thread and 2-5% at 2 than two 1 MiB ones; a quarter of L3 (5424)
+// was 5-8% slower on N >= 3456 than 1 MiB panels.
+// HC_GEMM_MC/KC/NC override (tuning, tests).
+Blocking blocking(const GemmKernel &k) {
+  const CacheInfo &c = cacheInfo();
+  Blocking b;
+  int64_t kc = static_cast<int64_t>(c.l2 / 2) / ((k.mr + k.nr) * 4);
+  kc = std::max<int64_t>(64, std::min<int64_t>(384, kc / 8 * 8));
+  b.kc = knob(hc::rt::Setting::GemmKc, kc);
+  int64_t mc = static_cast<int64_t>(c.l2 / 4) / (b.kc * 4);
+  mc = std::max<int64_t>(k.mr, std::min<int64_t>(4096, mc / k.mr * k.mr));
+  b.mc = knob(hc::rt::Setting::GemmMc, mc);
+  int64_t nc = static_cast<int64_t>(2 * c.l2) / (b.kc * 4);
+  nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
+  b.nc = knob(hc::rt::Setting::GemmNc, nc);
+  b.directA = k.microDirect ? directMode(hc::rt::Setting::GemmDirectA) : 0;
+  b.directB = k.microDirect && k.directB ? directMode(hc::rt::Setting::GemmDirectB) : 0;
+  b.rowsInPlace = !cpuIsIntel() && k.directRowsA;
+  b.copiesA = k.copiesA;
+  b.convertsB = k.microDirect && k.convertsB;
+  return b;
+}
+
+struct Problem {
+  int64_t M, N, K;
+  int transA, transB;
+  float alpha;
+  const float *A;
+  int64_t lda;
+  const float *B;
+  int64_t ldb;
+  float *C;
+  int64_t ldc;
+  EpiCtx epi;
+};
+
+// Asks for the lines of C's mr x nr tile at c (rows ldc apart) into L2,
+// for writing.
+void prefetchTile(const float *c, int64_t ldc, int mr, int nr) {
+  for (int i = 0; i < mr; ++i) {
+    const char *row = reinterpret_cast<const char *>(c + i * ldc);
+    const char *end = row + nr * sizeof(float) - 1;
+    for (const char *l = row; l <= end; l += 64)
+      __builtin_prefetch(l, 1, 2);
+    __builtin_prefetch(end, 1, 2);
+  }
+}
+
+// Asks for `rows` rows of an NR = 48 float sliver, `ld` floats apart,
+// into L2 (4 lines: a row that does not start a line spans 4).
+void prefetchRows(const float *b, int64_t ld, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const char *row = reinterpret_cast<const char *>(b + r * ld);
+    for (int off : {0, 64, 128, 191})
+      __builtin_prefetch(row + off, 0, 2);
+  }
+}
+
+// How runBlock walks a rows x cols block of p: block sizes and which
+// operand it reads in place. The grid and K-split estimates ask the same.
+struct BlockPlan {
+  bool streamB;          // A's block for all rows stays, B streams in place
+  int64_t mcBlk, ncBlk;  // row block, column panel
+  int64_t kcMax, mcMax, ncMax;
+  bool directA, directB;
+  bool packSliver;  // streamB: each sliver packed just before its calls
+  bool copyA;       // A in place: the first sliver's calls copy it packed
+  bool convertB;    // B's whole slivers packed by the first row block's calls
+};
+
+// Whether source rows `ld` floats apart crowd a few cache sets: a stride
+// that is a multiple of 2 KiB puts a column of rows into 2 of the 64 line
+// slots of a 4 KiB page, so kc = 384 rows of one column take ~12 ways of
+// each L2 set they reach (1 MiB, 16-way), more than an L2-resident block
+// beside them leaves. DiT's 1536- and 4608-wide activations are such rows.
+// (Measured here, 2 threads, dW 1536 x 384 x 8192 with A in place: 444-449
+// GFLOP/s with lda = 1536, 464-471 with lda = 1552.)
+bool crowdsSets(int64_t ld) { return (ld * 4) % 2048 == 0; }
+
+BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                    int64_t rows, int64_t cols) {
+  const int MR = k.mr, NR = k.nr;
+  const std::size_t l2 = cacheInfo().l2;
+  BlockPlan b;
+  b.kcMax = std::min<int64_t>(bl.kc, p.K);
+  const int64_t mRange = (rows + MR - 1) / MR * MR;
+  // Few rows and a long K (the weight gradients dY^T X of DiT's narrow
+  // layers, M = 384): one k step's A block for all rows fits L2 beside a
+  // sliver, so A stays there while B's row-major source streams through
+  // read in place, each sliver once per k step, and the panel is the whole
+  // column range (nothing of B need stay in L2). Packing B there was 5% of
+  // the time; measured here, 1 thread, 384 x 384 x 8192: 218-224 -> 233-238
+  // GFLOP/s (with the kernel's further prefetches), 384 x 1536 x 8192
+  // unchanged. Short K (attention's in-cache tiles) keeps the rules below.
+  b.streamB = !p.transB && p.K > bl.kc && bl.directB != 0 &&
+              static_cast<std::size_t>(mRange * b.kcMax * 4) <= l2 * 5 / 8;
+  b.mcBlk = b.streamB ? mRange : bl.mc;
+  b.mcMax = std::min<int64_t>(b.mcBlk, mRange);
+  // Equal panels under bl.nc (N = 1728 as 2 x 864, not 1344 + 384).
+  const int64_t ncLimit = b.streamB ? cols : bl.nc;
+  const int64_t panels = (cols + ncLimit - 1) / ncLimit;
+  b.ncBlk = ((cols + panels - 1) / panels + NR - 1) / NR * NR;
+  b.ncMax = std::min<int64_t>(b.ncBlk, (cols + NR - 1) / NR * NR);
+  // A read in place: saves a packing pass over A from memory; its panels
+  // then stream from the source rows, which stay in L2 only beside a B
+  // panel that leaves room. Measured here: 1.10-1.25x at 2 threads on S/2's
+  // shapes; 2-3% slower when a KC x NC panel of B fills L2 (N = 1152). When
+  // A is in cache anyway (attention's 256 x 64 tiles) packing costs little:
+  // in place was 5-10% slower there at 8f0c6c5, 1-3% faster (rows) or even
+  // (transposed) once B was read in place too (79cf6a6), within noise.
+  // With streamB the same width rule holds for another reason: a wide
+  // panel reuses each A block over many slivers, packing it pays (dW 384 x
+  // 1536 x 8192: 221 in place, 230 packed; 384 x 384: 232 in place, 226).
+  // Those gains were measured on AMD (Zen 5). On Intel (a Sapphire
+  // Rapids-class VM, L2 2 MiB) a row-major A read in place was 3-6%
+  // slower than packed at 1 and 2 threads on every S/2 shape it applied
+  // to (1 thread, dX 2048 x 384 x 384: 172 -> 181 GFLOP/s packed; 2
+  // threads, fwd 8192 x 384 x 384: 324 -> 345), with the same L1 lines
+  // per step either way and no spill in the loop; a transposed A in place
+  // stays ahead there (dW +1-3%), so only rows follow the vendor.
+  // A kernel that copies every panel reads A's source once whatever the
+  // panel of B (the width rule is about re-reading it).
+  const bool copiedOnce = bl.copiesA;
+  b.directA = (bl.directA == 2 && (p.transA || k.directRowsA)) ||
+              (bl.directA == 1 && (p.transA || bl.rowsInPlace) &&
+               static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
+               (copiedOnce ||
+                static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4));
+  // B (row-major) read in place: where each sliver would serve few rows
+  // (packing is then a large share of the work) and the KC x NC block sits
+  // in half of L2. Attention's tiles (M = Dh = 64, B = P or dS, 256 x 256):
+  // packing B was 12% of flash attention at 1 thread. A last partial
+  // sliver is still packed (its columns end inside a vector).
+  b.directB = !p.transB &&
+              (bl.directB == 2 || b.streamB ||
+               (bl.directB == 1 && rows <= 16 * MR &&
+                static_cast<std::size_t>(b.kcMax * b.ncMax * 4) <= l2 / 2));
+  // B's rows crowding a few sets: a sliver read in place does not stay in
+  // L2 for its many calls beside A's block; packed just before them it
+  // does (1 thread, 384 x 1536 x 2048: 240 -> 243 GFLOP/s; 384 x 384,
+  // rows that spread: 242 -> 239, so only there).
+  b.packSliver = b.streamB && crowdsSets(p.ldb);
+  // Transposed A read in place is read again for every sliver of the
+  // block, from rows that stay in L2 only where they spread over its sets:
+  // the first sliver's calls copy each panel packed as they read it (an
+  // extra load and store per k), the others read the copy (2 threads, dW
+  // 1536 x 384 x 8192: 447-450 -> 453-464 GFLOP/s; neutral on the other
+  // dW shapes within noise).
+  b.copyA = b.directA && ((p.transA && b.ncMax > NR) || bl.copiesA);
+  // A kernel that converts B while it computes: each whole sliver by the
+  // first call that reads it, instead of a packing pass before the step
+  // (the bf16 kernel, for a row-major B: X in the weight gradients, W in
+  // the input gradients).
+  b.convertB = bl.convertsB && !p.transB && !b.directB;
+  return b;
+}
+
+// One (jc, pc) step of the loops: B's kc x nc block at (pc, jc), its
+// columns [jc + nFull, jc + nc) packed at Bp (the first nFull read in
+// place).
+struct PanelStep {
+  int64_t jc, nc, nFull, pc, kc;
+  bool first, last;  // pc is the first / last k block
+  const float *Bp;
+  // plan.convertB: the row block at m0 packs slivers [0, nConvert) of Bp
+  // (writable here) with its first call on each
+  int64_t nConvert = 0, m0 = 0;
+  float *BpConvert = nullptr;
+};
+
+// C[ic:ic+mc, jc:jc+nc] += this step's k block, on the calling thread: A's
+// row block packed into Ap (or read in place, as the plan says), then every
+// sliver of the step against it. Bs: room for one sliver packed just in
+// time (plan.packSliver). m1: the end of the caller's rows (the last row
+// block asks for the next k block's B).
+void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                 const BlockPlan &plan, const PanelStep &s, int64_t ic,
+                 int64_t mc, int64_t m1, float *Ap, float *Bs) {
+  const int MR = k.mr, NR = k.nr;
+  alignas(64) float tile[16 * 64];
+  const EpiCtx &e = p.epi;
+  const int64_t jc = s.jc, nc = s.nc, nFull = s.nFull, pc = s.pc, kc = s.kc;
+  const bool first = s.first, last = s.last, copyA = plan.copyA;
+  // Read in place, A needs packing only for a last partial panel.
+  const int64_t mFull = plan.directA ? mc / MR * MR : 0;
+  const int64_t aOff = copyA ? 0 : mFull;
+  if (mFull < mc)
+    k.packA(p.A, p.lda, p.transA, ic + mFull, mc - mFull, pc, kc,
+            Ap + (mFull - aOff) * kc);
+  for (int64_t jr = 0; jr < nc; jr += NR) {
+    const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+    const bool bInPlace = jr < nFull;
+    const float *b0 =
+        bInPlace ? p.B + pc * p.ldb + jc + jr : s.Bp + (jr - nFull) * kc;
+    int64_t ldbk = bInPlace ? p.ldb : NR;
+    // In place, the next sliver's rows are asked into L2 a share per
+    // call: its first call would otherwise wait on memory row by row
+    // (1 thread, 384 x 1536 x 2048: 234 -> 237 GFLOP/s).
+    // Converted by this block's first call: its source rows the same way.
+    const bool convertsB = jr < s.nConvert && ic == s.m0;
+    const float *nextB = nullptr;
+    int64_t nextRows = 0;
+    if (bInPlace && jr + NR < nFull) {
+      nextB = b0 + NR;
+      nextRows = kc;
+    } else if (convertsB && jr + NR < s.nConvert) {
+      nextB = p.B + pc * p.ldb + jc + jr + NR;
+      nextRows = kc;
+    } else if ((bInPlace || s.nConvert > 0) && ic + plan.mcBlk >= m1 &&
+               pc + kc < p.K) {
+      nextB = p.B + (pc + kc) * p.ldb + jc;
+      nextRows = std::min<int64_t>(bl.kc, p.K - pc - kc);
+    }
+    const int64_t calls = (mc + MR - 1) / MR;
+    const int64_t rowsPerCall = (nextRows + calls - 1) / calls;
+    const float *b = b0;
+    if (plan.packSliver && bInPlace) {
+      k.packB(p.B, p.ldb, 0, pc, kc, jc + jr, NR, Bs);
+      b = Bs;
+      ldbk = NR;
+    }
+    for (int64_t ir = 0; ir < mc; ir += MR) {
+      if (nextB) {
+        const int64_t r0 = ir / MR * rowsPerCall;
+        prefetchRows(nextB + r0 * p.ldb, p.ldb,
+                     std::min<int64_t>(rowsPerCall, nextRows - r0));
+      }
+      const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+      const int64_t m = ic + ir, n = jc + jr;
+      const bool inPlace = ir < mFull && (!copyA || jr == 0);
+      const float *a =
+          inPlace ? p.A + (p.transA ? pc * p.lda + m : m * p.lda + pc)
+                  : Ap + (ir - aOff) * kc;
+      const int layout = !inPlace ? 0 : !p.transA ? 1 : copyA ? 3 : 2;
+      // kernelBias: the epilogue's bias added by the kernel as it stores
+      // (only kernels that read in place take it).
+      // The sliver's first call converts it from B's rows (whole slivers).
+      const bool bFromSource = convertsB && ir == 0;
+      auto micro = [&](float *c, int64_t ldc, float beta,
+                       const float *kernelBias = nullptr) {
+        if (bFromSource)
+          k.microDirect(kc, a, p.lda, layout, Ap + ir * kc,
+                        p.B + pc * p.ldb + jc + jr, p.ldb, s.BpConvert + jr * kc,
+                        c, ldc, p.alpha, beta, nr, kernelBias);
+        else if (inPlace || bInPlace || nr < NR || kernelBias)
+          k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, nullptr,
+                        c, ldc, p.alpha, beta, nr, kernelBias);
+        else
+          k.micro(kc, a, b, c, ldc, p.alpha, beta);
+      };
+      const float *biasN = e.bias && k.microDirect ? e.bias + n : nullptr;
+      // Edge columns too where the kernel can write just those
+      // (S/2's Dh = 64 outputs: a quarter of the tiles were edges
+      // computed into the buffer and copied).
+      const bool whole = mr == MR && (nr == NR || k.microDirect);
+      bool toC = false;  // the kernel writes C itself
+      float betaEff = 1.0f;
+      const float *toCBias = nullptr;
+      if (whole) {
+        if (e.kind == EpiKind::None) {
+          toC = true;
+          betaEff = first ? e.beta : 1.0f;
+        } else if (e.kind == EpiKind::Nonlinear && !last) {
+          toC = true;
+          betaEff = first ? 0.0f : 1.0f;
+        } else if (e.kind == EpiKind::Affine && !first && !e.gate) {
+          toC = true;
+        } else if (e.kind == EpiKind::Affine && first && biasN && !e.gate &&
+                   !e.residual) {
+          // bias alone (and beta): the kernel adds it as it stores, no
+          // tile buffer and combine pass (1 thread, 2048 x 1536 x 384 on
+          // Zen 4: bias over plain 1.95 -> 0.13 ms, interleaved).
+          toC = true;
+          betaEff = e.beta;
+          toCBias = biasN;
+        }
+      }
+      // Nonlinear, last k block, nothing of C's old value left to scale or
+      // add (an in-place residual is C itself):
+      // the kernel finishes the pre-activation in C itself and the
+      // epilogue runs over that tile in place (no staging tile, no pass
+      // adding it to C). 1 thread, 2048 x 4608 x 1152 bias + GELU,
+      // interleaved: 120.5-122.6 -> 118.9-119.1 ms; S/2 shapes and 2
+      // threads within noise.
+      const bool finishInC = whole && e.kind == EpiKind::Nonlinear && last &&
+                             (!first || e.beta == 0.0f) && e.residual != p.C;
+      if (toC) {
+        micro(p.C + m * p.ldc + n, p.ldc, betaEff, toCBias);
+      } else if (finishInC && biasN) {
+        // the kernel adds the bias too; the combine does the rest
+        float *cTile = p.C + m * p.ldc + n;
+        micro(cTile, p.ldc, first ? 0.0f : 1.0f, biasN);
+        EpiCtx rest = e;
+        rest.bias = nullptr;
+        k.combine(cTile, p.ldc, mr, nr, p.C, p.ldc, m, n, rest, true, true);
+      } else if (finishInC) {
+        float *cTile = p.C + m * p.ldc + n;
+        micro(cTile, p.ldc, first ? 0.0f : 1.0f);
+        k.combine(cTile, p.ldc, mr, nr, p.C, p.ldc, m, n, e, true, true);
+      } else {
+        // The kernel asks for its output's lines ahead of its stores;
+        // here that is the tile, so ask for C's, which the combine
+        // then reads or writes (bias epilogue on a C bigger than
+        // L3, 1 thread, 2048 x 4608 x 1152: 107 -> 97-99 ms, 95
+        // without the epilogue).
+        prefetchTile(p.C + m * p.ldc + n, p.ldc, mr, nr);
+        if (nr < NR && !inPlace)
+          k.microEdge(kc, a, b, tile, p.alpha, nr);
+        else
+          micro(tile, NR, 0.0f);
+        k.combine(tile, NR, mr, nr, p.C, p.ldc, m, n, e, first, last);
+      }
+    }
+  }
+}
+
+// C = its epilogue of alpha * 0 (K = 0) for rows [m0, m1), cols [n0, n1).
+void runEmptyK(const GemmKernel &k, const Problem &p, int64_t m0, int64_t m1,
+               int64_t n0, int64_t n1) {
+  alignas(64) float tile[16 * 64];
+  std::memset(tile, 0, sizeof tile);
+  for (int64_t m = m0; m < m1; m += k.mr)
+    for (int64_t n = n0; n < n1; n += k.nr)
+      k.combine(tile, k.nr, static_cast<int>(std::min<int64_t>(k.mr, m1 - m)),
+                static_cast<int>(std::min<int64_t>(k.nr, n1 - n)), p.C, p.ldc,
+                m, n, p.epi, true, true);
+}
+
+// C[m0:m1, n0:n1] of one problem on the calling thread.
+void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
+              int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  if (m1 <= m0 || n1 <= n0)
+    return;
+  if (p.K == 0) {
+    runEmptyK(k, p, m0, m1, n0, n1);
+    return;
+  }
+  const int NR = k.nr;
+  const BlockPlan plan = planBlock(k, bl, p, m1 - m0, n1 - n0);
+  float *Ap = scratch(2, plan.mcMax * plan.kcMax + 64);
+  // streamB packs only a last partial sliver
+  float *Bp = scratch(3, (plan.streamB ? 2 * NR : plan.ncMax) * plan.kcMax + 64);
+  float *Bs = Bp + NR * plan.kcMax;  // a sliver packed just in time
+  for (int64_t jc = n0; jc < n1; jc += plan.ncBlk) {
+    const int64_t nc = std::min<int64_t>(plan.ncBlk, n1 - jc);
+    const int64_t nFull = plan.directB ? nc / NR * NR : 0;  // slivers in place
+    for (int64_t pc = 0; pc < p.K; pc += bl.kc) {
+      const int64_t kc = std::min<int64_t>(bl.kc, p.K - pc);
+      // plan.convertB: the kernel packs the whole slivers (B is not read
+      // in place then: nFull 0), the last partial one is packed here.
+      const int64_t nConvert = plan.convertB ? nc / NR * NR : 0;
+      if (nFull + nConvert < nc)
+        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull + nConvert,
+                nc - nFull - nConvert, Bp + nConvert * kc);
+      PanelStep s{jc, nc, nFull, pc, kc, pc == 0, pc + kc >= p.K, Bp};
+      s.nConvert = nConvert;
+      s.m0 = m0;
+      s.BpConvert = Bp;
+      for (int64_t ic = m0; ic < m1; ic += plan.mcBlk)
+        runRowBlock(k, bl, p, plan, s, ic, std::min<int64_t>(plan.mcBlk, m1 - ic),
+                    m1, Ap, Bs);
+    }
+  }
+}
+
+// Estimated time of one thread's rows x cols block of q, as runBlock
+// would walk it (planBlock), in units of one float moved: compute, plus
+// the passes over each operand, weighted by `packWeight` (packing reads
+// sources the other threads read too). An operand read in place is no
+// separate pass, but its source still comes from memory through the
+// kernel: counted a quarter of a pass for A (rows the kernel prefetches)
+// and half for B (strided rows, a sliver re-read per row block). Measured
+// here, 2 threads, interleaved: dW 1152 x 384 x 2048 split by columns (A
+// in place for both) 476-483 GFLOP/s against 419-480 by rows (B packed by
+// both); 384 x 1536 x 8192 by columns 454 against 422 by rows (B streamed
+// by both). The bf16 kernel computes twice as fast (flopsPerCycle) and
+// converts an A it reads in place (a whole pass), so its estimates weigh
+// passes more: dW 1152 x 384 x 8192 at 2 threads then splits K instead of
+// each thread converting all of dY (866-878 -> 922-938 GFLOP/s, builds
+// alternated; XL/2's dW within noise; 384 x 384 x 8192, also split,
+// 805-921 against 903-922).
+double blockCost(const GemmKernel &k, const Blocking &bl, const Problem &q,
+                 double rows, double cols, double packWeight) {
+  const double fpc = k.flopsPerCycle > 0 ? k.flopsPerCycle
+                     : k.nr >= 48          ? 64.0
+                     : k.nr >= 16 && k.mr == 6 ? 32.0
+                                               : 8.0;
+  const double Mt = std::ceil(rows / k.mr) * k.mr;
+  const double Nt = std::ceil(cols / k.nr) * k.nr;
+  const double K = static_cast<double>(q.K);
+  const BlockPlan b = planBlock(k, bl, q, static_cast<int64_t>(Mt),
+                                static_cast<int64_t>(Nt));
+  // A kernel that converts A as it reads it does a whole pass's loads and
+  // conversions, only overlapped with its products.
+  const double inPlaceA = bl.copiesA ? 1.0 : crowdsSets(q.lda) ? 0.5 : 0.25;
+  const double passesA =
+      Mt * K * std::ceil(Nt / b.ncBlk) * (b.directA ? inPlaceA : 1.0);
+  const double passesB = K * Nt * (b.directB ? 0.5 : 1.0);
+  return 2.0 * Mt * Nt * K / fpc + packWeight * (passesA + passesB);
+}
+
+// Grid pm x pn over `P` threads minimizing estimated compute + packing time.
+void chooseGrid(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                int P, int &pm, int &pn) {
+  double best = 1e300;
+  pm = P;
+  pn = 1;
+  for (int a = 1; a <= P; ++a) {
+    if (P % a)
+      continue;
+    const int b = P / a;
+    const double cost = blockCost(k, bl, p, static_cast<double>(p.M) / a,
+                                  static_cast<double>(p.N) / b, 0.7);
+    if (cost < best * 0.999) {
+      best = cost;
+      pm = a;
+      pn = b;
+    }
+  }
+}
+
+// Whether splitting K across the P threads (each thread the whole C of its
+// K range, partial products summed afterwards in slot order) beats the
+// best 2-D grid: for small outputs with a long K (the weight gradients,
+// K = tokens), where every grid shape makes each thread pack a whole
+// operand that the other threads pack too. Estimated like chooseGrid
+// (passes counted double: every thread reads shared sources at once),
+// plus the reduction (P + 1 passes over C per thread's rows). Only without
+// an epilogue. HC_GEMM_KSPLIT=0/1 forces it off/on (tuning, tests).
+bool chooseKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                  int P, int pm, int pn) {
+  if (P <= 1 || p.epi.kind != EpiKind::None || p.K < 2 * P * 8)
+    return false;
+  if (const char *e = hc::rt::setting(hc::rt::Setting::GemmKsplit))
+    return std::atoi(e) != 0;
+  const double M = static_cast<double>(p.M), N = static_cast<double>(p.N);
+  const double grid = blockCost(k, bl, p, M / pm, N / pn, 1.4);
+  Problem part = p;
+  part.K = (p.K + P - 1) / P;
+  const double ks = blockCost(k, bl, part, M, N, 1.4) + 1.5 * M * N * (P + 1) / P;
+  return ks < 0.97 * grid;
+}
+
+void gemmKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                Range r) {
+  const int P = r.count;
+  std::vector<float *> part(P, nullptr);
+  parallel(r, [&](int i, int) {
+    int64_t k0, k1;
+    split(p.K, i, P, 8, k0, k1);
+    Problem q = p;
+    q.K = k1 - k0;
+    q.A = p.A + (p.transA ? k0 * p.lda : k0);
+    q.B = p.B + (p.transB ? k0 : k0 * p.ldb);
+    if (i > 0) {  // own partial product, dense, not read before written
+      part[i] = scratch(0, static_cast<std::size_t>(p.M * p.N) + 16);
+      q.C = part[i];
+      q.ldc = p.N;
+      q.epi = EpiCtx();
+    }
+    if (q.K > 0)
+      runBlock(k, bl, q, 0, p.M, 0, p.N);
+    else if (i > 0)
+      std::memset(part[i], 0, sizeof(float) * p.M * p.N);
+    else  // slot 0 owns C: C = beta C (K range empty)
+      runBlock(k, bl, q, 0, p.M, 0, p.N);
+  });
+  parallel(r, [&](int i, int cnt) {
+    int64_t m0, m1;
+    split(p.M, i, cnt, 1, m0, m1);
+    for (int64_t m = m0; m < m1; ++m) {
+      float *c = p.C + m * p.ldc;
+      for (int t = 1; t < P; ++t) {
+        const float *s = part[t] + m * p.N;
+        for (int64_t n = 0; n < p.N; ++n)
+          c[n] += s[n];
+      }
+    }
+  });
+}
+
+// Whether the threads share each packed B panel (the paper's scheme,
+// gemmSharedPanel): where they share an L2 (one cluster), B is packed (not
+// read in place or streamed) and C has enough row blocks to balance over
+// them. Threads with private L2s each pack their own copy instead: a panel
+// shared across cores is read from the other core's cache, and on the Zen 4
+// VM (one L2 per core) the shared panel was slower at 2 threads on every
+// shape tried (interleaved, GFLOP/s, best of 9: 2048 x 384 x 384 dX 222 /
+// 229 static, medians often 175-195 against 220-225; XL/2 M = 2048 bench
+// median 0.98x -> 0.99x, S/2 M = 2048 0.93x -> 1.00x of the best library).
+// On the Zen 3 VM it had been 0-4% ahead under neighbours' load.
+// HC_GEMM_SHARED_B=0 never, 2 wherever B is packed (tuning, tests).
+bool useSharedPanel(const BlockPlan &plan, const Problem &p, Range r) {
+  const int mode = static_cast<int>(hc::rt::settingInt(hc::rt::Setting::GemmSharedB, 1));
+  const int threads = r.count;
+  if (mode == 0 || threads <= 1 || plan.streamB || plan.directB)
+    return false;
+  const bool sharedL2 =
+      hcrt_thread_cluster(r.first) == hcrt_thread_cluster(r.first + r.count - 1);
+  const int64_t blocks = (p.M + plan.mcBlk - 1) / plan.mcBlk;
+  return mode == 2 || (sharedL2 && blocks >= 4 * threads);
+}
+
+// The paper's partition inside one cluster: for each (jc, pc) step the
+// team packs B's panel once, together, into one shared buffer (chunks of
+// 8 slivers handed out from a counter), then takes C's MC-row blocks from
+// another counter, each thread packing its block of A and running it
+// against the whole panel. Against one piece per thread (or a few), each
+// packing its own copy of B: B packed once, not once per piece, and
+// balance at the grain of one row block when a core is slowed by other
+// work. Two panel buffers: a thread done with its blocks packs the next
+// step's panel while the others finish theirs; a block waits only for its
+// own previous step (k blocks of a C tile stay in order, so results do
+// not depend on which thread ran what).
+void gemmSharedPanel(const GemmKernel &k, const Blocking &bl, const Problem &p,
+                     const BlockPlan &plan, Range r) {
+  const int NR = k.nr;
+  const int64_t panels = (p.N + plan.ncBlk - 1) / plan.ncBlk;
+  const int64_t kSteps = (p.K + bl.kc - 1) / bl.kc;
+  const int64_t steps = panels * kSteps;
+  const int64_t blocks = (p.M + plan.mcBlk - 1) / plan.mcBlk;
+  const int64_t chunkCols = 8 * NR;
+  const int64_t bufFloats = (plan.ncMax * plan.kcMax + 64 + 15) / 16 * 16;
+  float *buf = scratch(3, 2 * bufFloats);
+  struct StepSync {
+    std::atomic<int64_t> packNext{0}, packDone{0}, blockNext{0}, blockDone{0};
+  };
+  struct Progress {
+    std::atomic<int64_t> stepsDone{0};
+  };
+  std::vector<StepSync> sync(static_cast<std::size_t>(steps));
+  std::vector<Progress> progress(static_cast<std::size_t>(blocks));
+  parallel(r, [&](int, int) {
+    float *Ap = scratch(2, plan.mcMax * plan.kcMax + 64);
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t jc = s / kSteps * plan.ncBlk, pc = s % kSteps * bl.kc;
+      const int64_t nc = std::min<int64_t>(plan.ncBlk, p.N - jc);
+      const int64_t kc = std::min<int64_t>(bl.kc, p.K - pc);
+      float *Bp = buf + (s % 2) * bufFloats;
+      StepSync &st = sync[static_cast<std::size_t>(s)];
+      if (s >= 2)  // the buffer's last readers are done
+        spinUntil(sync[static_cast<std::size_t>(s - 2)].blockDone, blocks);
+      const int64_t chunks = (nc + chunkCols - 1) / chunkCols;
+      for (int64_t c; (c = st.packNext.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+        const int64_t j0 = c * chunkCols;
+        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + j0,
+                std::min<int64_t>(chunkCols, nc - j0), Bp + j0 * kc);
+        st.packDone.fetch_add(1, std::memory_order_release);
+      }
+      spinUntil(st.packDone, chunks);
+      const PanelStep ps{jc, nc, 0, pc, kc, pc == 0, pc + kc >= p.K, Bp};
+      for (int64_t i; (i = st.blockNext.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+        Progress &pr = progress[static_cast<std::size_t>(i)];
+        spinUntil(pr.stepsDone, s);
+        const int64_t ic = i * plan.mcBlk;
+        runRowBlock(k, bl, p, plan, ps, ic, std::min<int64_t>(plan.mcBlk, p.M - ic),
+                    p.M, Ap, nullptr);
+        pr.stepsDone.store(s + 1, std::memory_order_release);
+        st.blockDone.fetch_add(1, std::memory_order_release);
+      }
+    }
+  });
+}
+
+void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p,
+            Range r) {
+  int pm = 1, pn = 1;
+  if (r.count > 1) {
+    chooseGrid(k, bl, p, r.count, pm, pn);
+    if (chooseKSplit(k, bl, p, r.count, pm, pn)) {
+      gemmKSplit(k, bl, p, r);
+      return;
+    }
+  }
+  if (r.count > 1 && p.K > 0 && oneNumaNode(r)) {
+    const BlockPlan plan = planBlock(k, bl, p, p.M, p.N);
+    if (useSharedPanel(plan, p, r)) {
+      gemmSharedPanel(k, bl, p, plan, r);
+      return;
+    }
+  }
+  const bool oneCluster =
+      hcrt_thread_cluster(r.first) == hcrt_thread_cluster(r.first + r.count - 1);
+  if (!oneCluster) {
+    parallel(r, [&](int i, int) {
+      // Consecutive slots (one cluster) share a column block.
+      int in = i / pm, im = i % pm;
+      int64_t m0, m1, n0, n1;
+      split(p.M, im, pm, k.mr, m0, m1);
+      split(p.N, in, pn, k.nr, n0, n1);
+      runBlock(k, bl, p, m0, m1, n0, n1);
+    });
+    return;
+  }
+  // Inside one cluster: the grid's split dimension cut into up to 4 pieces
+  // per thread (none under kMinPiece rows/columns, each piece packs its own
+  // copy of the other operand), taken dynamically so a thread slowed by
+  // other work on its core does less (fixed pieces: same results). A single
+  // thread has no one to balance with: one piece (the extra packing passes
+  // of B cost it 1-3% on XL/2's shapes).
+  constexpr int64_t kMinPiece = 512;
+  int64_t fm = 1, fn = 1;
+  if (r.count > 1 && pm >= pn)
+    fm = std::max<int64_t>(1, std::min<int64_t>(4, p.M / (pm * kMinPiece)));
+  else if (r.count > 1)
+    fn = std::max<int64_t>(1, std::min<int64_t>(4, p.N / (pn * kMinPiece)));
+  const int64_t gm = pm * fm, gn = pn * fn;
+  parallelPieces(r, gm * gn, [&](int64_t piece) {
+    int64_t im = piece % gm, in = piece / gm;
+    int64_t m0, m1, n0, n1;
+    split(p.M, static_cast<int>(im), static_cast<int>(gm), k.mr, m0, m1);
+    split(p.N, static_cast<int>(in), static_cast<int>(gn), k.nr, n0, n1);
+    runBlock(k, bl, p, m0, m1, n0, n1);
+  });
+}
+
+bool overlaps(const float *a, int64_t lda, const float *c, int64_t ldc,
+              int64_t M, int64_t N) {
+  if (!a || M <= 0 || N <= 0)
+    return false;
+  const float *aEnd = a + (M - 1) * lda + N, *cEnd = c + (M - 1) * ldc + N;
+  return a < cEnd && c < aEnd;
+}
+
+EpiCtx resolveEpi(const hc_sgemm_args &g, int64_t b) {
+  EpiCtx e;
+  e.beta = g.beta;
+  const hc_epilogue *ep = g.epi;
+  if (!ep || (!ep->flags && !ep->preact))
+    return e;
+  const uint32_t f = ep->flags;
+  if (f & HC_EPI_BIAS)
+    e.bias = ep->bias + b * ep->stride_bias;
+  if (ep->preact) {
+    e.preact = ep->preact + b * ep->stride_preact;
+    e.ldPreact = ep->ld_preact;
+  }
+  e.gelu = (f & HC_EPI_GELU_TANH) != 0;
+  if (f & HC_EPI_GATE) {
+    e.gate = ep->gate + b * ep->stride_gate;
+    e.ldGate = ep->ld_gate;
+    e.gateRows = ep->gate_rows > 0 ? ep->gate_rows : std::max<int64_t>(1, g.M);
+  }
+  if (f & HC_EPI_RESIDUAL) {
+    e.residual = ep->residual + b * ep->stride_residual;
+    e.ldResidual = ep->ld_residual;
+  }
+  if (f & HC_EPI_GELU_TANH_GRAD) {
+    e.geluGradX = ep->gelu_x + b * ep->stride_gelu_x;
+    e.ldGeluGradX = ep->ld_gelu_x;
+  }
+  e.kind = (e.gelu || e.preact || e.geluGradX) ? EpiKind::Nonlinear
+                                                : EpiKind::Affine;
+  return e;
+}
+
+// Nonlinear epilogue whose inputs C must still be read after several k
+// blocks (beta != 0 or residual overlapping C): compute T into a temporary,
+// then apply the epilogue row block by row block.
+void gemmViaTemp(const GemmKernel &k, const Blocking &bl, Problem p, Range r) {
+  std::vector<float> T(static_cast<size_t>(p.M * p.N));
+  Problem q = p;
+  q.C = T.data();
+  q.ldc = p.N;
+  q.epi = EpiCtx();
+  gemm2d(k, bl, q, r);
+  parallel(r, [&](int i, int cnt) {
+    int64_t m0, m1;
+    split(p.M, i, cnt, k.mr, m0, m1);
+    for (int64_t m = m0; m < m1; m += k.mr)
+      for (int64_t n = 0; n < p.N; n += k.nr)
+        k.combine(T.data() + m * p.N + n, p.N,
+                  static_cast<int>(std::min<int64_t>(k.mr, m1 - m)),
+                  static_cast<int>(std::min<int64_t>(k.nr, p.N - n)), p.C,
+                  p.ldc, m, n, p.epi, true, true);
+  });
+}
+
+// Entry b of a batched call.
+Problem problemOf(const hc_sgemm_args &g, int64_t b) {
+  Problem p;
+  p.M = g.M, p.N = g.N, p.K = g.K;
+  p.transA = g.trans_a, p.transB = g.trans_b;
+  p.alpha = g.alpha;
+  p.A = g.A + b * g.stride_a, p.lda = g.lda;
+  p.B = g.B + b * g.stride_b, p.ldb = g.ldb;
+  p.C = g.C + b * g.stride_c, p.ldc = g.ldc;
+  p.epi = resolveEpi(g, b);
+  return p;
+}
+
+// Whether a nonlinear epilogue needs C computed apart first (K blocks
+// would otherwise read back an already transformed C).
+bool needsTempC(const Blocking &bl, const Problem &p) {
+  return p.epi.kind == EpiKind::Nonlinear && p.K > bl.kc &&
+         (p.epi.beta != 0.0f ||
+          overlaps(p.epi.residual, p.epi.ldResidual, p.C, p.ldc, p.M, p.N));
+}
+
+} // namespace
+
+// On the calling thread, operands in cache: A read in place wherever the
+// kernel can (unless HC_GEMM_DIRECT_A=0). Attention's tiles: their Q/K/V
+// slices and score tiles are in L2, and packing A was a pass over them
+// that reading in place saves (measured here, 1 thread, flash attention
+// S/2 T = 256: 16.7 -> 16.2 ms fwd + bwd).
+void sgemmInCache(const hc_sgemm_args &g) {
+  if (g.M <= 0 || g.N <= 0)
+    return;
+  const GemmKernel &k = kernel();
+  Blocking bl = blocking(k);
+  if (bl.directA == 1)
+    bl.directA = 2;
+  const Problem p = problemOf(g, 0);
+  if (needsTempC(bl, p))
+    gemmViaTemp(k, bl, p, Range{0, 1});
+  else
+    runBlock(k, bl, p, 0, p.M, 0, p.N);
+}
+
+// hc_sgemm's driver with the kernel `k` (hc_gemm_bf16 runs it with a bf16
+// kernel: gemm_bf16.cpp).
+void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
+                    hc_threads threads) {
+  const int64_t M = g->M, N = g->N, K = g->K;
+  const int64_t batch = g->batch <= 0 ? 1 : g->batch;
+  if (M <= 0 || N <= 0)
+    return;
+  const Blocking bl = blocking(k);
+  Range r = resolve(threads);
+  // Small products stay on one thread (waking others costs more).
+  const double macs = static_cast<double>(M) * N * std::max<int64_t>(K, 1);
+  if (macs * batch < 262144.0)
+    r.count = 1;
+  auto problem = [&](int64_t b) { return problemOf(*g, b); };
+  auto needsTemp = [&](const Problem &p) { return needsTempC(bl, p); };
+  // Many small entries (attention heads): whole entries per thread.
+  if (batch >= 2 * r.count && r.count > 1 && macs < 4.0e6) {
+    parallel(r, [&](int i, int cnt) {
+      int64_t b0, b1;
+      split(batch, i, cnt, 1, b0, b1);
+      for (int64_t b = b0; b < b1; ++b) {
+        Problem p = problem(b);
+        if (needsTemp(p))
+          gemmViaTemp(k, bl, p, Range{0, 1});
+        else
+          runBlock(k, bl, p, 0, M, 0, N);
+      }
+    });
+    return;
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    Problem p = problem(b);
+    if (needsTemp(p))
+      gemmViaTemp(k, bl, p, r);
+    else
+      gemm2d(k, bl, p, r);
+  }
+}
+
+} // namespace hc::rt
+
+extern "C" void hc_sgemm(const hc_sgemm_args *g, hc_threads threads) {
+  hc::rt::gemmWithKernel(hc::rt::kernel(), g, threads);
+}

@@ -1,0 +1,141 @@
+// hc_gemm_bf16: hc_sgemm's driver (gemm.cpp) with a kernel whose packing
+// rounds both operands to bf16 (round to nearest even). With AVX512-BF16
+// the kernel is gemm_avx512bf16.cpp's (bf16 pairs, vdpbf16ps); elsewhere
+// the fp32 kernel of hcrt_isa() with its packing followed by the rounding
+// of the packed panel, so the products are the same exact bf16 products
+// (8-bit significands: exact in float32) summed in float32. The fp32
+// kernels read an operand in place without rounding it: the emulation
+// turns those modes off (microDirect null), both operands are packed. The
+// native kernel rounds what it reads in place as it packs it.
+#include "internal.h"
+#include "hc/base/settings.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace hc::rt {
+namespace {
+
+void roundFloats(float *p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    p[i] = bf16Round(p[i]);
+}
+
+// The fp32 kernel `Base` with its packed panels rounded to bf16.
+template <const GemmKernel &(*Base)()> struct Rounded {
+  static void packA(const float *A, int64_t lda, int transA, int64_t m0,
+                    int64_t mc, int64_t k0, int64_t kc, float *dst) {
+    const GemmKernel &b = Base();
+    b.packA(A, lda, transA, m0, mc, k0, kc, dst);
+    roundFloats(dst, (mc + b.mr - 1) / b.mr * b.mr * kc);
+  }
+  static void packB(const float *B, int64_t ldb, int transB, int64_t k0,
+                    int64_t kc, int64_t n0, int64_t nc, float *dst) {
+    const GemmKernel &b = Base();
+    b.packB(B, ldb, transB, k0, kc, n0, nc, dst);
+    roundFloats(dst, (nc + b.nr - 1) / b.nr * b.nr * kc);
+  }
+  static const GemmKernel &kernel() {
+    static const GemmKernel k = [] {
+      GemmKernel r = Base();
+      r.packA = packA;
+      r.packB = packB;
+      r.microDirect = nullptr;  // in place would read unrounded operands
+      return r;
+    }();
+    return k;
+  }
+};
+
+// -1: not decided yet: HC_BF16_NATIVE=1/0 from the environment, else
+// measured (vdpbf16ps only where it outruns the FMAs); then the last
+// hcrt_set_bf16_native.
+std::atomic<int32_t> gNative{-1};
+
+bool wantNative() {
+  int32_t v = gNative.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char *e = hc::rt::setting(hc::rt::Setting::Bf16Native);
+    v = e && *e ? std::atoi(e) != 0 : hcrt_bf16_over_fma() > 1.0;
+    gNative.store(v, std::memory_order_relaxed);
+  }
+  return v != 0;
+}
+
+bool native() {
+  return wantNative() && hcrt_isa() == HC_ISA_AVX512 && cpuHasAvx512Bf16();
+}
+
+const GemmKernel &kernelBf16() {
+  if (native())
+    return gemmAvx512Bf16();
+  switch (hcrt_isa()) {
+  case HC_ISA_AVX512:
+    return Rounded<gemmAvx512>::kernel();
+  case HC_ISA_AVX2:
+    return Rounded<gemmAvx2>::kernel();
+  default:
+    return Rounded<gemmGeneric>::kernel();
+  }
+}
+
+} // namespace
+} // namespace hc::rt
+
+using namespace hc::rt;
+
+extern "C" {
+
+void hc_gemm_bf16(const hc_sgemm_args *g, hc_threads threads) {
+  gemmWithKernel(kernelBf16(), g, threads);
+}
+
+int32_t hcrt_bf16_native(void) { return native() ? 1 : 0; }
+
+int32_t hcrt_set_bf16_native(int32_t on) {
+  gNative.store(on < 0 ? -1 : on ? 1 : 0, std::memory_order_relaxed);
+  return hcrt_bf16_native();
+}
+
+void hc_gemm_bf16_ref(const hc_sgemm_args *g) {
+  const int64_t M = g->M, N = g->N, K = g->K;
+  const int64_t batch = g->batch <= 0 ? 1 : g->batch;
+  if (M <= 0 || N <= 0)
+    return;
+  std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * N));
+  for (int64_t e = 0; e < batch; ++e) {
+    const float *A = g->A + e * g->stride_a, *B = g->B + e * g->stride_b;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k)
+        a[m * K + k] = bf16Round(g->trans_a ? A[k * g->lda + m] : A[m * g->lda + k]);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n)
+        b[k * N + n] = bf16Round(g->trans_b ? B[n * g->ldb + k] : B[k * g->ldb + n]);
+    hc_sgemm_args one = *g;
+    hc_epilogue epi{};
+    if (g->epi) {
+      epi = *g->epi;
+      if (epi.bias)
+        epi.bias += e * epi.stride_bias;
+      if (epi.preact)
+        epi.preact += e * epi.stride_preact;
+      if (epi.gate)
+        epi.gate += e * epi.stride_gate;
+      if (epi.residual)
+        epi.residual += e * epi.stride_residual;
+      if (epi.gelu_x)
+        epi.gelu_x += e * epi.stride_gelu_x;
+      one.epi = &epi;
+    }
+    one.batch = 1;
+    one.trans_a = one.trans_b = 0;
+    one.A = a.data(), one.lda = K;
+    one.B = b.data(), one.ldb = N;
+    one.C = g->C + e * g->stride_c;
+    hc_sgemm_ref(&one);
+  }
+}
+
+} // extern "C"

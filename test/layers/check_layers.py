@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""The layering of hc's sources, checked (ctest "layers").
+
+  abi/      the ABI root: header-only, includes nothing of hc but itself
+  base/     hc-base, below compiler and runtime: the ABI root and itself
+  runtime/  libhcrt: abi, base and its own headers; never MLIR or LLVM
+  compiler side (dialects/, passes/, compiler/, tools/hc-compile,
+            tools/hc-eval, tools/hc-opt): abi, base and its own; never
+            the runtime's headers (hc/runtime/)
+
+and the compiler's binaries link neither MPI nor libhcrt.
+Usage: check_layers.py SOURCE_ROOT BIN_DIR
+"""
+import os
+import re
+import subprocess
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+SOURCE_EXT = ('.h', '.cpp', '.inc', '.def', '.td', '.c')
+
+COMPILER = ['dialects', 'passes', 'compiler', 'tools/hc-compile',
+            'tools/hc-eval', 'tools/hc-opt']
+# layer -> (folders, include prefixes it must not use)
+LAYERS = {
+    'abi': (['abi'], ['hc/base/', 'hc/runtime/', 'hc/Compiler/', 'hc/Graph/',
+                      'hc/Schedule/', 'hc/Passes/', 'mlir/', 'llvm/']),
+    'base': (['base'], ['hc/runtime/', 'hc/Compiler/', 'hc/Graph/',
+                        'hc/Schedule/', 'hc/Passes/', 'mlir/', 'llvm/', 'mpi.h']),
+    'runtime': (['runtime'], ['hc/Compiler/', 'hc/Graph/', 'hc/Schedule/',
+                              'hc/Passes/', 'mlir/', 'llvm/']),
+    'compiler': (COMPILER, ['hc/runtime/', 'mpi.h']),
+}
+COMPILER_BINARIES = ['hc-compile', 'hc-eval', 'hc-opt']
+FORBIDDEN_LINKS = ['libmpi', 'libhcrt', 'libopen-pal', 'libopen-rte']
+
+
+def sources(root, folder):
+    for dirpath, _, files in os.walk(os.path.join(root, folder)):
+        for f in sorted(files):
+            if f.endswith(SOURCE_EXT):
+                yield os.path.join(dirpath, f)
+
+
+def main():
+    root, bin_dir = sys.argv[1], sys.argv[2]
+    errors, seen = [], 0
+    for layer, (folders, forbidden) in LAYERS.items():
+        for folder in folders:
+            for path in sources(root, folder):
+                seen += 1
+                with open(path, encoding='utf-8') as f:
+                    text = f.read()
+                for inc in INCLUDE.findall(text):
+                    if any(inc.startswith(p) for p in forbidden):
+                        errors.append('%s: the %s layer includes %s' %
+                                      (os.path.relpath(path, root), layer, inc))
+    for folder in COMPILER:
+        cmake = os.path.join(root, folder, 'CMakeLists.txt')
+        if os.path.exists(cmake) and 'runtime/include' in open(cmake).read():
+            errors.append('%s: a compiler target sees runtime/include' %
+                          os.path.relpath(cmake, root))
+    for name in COMPILER_BINARIES:
+        path = os.path.join(bin_dir, name)
+        out = subprocess.run(['readelf', '-d', path], capture_output=True,
+                             text=True, check=True).stdout
+        needed = re.findall(r'\(NEEDED\).*\[(.+)\]', out)
+        if not needed:
+            errors.append('%s: readelf found no NEEDED entries' % name)
+        for lib in needed:
+            if any(lib.startswith(p) for p in FORBIDDEN_LINKS):
+                errors.append('%s links %s' % (name, lib))
+    if seen < 120:  # 155 when this was written
+        errors.append('only %d sources found under %s' % (seen, root))
+    for e in errors:
+        print(e)
+    print('%d sources, %d binaries checked: %s' %
+          (seen, len(COMPILER_BINARIES), 'FAIL' if errors else 'ok'))
+    return 1 if errors else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
