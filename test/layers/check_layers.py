@@ -8,7 +8,9 @@
             tools/hc-eval, tools/hc-opt): abi, base and its own; never
             the runtime's headers (hc/runtime/)
 
-and the compiler's binaries link neither MPI nor libhcrt.
+that the compiler's binaries link neither MPI nor libhcrt, and that the test
+seams (settings.def's rows under `#if HC_TEST_SEAMS`) are read only inside
+`#if HC_TEST_SEAMS`, so a release build (HC_BUILD_TESTS=OFF) has none.
 Usage: check_layers.py SOURCE_ROOT BIN_DIR
 """
 import os
@@ -42,9 +44,47 @@ def sources(root, folder):
                 yield os.path.join(dirpath, f)
 
 
+def seam_settings(root):
+    text = open(os.path.join(root, 'base/include/hc/base/settings.def')).read()
+    block = re.search(r'#if HC_TEST_SEAMS.*?\n(.*?)#endif', text, re.S)
+    return re.findall(r'HC_SETTING\((\w+),', block.group(1)) if block else []
+
+
+def unguarded_seams(path, text, seams):
+    """Lines reading a seam outside a `#if HC_TEST_SEAMS` branch."""
+    stack, out = [], []  # per #if: is its current branch the seams-on one?
+    for n, line in enumerate(text.splitlines(), 1):
+        d = re.match(r'\s*#\s*(if|ifdef|ifndef|else|elif|endif)\b(.*)', line)
+        if d:
+            kind, rest = d.group(1), d.group(2).strip()
+            if kind.startswith('if'):
+                on = rest == 'HC_TEST_SEAMS' and kind == 'if'
+                off = rest == '!HC_TEST_SEAMS' and kind == 'if'
+                stack.append([on, off])
+            elif kind == 'else' and stack:
+                stack[-1] = [stack[-1][1], stack[-1][0]]
+            elif kind == 'elif' and stack:
+                stack[-1] = [False, False]
+            elif kind == 'endif' and stack:
+                stack.pop()
+            continue
+        for s in seams:
+            if re.search(r'Setting::%s\b' % s, line) and not any(b[0] for b in stack):
+                out.append('%s:%d: test seam %s read outside #if HC_TEST_SEAMS'
+                           % (path, n, s))
+    return out
+
+
 def main():
     root, bin_dir = sys.argv[1], sys.argv[2]
     errors, seen = [], 0
+    seams = seam_settings(root)
+    if len(seams) < 5:
+        errors.append('settings.def: %d test seams under #if HC_TEST_SEAMS' % len(seams))
+    for folder in ['base', 'runtime', 'tools', 'compiler', 'passes', 'dialects']:
+        for path in sources(root, folder):
+            errors += unguarded_seams(os.path.relpath(path, root),
+                                      open(path, encoding='utf-8').read(), seams)
     for layer, (folders, forbidden) in LAYERS.items():
         for folder in folders:
             for path in sources(root, folder):

@@ -137,6 +137,7 @@ void arm(const PreemptionOptions &opt) {
     sigaction(sig, &sa, nullptr);
   }
   gArmed = !opt.signals.empty();
+#if HC_TEST_SEAMS
   if (const char *hook = hc::rt::setting(hc::rt::Setting::PreemptRaise)) {
     long long step = -1;
     int sig = 0, rank = -1;
@@ -146,6 +147,7 @@ void arm(const PreemptionOptions &opt) {
       gRaiseRank = rank;
     }
   }
+#endif
 }
 
 void beforeStep(int64_t step) { gStep = step; }

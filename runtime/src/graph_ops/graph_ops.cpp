@@ -769,6 +769,7 @@ extern "C" int64_t hcrt_first_nonfinite(const hcrt_tensor *t, const char *kernel
   int64_t n = 1;
   for (int32_t k = 0; k < t->rank; ++k)
     n *= t->shape[k];
+#if HC_TEST_SEAMS
   static const char *plant = hc::rt::setting(hc::rt::Setting::CheckFinitePlant);
   static std::atomic<bool> planted{false};
   if (plant && kernel && n > 0 && std::strcmp(plant, kernel) == 0 &&
@@ -778,6 +779,9 @@ extern "C" int64_t hcrt_first_nonfinite(const hcrt_tensor *t, const char *kernel
     else
       static_cast<double *>(t->data)[0] = std::nan("");
   }
+#else
+  (void)kernel;
+#endif
   for (int64_t i = 0; i < n; ++i) {
     double v = t->dtype == HCRT_F32 ? static_cast<const float *>(t->data)[i]
                                     : static_cast<const double *>(t->data)[i];
