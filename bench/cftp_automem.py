@@ -6,7 +6,7 @@ unbudgeted two-stream step.
 
 usage: /usr/bin/python3 bench/cftp_automem.py --bin build/bin --work DIR
            [--model DiT-S/2] [--batch 32] [--fraction 0.6] [--rounds 5]
-           [--steps 4] [--precision fp32|bf16] [--disk] [--mem-rates R]
+           [--steps 4] [--precision fp32|bf16] [--disk] [--rates R]
            [--bin-old OLD/build/bin]
 
 --bin-old adds the same budget compiled and run by an older build (6cdebe6,
@@ -78,9 +78,10 @@ def main():
     ap.add_argument("--bin-old", default="", help="an older build's bin folder (a fourth system)")
     ap.add_argument("--systems", default="",
                     help="comma-separated subset of unbudgeted,budget-2streams,budget-1stream,old-budget")
-    ap.add_argument("--mem-rates", default="",
-                    help="hc-automem's rates (memory=0.001 prices recomputation out, so the "
-                         "budget is met by tier copies)")
+    ap.add_argument("--rates", default="",
+                    help="hc-compile --rates (stream_gbps_per_thread=0.001 prices recomputation "
+                         "out, so the budget is met by tier copies; a --bin-old build before "
+                         "--rates took --mem-rates memory=GBPS)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     onnx = os.path.join(args.work, "model.onnx")
@@ -102,7 +103,7 @@ def main():
             r"(\w+) = (\d+) : i64", re.search(r"hcs.arena_bytes = \{([^}]*)\}", probe).group(1))}
         planned = sum(arenas.values()) + int(re.search(r"reserve = (\d+)[,>]", probe).group(1))
     budget = int(args.fraction * planned)
-    tier = ["--mem-budget", str(budget)] + (["--mem-rates", args.mem_rates] if args.mem_rates else [])
+    tier = ["--mem-budget", str(budget)] + (["--rates", args.rates] if args.rates else [])
     if args.disk:
         offload = args.offload_dir or os.path.join(args.work, "offload")
         os.makedirs(offload, exist_ok=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env -S /usr/bin/python3
-"""Measures the kernel rates hc-cftp's cost model reads (--cftp-rates FILE)
+"""Measures the kernel rates hc-cftp's cost model reads (hc-compile --rates FILE)
 from hc-run --profile of a real step on this machine, and writes them as
 `key value` lines.
 
@@ -106,13 +106,13 @@ def main():
         "# hc-cftp kernel rates (bench/cftp_rates.py), %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "# %s; %s %dx%d batch %d, %d profiled steps at 1 and 2 threads (--cftp off)"
         % (cpu, a.model, a.image, a.image, a.batch, one["steps"]),
-        "gemm_gflops_per_thread %.1f" % (rate(one, GEMM, "flops_per_step") / 1e9),
-        "attention_gflops_per_thread %.1f" % (rate(one, ATTN, "flops_per_step") / 1e9),
-        "stream_gbps_per_thread %.2f" % (rate(one, memory, "bytes_per_step") / 1e9),
-        "call_us %.2f" % max(call * 1e6, 0.01),
-        "fork_us %.2f" % max(fork * 1e6, 0.01),
+        "gemm_gflops_per_thread=%.1f" % (rate(one, GEMM, "flops_per_step") / 1e9),
+        "attention_gflops_per_thread=%.1f" % (rate(one, ATTN, "flops_per_step") / 1e9),
+        "stream_gbps_per_thread=%.2f" % (rate(one, memory, "bytes_per_step") / 1e9),
+        "call_us=%.2f" % max(call * 1e6, 0.01),
+        "fork_us=%.2f" % max(fork * 1e6, 0.01),
         "# not measured: a blocking cross-cluster wait, taken as 1 us",
-        "sync_us 1",
+        "sync_us=1",
     ]
     text = "\n".join(lines) + "\n"
     print(text, end="")

@@ -276,7 +276,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
   void runOnOperation() override {
     std::string error;
     if (!rates.empty() && !parseRates(rates, machine, error)) {
-      getOperation().emitError("--mem-rates: ") << error;
+      getOperation().emitError(error);
       return signalPassFailure();
     }
     if (memBudget < 0 || fastMem < 0 || processReserve < 0 || lookahead < 0) {

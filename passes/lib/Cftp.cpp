@@ -6,7 +6,7 @@
 // hcs.cluster_wait orders a stream after another only where bytes cross
 // clusters (CftpAccess.h). Which of
 // the two each call gets is decided by a list-scheduling cost model fed by
-// measured kernel rates (Rates below; bench/cftp-rates-*.txt).
+// measured kernel rates (MachineRates, CostModel.h; bench/cftp-rates-*.txt).
 #include "hc/Passes/Passes.h"
 #include "hc/Schedule/Placement.h"
 
@@ -17,8 +17,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
-#include <fstream>
-#include <sstream>
 
 using namespace mlir;
 namespace hs = hc::schedule;
@@ -29,64 +27,10 @@ namespace hc {
 
 namespace {
 
-// The kernels' rates per thread (CostModel.h, shared with hc-automem; a
-// file from bench/cftp_rates.py replaces them) and the wait's cost.
-struct Rates {
-  KernelRates kernel;
-  double sync = 1e-6;  // a cross-cluster wait that blocks (not measured)
-  // hc-automem's tier copies on the copy engine (CostModel.h's defaults):
-  // between memory tiers, and to or from the disk tier.
-  double copyBytes = MachineRates{}.copyBytes, diskBytes = MachineRates{}.diskBytes;
-  std::string source = "built-in";
-};
-
-bool readRates(const std::string &path, Rates &r, std::string &error) {
-  if (path.empty())
-    return true;
-  std::ifstream in(path);
-  if (!in) {
-    error = "--cftp-rates " + path + ": cannot read the file";
-    return false;
-  }
-  std::string line;
-  while (std::getline(in, line)) {
-    if (auto hash = line.find('#'); hash != std::string::npos)
-      line.resize(hash);
-    std::istringstream words(line);
-    std::string key;
-    double v = 0;
-    if (!(words >> key))
-      continue;
-    if (!(words >> v) || !(v > 0)) {
-      error = "--cftp-rates " + path + ": '" + key + "' needs a positive number";
-      return false;
-    }
-    if (key == "gemm_gflops_per_thread")
-      r.kernel.gemmFlops = v * 1e9;
-    else if (key == "gemm_bf16_gflops_per_thread")
-      r.kernel.gemmBf16Flops = v * 1e9;
-    else if (key == "attention_gflops_per_thread")
-      r.kernel.attentionFlops = v * 1e9;
-    else if (key == "stream_gbps_per_thread")
-      r.kernel.memoryBytes = v * 1e9;
-    else if (key == "call_us")
-      r.kernel.call = v * 1e-6;
-    else if (key == "fork_us")
-      r.kernel.fork = v * 1e-6;
-    else if (key == "sync_us")
-      r.sync = v * 1e-6;
-    else if (key == "copy_gbps")
-      r.copyBytes = v * 1e9;
-    else if (key == "disk_gbps")
-      r.diskBytes = v * 1e9;
-    else {
-      error = "--cftp-rates " + path + ": unknown key '" + key + "'";
-      return false;
-    }
-  }
-  r.source = path;
-  return true;
-}
+// The kernels' rates per thread, the wait's and the copies' costs: one
+// MachineRates (CostModel.h, shared with hc-automem; bench/cftp_rates.py
+// measures them).
+using Rates = MachineRates;
 
 using Shapes = SmallVector<ArrayRef<int64_t>>;
 
@@ -369,7 +313,7 @@ struct CftpPass : impl::CftpBase<CftpPass> {
   void runOnOperation() override {
     Rates r;
     std::string error;
-    if (!readRates(rates, r, error)) {
+    if (!parseRates(rates, r, error)) {
       getOperation().emitError(error);
       return signalPassFailure();
     }

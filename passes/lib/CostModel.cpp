@@ -5,37 +5,109 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 
 using namespace mlir;
 namespace hs = hc::schedule;
 
 namespace hc {
 
-bool parseRates(const std::string &text, MachineRates &rates, std::string &error) {
+namespace {
+
+// The rate keys, said once: name, unit scale to SI, and the field.
+struct RateKey {
+  const char *name;
+  double scale;
+  double &(*field)(MachineRates &);
+};
+const RateKey kRateKeys[] = {
+    {"gemm_gflops_per_thread", 1e9, [](MachineRates &r) -> double & { return r.kernel.gemmFlops; }},
+    {"gemm_bf16_gflops_per_thread", 1e9,
+     [](MachineRates &r) -> double & { return r.kernel.gemmBf16Flops; }},
+    {"attention_gflops_per_thread", 1e9,
+     [](MachineRates &r) -> double & { return r.kernel.attentionFlops; }},
+    {"stream_gbps_per_thread", 1e9, [](MachineRates &r) -> double & { return r.kernel.memoryBytes; }},
+    {"call_us", 1e-6, [](MachineRates &r) -> double & { return r.kernel.call; }},
+    {"fork_us", 1e-6, [](MachineRates &r) -> double & { return r.kernel.fork; }},
+    {"sync_us", 1e-6, [](MachineRates &r) -> double & { return r.sync; }},
+    {"copy_gbps", 1e9, [](MachineRates &r) -> double & { return r.copyBytes; }},
+    {"disk_gbps", 1e9, [](MachineRates &r) -> double & { return r.diskBytes; }},
+};
+
+std::string trim(const std::string &s) {
+  size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
+  return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+}
+
+// One KEY=VALUE item; `where` prefixes a message.
+bool parseItem(const std::string &item, const std::string &where, MachineRates &rates,
+               std::string &error) {
+  size_t eq = item.find('=');
+  std::string key = trim(item.substr(0, eq));
+  const RateKey *k = nullptr;
+  for (const RateKey &r : kRateKeys)
+    if (key == r.name)
+      k = &r;
+  if (!k) {
+    error = where + "unknown rate '" + key + "' (keys: " + rateKeys() + ")";
+    return false;
+  }
+  std::string text = eq == std::string::npos ? "" : trim(item.substr(eq + 1));
+  char *end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || !(v > 0) || !std::isfinite(v)) {
+    error = where + key + " needs a positive number, got '" + text + "'";
+    return false;
+  }
+  k->field(rates) = v * k->scale;
+  return true;
+}
+
+} // namespace
+
+bool checkMachineRates(const std::string &spec, std::string &error) {
+  MachineRates rates;
+  return parseRates(spec, rates, error);
+}
+
+std::string rateKeys() {
+  std::string keys;
+  for (const RateKey &r : kRateKeys)
+    keys += (keys.empty() ? "" : ", ") + std::string(r.name);
+  return keys;
+}
+
+bool parseRates(const std::string &spec, MachineRates &rates, std::string &error) {
+  if (spec.empty())
+    return true;
   size_t at = 0;
-  while (at < text.size()) {
-    size_t comma = text.find(',', at);
-    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos
-                                                                   : comma - at);
-    at = comma == std::string::npos ? text.size() : comma + 1;
-    size_t eq = item.find('=');
-    std::string key = item.substr(0, eq);
-    char *end = nullptr;
-    double v = eq == std::string::npos ? 0 : std::strtod(item.c_str() + eq + 1, &end);
-    double *slot = key == "gemm"        ? &rates.kernel.gemmFlops
-                   : key == "gemm_bf16" ? &rates.kernel.gemmBf16Flops
-                   : key == "attention" ? &rates.kernel.attentionFlops
-                   : key == "memory"    ? &rates.kernel.memoryBytes
-                   : key == "copy"      ? &rates.copyBytes
-                   : key == "disk"      ? &rates.diskBytes
-                                        : nullptr;
-    if (!slot || !end || *end || !(v > 0) || !std::isfinite(v)) {
-      error = "rates: expected gemm=GFLOPS,gemm_bf16=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS "
-              "with positive numbers, got '" + item + "'";
+  while (at <= spec.size()) {
+    size_t comma = std::min(spec.find(',', at), spec.size());
+    std::string item = trim(spec.substr(at, comma - at));
+    at = comma + 1;
+    if (item.empty()) {
+      error = "--rates '" + spec + "': an empty item";
       return false;
     }
-    *slot = v * 1e9;
+    if (item.find('=') != std::string::npos) {
+      if (!parseItem(item, "--rates: ", rates, error))
+        return false;
+      continue;
+    }
+    std::ifstream in(item);
+    if (!in) {
+      error = "--rates " + item + ": cannot read the file (an item is KEY=VALUE or a file of them)";
+      return false;
+    }
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      line = trim(line.substr(0, line.find('#')));
+      if (!line.empty() &&
+          !parseItem(line, "--rates " + item + ":" + std::to_string(n) + ": ", rates, error))
+        return false;
+    }
   }
+  rates.source = spec;
   return true;
 }
 

@@ -12,14 +12,14 @@ namespace hc {
 
 // The kernels' rates per thread of a team, shared by hc-automem and
 // hc-cftp. Built in: bench/cftp_rates.py's measurement on the developers'
-// 2-core Zen 5 (bench/cftp-rates-zen5.txt); hc-cftp reads another with
-// --cftp-rates FILE, hc-automem with --mem-rates.
+// 2-core Zen 5 (bench/cftp-rates-zen5.txt); hc-compile --rates (both
+// passes' `rates` option) gives others, in parseRates' one syntax.
 struct KernelRates {
   double gemmFlops = 230.1e9;       // linear, its gradients, matmul: FLOP/s
   // The same GEMMs with precision = "bf16" (hc_gemm_bf16, vdpbf16ps): the
   // median of hc-bench-gemm's S/2 shapes on 1 thread of the same Zen 5,
   // bench/results-bf16-zen5-2core.txt. Where the CPU has no bf16 dot
-  // product the runtime emulates it; a --cftp-rates file says so.
+  // product the runtime emulates it; a --rates file says so.
   double gemmBf16Flops = 490.0e9;
   double attentionFlops = 180.6e9;  // flash attention forward and backward
   double memoryBytes = 28.49e9;     // memory-bound kernels: bytes touched/s
@@ -27,20 +27,30 @@ struct KernelRates {
   double fork = 0.01e-6;            // extra per call that runs on several threads
 };
 
-// What hc-automem prices with: the kernels on the rank's team of `threads`
-// (the topology's cores per rank), and its tier copies: memcpy between
-// arenas ~20 GB/s, and the disk, dd with O_DIRECT on the VM's virtio disk
-// (write 2.4, read 1.3 GB/s; the slower way counts).
+// What hc-automem and hc-cftp price with: the kernels on a team of
+// `threads` (hc-automem: the topology's cores per rank; hc-cftp: each
+// cluster's), a blocking cross-cluster wait, and the tier copies: memcpy
+// between arenas ~20 GB/s, and the disk, dd with O_DIRECT on the VM's
+// virtio disk (write 2.4, read 1.3 GB/s; the slower way counts).
 struct MachineRates {
   KernelRates kernel;
   int threads = 2;
+  double sync = 1e-6;        // a cross-cluster wait that blocks (not measured)
   double copyBytes = 20e9;   // a tier copy (read + write of the buffer)
   double diskBytes = 1.3e9;  // to or from the disk tier
+  std::string source = "built-in";  // the spec they came from
 };
 
-// "gemm=GFLOPS,attention=GFLOPS,memory=GBPS,copy=GBPS,disk=GBPS", any subset
-// (the first three per thread); false + error on anything else.
-bool parseRates(const std::string &text, MachineRates &rates, std::string &error);
+// The one syntax of machine rates: a comma-separated list of items, each
+// KEY=VALUE or the path of a file holding such items one per line (`#`
+// comments, blank lines). Keys (kRateKeys in CostModel.cpp):
+// gemm_gflops_per_thread, gemm_bf16_gflops_per_thread,
+// attention_gflops_per_thread, stream_gbps_per_thread, call_us, fork_us,
+// sync_us, copy_gbps, disk_gbps. Any subset; the rest keep their values.
+// False + one-line error (naming the file and line) on anything else.
+bool parseRates(const std::string &spec, MachineRates &rates, std::string &error);
+// The keys, for messages and help: "gemm_gflops_per_thread, ...".
+std::string rateKeys();
 
 // Seconds a kernel (by registry name) takes on `threads` threads, on
 // operands of these shapes touching `bytes`: the larger of its FLOPs at its

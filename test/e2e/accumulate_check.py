@@ -99,7 +99,7 @@ def main():
     libdir = os.path.join(a.bin, "..", "lib")
     act = description(w("adamw4.so"), libdir)["memory_plan"]["tiers"][0]["arena_bytes"]["act"]
     run([os.path.join(a.bin, "hc-compile"), w("m.onnx"), "--batch", "4", "--optimizer", "adamw",
-         "--lr", "1e-3", "--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001",
+         "--lr", "1e-3", "--fast-mem", str(int(0.6 * act)), "--rates", "stream_gbps_per_thread=0.001",
          "-o", w("mem.so")])
     _, mm = train("mem.so", "mem", ["--accumulate", "2"])
     mem = read_safetensors(w("mem.safetensors"))

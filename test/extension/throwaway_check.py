@@ -163,13 +163,18 @@ def main():
     reserve = int(re.search(r"reserve = (\d+)[,>]", probe).group(1))
     budget = sum(v for k, v in arenas.items() if k not in ("act", "accum")) + reserve + int(0.6 * arenas["act"])
     os.makedirs(w("offload"))
-    tier = ["--mem-budget", str(budget), "--offload-dir", w("offload"), "--mem-rates", "memory=0.001"]
+    # The rates price recomputation out, for both cost models alike (one
+    # --rates): the cut is compared with the unbudgeted plan at the same rates.
+    rates = ["--rates", "stream_gbps_per_thread=0.001"]
+    tier = ["--mem-budget", str(budget), "--offload-dir", w("offload")] + rates
     budgeted = run(tool + tier + ["--emit=schedule"])
     m = re.search(r"hcs.cftp = \{clusters = 2 : i64, copies = (\d+) : i64", budgeted)
     bcut = placement(budgeted)[1]
-    expect(bool(m) and int(m.group(1)) > 0 and "hcs.offload" in budgeted and bcut == 3,
-           "AutoMem: budget %d bytes keeps 2 streams with %s tier copies, the 3 throwaway calls still cut (%d)"
-           % (budget, m.group(1) if m else "no", bcut))
+    ucut = placement(run(tool + rates + ["--emit=schedule"]))[1]
+    expect(bool(m) and int(m.group(1)) > 0 and "hcs.offload" in budgeted and bcut == ucut and bcut >= 3,
+           "AutoMem: budget %d bytes keeps 2 streams with %s tier copies, the throwaway calls "
+           "cut as without the budget at the same rates (%d, %d, at least 3)"
+           % (budget, m.group(1) if m else "no", bcut, ucut))
 
     # Emission.
     cpp = run(tool + ["--emit=cpp"])

@@ -1,6 +1,6 @@
 // RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=800 reserve=0" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=SPAN
 // RUN: rm -rf %t.dir && mkdir -p %t.dir
-// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=800 reserve=0 offload-dir=%t.dir lookahead=0 rates=memory=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=REFILL
+// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=800 reserve=0 offload-dir=%t.dir lookahead=0 rates=stream_gbps_per_thread=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=REFILL
 // Which activation hc-automem gives up, and how often it crosses the disk
 // (automem.mlir has the basics, automem-chain.mlir the recompute order).
 

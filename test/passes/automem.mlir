@@ -1,9 +1,9 @@
 // RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=1100 reserve=0" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=BUDGET
-// RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 lookahead=1 rates=memory=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=MOVE
+// RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 lookahead=1 rates=stream_gbps_per_thread=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=MOVE
 // RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 lookahead=1" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=FASTCHEAP
 // RUN: rm -rf %t.dir && mkdir -p %t.dir
-// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=1100 reserve=0 offload-dir=%t.dir lookahead=1 rates=memory=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=DISK -DDIR=%t.dir
-// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=1100 reserve=0 offload-dir=%t.dir lookahead=1 rates=disk=0.000001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=DISKSLOW
+// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=1100 reserve=0 offload-dir=%t.dir lookahead=1 rates=stream_gbps_per_thread=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=DISK -DDIR=%t.dir
+// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=1100 reserve=0 offload-dir=%t.dir lookahead=1 rates=disk_gbps=0.000001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=DISKSLOW
 // RUN: hc-opt %s -split-input-file --hc-automem --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=NONE
 // RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=100000 reserve=0" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=ROOMY
 

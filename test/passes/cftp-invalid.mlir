@@ -6,9 +6,9 @@
 // LOOSE: hcs.cftp = {clusters = 2 : i64, skipped = "the per-rank batch 3 is not a multiple of the clusters"}
 // LOOSE: hcs.call "neg"(%{{.*}}) -> (%{{.*}}) {} : (memref<3x8xf32>) -> memref<3x8xf32>
 // RUN: not hc-opt %s --hc-cftp="rates=%t.missing.txt" 2>&1 | FileCheck %s --check-prefix=MISSING
-// MISSING: error: --cftp-rates {{.*}}missing.txt: cannot read the file
+// MISSING: error: --rates {{.*}}missing.txt: cannot read the file
 // RUN: not hc-opt %s --hc-cftp="rates=%S/Inputs/cftp-bad-rates.txt" 2>&1 | FileCheck %s --check-prefix=KEY
-// KEY: error: --cftp-rates {{.*}}cftp-bad-rates.txt: unknown key 'warp_factor'
+// KEY: error: --rates {{.*}}cftp-bad-rates.txt:2: unknown rate 'warp_factor'
 func.func @step() {
   %x = hcs.input "x" {index = 0 : i64} : memref<3x8xf32>
   %y = hcs.buffer "act" : memref<3x8xf32>

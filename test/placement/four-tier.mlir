@@ -6,7 +6,7 @@
 // recomputed at the default rates, moved to DRAM and back when
 // recomputing is priced out.
 // RUN: hc-opt %s --hc-automem="topology=%S/../topologies/four-tier.xml reserve=0" --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/four-tier.xml" --hc-verify-plan | FileCheck %s --check-prefix=RECOMPUTE
-// RUN: hc-opt %s --hc-automem="topology=%S/../topologies/four-tier.xml reserve=0 lookahead=1 rates=memory=0.001" --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/four-tier.xml" --hc-verify-plan | FileCheck %s --check-prefix=MOVE
+// RUN: hc-opt %s --hc-automem="topology=%S/../topologies/four-tier.xml reserve=0 lookahead=1 rates=stream_gbps_per_thread=0.001" --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/four-tier.xml" --hc-verify-plan | FileCheck %s --check-prefix=MOVE
 
 // Per-tier peaks: fast = act, slow = the rest.
 // RECOMPUTE: hcs.arena_bytes = {act = 786432 : i64, param = 262144 : i64}

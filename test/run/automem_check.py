@@ -10,13 +10,13 @@ The tiny DiT is exported (models/export_dit.py) and compiled plain, then
              activations (the description counts them) and the plan is
              within the budget;
   offload    with --fast-mem at 60% of the plain activations and recompute
-             priced out (--mem-rates memory=0.001): activations go to DRAM
+             priced out (--rates stream_gbps_per_thread=0.001): activations go to DRAM
              and come back (offload and prefetch bytes in the description);
   four-tier  with --topology test/topologies/four-tier.xml (768 KiB of HBM,
              DRAM, CXL-attached DRAM, NVM): the HBM is the fast tier, the
              description lists all four tiers with their peaks and copies;
   disk       with --offload-dir and a budget that memory alone cannot meet
-             at the offered rates (--mem-rates memory=0.001 prices recompute
+             at the offered rates (--rates stream_gbps_per_thread=0.001 prices recompute
              out): activations go to a file there and come back through the
              copy engine; the metrics report the copies;
   disk-refill  the same at 35% of the activations: activations prefetched
@@ -155,14 +155,14 @@ def main():
         extra = base_flags + ["--mem-budget", str(budget)]
     elif a.case == "offload":
         budget = None
-        extra = ["--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"]
+        extra = ["--fast-mem", str(int(0.6 * act)), "--rates", "stream_gbps_per_thread=0.001"]
     elif a.case in ("disk", "disk-bad", "disk-refill", "segments"):
         plan_probe = compile_("probe", ["--mem-budget", str(1 << 50)])
         reserve = description(os.path.join(a.work, "probe.so"), libdir)["memory_plan"]["reserve"]
         budget = persistent + reserve + int(act_fraction * act)
         os.makedirs(os.path.join(a.work, "offload"))
         extra = base_flags + ["--mem-budget", str(budget), "--offload-dir",
-                              os.path.join(a.work, "offload"), "--mem-rates", "memory=0.001"]
+                              os.path.join(a.work, "offload"), "--rates", "stream_gbps_per_thread=0.001"]
         if a.case == "segments":
             extra += ["--mem-segments", "on"]
     elif a.case == "four-tier":
@@ -227,8 +227,8 @@ def main():
         if "hcs.recompute" not in sched or "cluster = 1" not in sched:
             fail("want recomputed calls in a two-stream plan")
         os.makedirs(os.path.join(a.work, "offload"), exist_ok=True)
-        for name, tier in (("copies", ["--fast-mem", str(int(0.6 * act)), "--mem-rates", "memory=0.001"]),
-                           ("diskcopies", ["--mem-budget", str(budget), "--mem-rates", "memory=0.001",
+        for name, tier in (("copies", ["--fast-mem", str(int(0.6 * act)), "--rates", "stream_gbps_per_thread=0.001"]),
+                           ("diskcopies", ["--mem-budget", str(budget), "--rates", "stream_gbps_per_thread=0.001",
                                            "--offload-dir", os.path.join(a.work, "offload")])):
             flags = ["--clusters", "2"] + tier
             r = run([hc_compile, "tiny.onnx", "--batch", "8", "--emit=schedule"] + flags)

@@ -4,6 +4,7 @@
 // Exit codes: 0 ok, 2 bad input or flags (one line), 3 a stage that is not
 // implemented yet (said so; nothing is pretended or half-written).
 #include "hc/Compiler/CompileMain.h"
+#include "hc/Compiler/CompileOptions.h"
 #include "hc/Compiler/EmitStep.h"
 #include "hc/Compiler/Extension.h"
 #include "hc/Compiler/OnnxImport.h"
@@ -38,38 +39,11 @@ docs/objectives.md), with or without a label input y (unconditional
 models).
 
 options:
-  -o FILE          output file: the step library, with its initial
-                   parameters written beside it as FILE.init.safetensors;
-                   for --emit=STAGE the text (default stdout)
-  --batch N        per-rank batch; fixes a dynamic batch axis (required then)
-  --emit=STAGE     hc: the verified hc graph IR after import and fusion
-                   train: the whole training step as one function (inputs,
-                   parameters and optimizer state in; loss, gradients
-                   grad:NAME, updated parameters param:NAME and state out)
-                   schedule: buffers, views and kernel calls, planned
-                   cpp: the generated C++ of the step library
-  --target ARCH    -march for the generated code (default: native)
-  --sampler        a forward-only sampling library instead of a training
-                   step: the graph cut at the model's full output (learned-
-                   sigma channels included), no loss, gradients or optimizer;
-                   inputs x_t, t, y; read by `hc-run sample`. --batch is
-                   the model batch per call (with guidance: 2 x images)
-  -h, --help       this text
 )";
 
 [[noreturn]] void usageError(const std::string &message) {
   std::fprintf(stderr, "hc-compile: %s (see --help)\n", message.c_str());
   std::exit(2);
-}
-
-int64_t parsePositive(const std::string &flag, const std::string &value) {
-  char *end = nullptr;
-  long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || v <= 0)
-    usageError(flag + " needs a positive integer, got '" + value + "'");
-  if (v > (1LL << 20))
-    usageError(flag + " must be at most " + std::to_string(1LL << 20) + ", got " + value);
-  return v;
 }
 
 // Writes `text` to `path` atomically, or to stdout when path is empty.
@@ -159,42 +133,18 @@ struct Temporaries {
 } // namespace
 
 int hc::compileMain(int argc, char **argv) {
-  std::string input, output, emit, error, target = "native";
-  hc::ImportOptions options;
-  hc::PipelineOptions pipeline;
+  std::string input, error;
+  hc::CompileOptions flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const std::string &flag) -> std::string {
-      if (i + 1 >= argc)
-        usageError(flag + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      std::fputs(hc::pipelineFlagsHelp(), stdout);
-      return 0;
-    } else if (arg == "-o") {
-      output = value(arg);
-    } else if (arg == "--batch") {
-      options.batch = parsePositive(arg, value(arg));
-    } else if (arg.rfind("--batch=", 0) == 0) {
-      options.batch = parsePositive("--batch", arg.substr(8));
-    } else if (int r = hc::parsePipelineFlag(argc, argv, i, pipeline, error)) {
+    if (int r = hc::parseCompileFlag(argc, argv, i, flags, error)) {
       if (r < 0)
         usageError(error);
-    } else if (arg == "--sampler") {
-      pipeline.sampler = true;
-    } else if (arg == "--target") {
-      target = value(arg);
-      // A name, not a flag or words: it becomes one "-march=" argument.
-      if (target.empty() || target[0] == '-' ||
-          target.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                   "0123456789_.-+") != std::string::npos)
-        usageError("--target needs an -march name, got '" + target + "'");
-    } else if (arg == "--emit") {
-      emit = value(arg);
-    } else if (arg.rfind("--emit=", 0) == 0) {
-      emit = arg.substr(7);
+      if (flags.help) {
+        std::fputs(kUsage, stdout);
+        std::fputs(hc::compileFlagsHelp().c_str(), stdout);
+        return 0;
+      }
     } else if (!arg.empty() && arg[0] == '-') {
       usageError("unknown flag '" + arg + "'");
     } else if (input.empty()) {
@@ -203,6 +153,10 @@ int hc::compileMain(int argc, char **argv) {
       usageError("more than one model given ('" + input + "', '" + arg + "')");
     }
   }
+  const std::string &output = flags.output, &emit = flags.emit, &target = flags.target;
+  hc::PipelineOptions &pipeline = flags.pipeline;
+  hc::ImportOptions options;
+  options.batch = flags.batch;
   if (input.empty())
     usageError("no model given");
   // A file size limit makes writes fail with EFBIG (reported) instead of
@@ -220,9 +174,6 @@ int hc::compileMain(int argc, char **argv) {
                " is a training setting; a --sampler library has no optimizer");
   if (pipeline.sampler && emit == "train")
     usageError("--emit=train and --sampler: a sampler has no training step");
-  if (!emit.empty() && emit != "hc" && emit != "train" && emit != "schedule" &&
-      emit != "cpp")
-    usageError("--emit must be hc, train, schedule or cpp, got '" + emit + "'");
 
   mlir::DialectRegistry extensionDialects;
   hc::appendExtensionDialects(extensionDialects);
@@ -261,6 +212,7 @@ int hc::compileMain(int argc, char **argv) {
     info.ditConfigJson = it == model.metadata.end() ? "{}" : it->second;
     info.optimizerJson = optimizerJson;
     info.precision = pipeline.precision;
+    info.optionsJson = hc::compileOptionsJson(flags);
     std::string base = output.substr(output.rfind('/') + 1);
     info.initFile = base + ".init.safetensors";
     if (emit.empty()) {

@@ -4,6 +4,7 @@
 // Exit codes as hc-compile's.
 #include "hc/Compiler/Evaluator.h"
 #include "hc/Compiler/OnnxImport.h"
+#include "hc/Compiler/CompileOptions.h"
 #include "hc/Compiler/Pipeline.h"
 #include "hc/Compiler/ScheduleEvaluator.h"
 #include "hc/Schedule/ScheduleOps.h"
@@ -205,7 +206,8 @@ Outcome runSchedule(mlir::ModuleOp module, const hc::ImportedModel &imported,
 int main(int argc, char **argv) {
   std::string model, inputs, outDir, error;
   hc::ImportOptions options;
-  hc::PipelineOptions pipeline;
+  hc::CompileOptions flags;
+  hc::PipelineOptions &pipeline = flags.pipeline;
   long steps = 1;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -223,9 +225,10 @@ int main(int argc, char **argv) {
     };
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
-      std::fputs(hc::pipelineFlagsHelp(), stdout);
+      std::fputs(hc::compileFlagsHelp(hc::FlagScope::Pipeline).c_str(), stdout);
       return 0;
-    } else if (int r = hc::parsePipelineFlag(argc, argv, i, pipeline, error)) {
+    } else if (int r = hc::parseCompileFlag(argc, argv, i, flags, error,
+                                            hc::FlagScope::Pipeline)) {
       if (r < 0)
         die(2, error);
     } else if (arg == "--inputs") {

@@ -605,6 +605,7 @@ bool Emitter::describe(std::string &description, std::string &error) {
       {"optimizer", parse(info.optimizerJson)},
       {"hyperparameters", std::move(hyperparameters)},
       {"precision", info.precision},
+      {"compile_options", parse(info.optionsJson)},
       {"flops_per_step", flops},
       {"cftp_clusters", numClusters},
       {"model_flops_per_step", modelFlops},

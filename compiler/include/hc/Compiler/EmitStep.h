@@ -16,6 +16,7 @@ struct EmitInfo {
   std::string ditConfigJson;  // ONNX metadata "hc.dit_config" (or "{}")
   std::string optimizerJson;  // {"name": ..., hyper-parameters}
   std::string precision = "fp32";  // hc-compile --precision (fp32 | bf16)
+  std::string optionsJson;    // hc-compile's options as compiled (or "{}")
   std::string initFile;       // file name of the initial parameters
   std::string initHash;       // hashHex(hashFile(init file)): hc-run checks
                               // that the pair on disk belongs together

@@ -1,6 +1,6 @@
 // Pipeline assembly: which passes run after import, shared by hc-compile and
-// the test tools so they always see the same IR, and the command-line flags
-// that configure it (parsed once, here).
+// the test tools so they always see the same IR. The flags that configure
+// it are rows of hc-compile's options table (CompileOptions.h).
 #ifndef HC_COMPILER_PIPELINE_H
 #define HC_COMPILER_PIPELINE_H
 
@@ -54,17 +54,18 @@ struct PipelineOptions {
   // --ranks-per-node, --comm-cores.
   std::string topology = "native";
   int64_t clusters = 0, ranksPerNode = 1, commCores = 0;
-  // AutoMem (hc-automem): --mem-budget and --fast-mem in bytes (0: none),
-  // --mem-rates for its cost model.
+  // AutoMem (hc-automem): --mem-budget and --fast-mem in bytes (0: none).
   int64_t memBudget = 0, fastMem = 0;
-  std::string memRates;
+  // --rates: the machine's rates, which hc-automem's and hc-cftp's cost
+  // models both price with (one syntax: hc/Passes/Passes.h,
+  // checkMachineRates); empty: the built-in ones.
+  std::string rates;
   std::string offloadDir;  // --offload-dir: the disk tier's folder
   std::string memSegments = "auto";  // --mem-segments auto|on|off
 
   // CFTP (hc-cftp, --cftp on|off): one stream of calls per cluster; off
   // leaves every call on the whole team, split inside the kernels.
   bool cftp = true;
-  std::string cftpRates;  // --cftp-rates FILE; empty: the built-in rates
 };
 
 // The module attribute on which the importer records a model's own
@@ -75,14 +76,6 @@ inline constexpr const char *kTrainingInfoAttr = "hc.training_info";
 // The step description's "optimizer" object: name and hyper-parameters
 // (the values the step uses), and where they came from.
 std::string optimizerJson(mlir::ModuleOp module, const PipelineOptions &options);
-
-// Parses one pipeline flag at argv[i] (advancing i past its value). Returns
-// 1 if consumed, 0 if it is not a pipeline flag, -1 with `error` if bad.
-int parsePipelineFlag(int argc, char **argv, int &i, PipelineOptions &options,
-                      std::string &error);
-
-// The --help lines of those flags.
-const char *pipelineFlagsHelp();
 
 // Runs the graph-level passes on an imported module (configured by its
 // training_info when it has one). False + one-line `error`; `badInput`

@@ -24,6 +24,12 @@ namespace hc {
 void addFusionPipeline(mlir::OpPassManager &pm);
 void registerPipelines();
 
+// Whether `spec` is valid machine rates in their one syntax (KEY=VALUE
+// items or files of them; passes/lib/CostModel.h's parseRates, which
+// hc-automem and hc-cftp read their `rates` option with); false + a
+// one-line error naming the file, line or key.
+bool checkMachineRates(const std::string &spec, std::string &error);
+
 } // namespace hc
 
 #endif // HC_PASSES_PASSES_H

@@ -238,7 +238,7 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
     Option<"processReserve", "reserve", "int64_t", "67108864",
            "bytes the process needs outside the arenas and inputs">,
     Option<"rates", "rates", "std::string", "\"\"",
-           "gemm=GFLOPS,attention=GFLOPS,memory=GBPS (per thread),copy=GBPS,disk=GBPS (CostModel.h)">,
+           "machine rates: KEY=VALUE items or files of them (CostModel.h's parseRates); empty: built-in">,
     Option<"offloadDir", "offload-dir", "std::string", "\"\"",
            "a folder for the disk tier: moved activations go to a file there">,
     Option<"segments", "segments", "std::string", "\"auto\"",
@@ -302,8 +302,9 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
     bias gradients by output feature, optimizers by element) may instead
     become K sub-calls on hcs.view slices (`split = "rows"|"features"`).
     A cost model chooses per call: list scheduling of the K streams with
-    durations from measured per-thread rates (option `rates`, a file of
-    `key value` lines; built-in: bench/cftp-rates-zen5.txt) and a cost per
+    durations from measured per-thread rates (option `rates`, hc-automem's
+    syntax: KEY=VALUE items or files of them; built-in:
+    bench/cftp-rates-zen5.txt) and a cost per
     blocking wait. hcs.cluster_wait is inserted wherever a byte read or
     written by one stream was written or read by another earlier in program
     order (CftpAccess.h; strided views count as their whole byte span).
@@ -315,7 +316,7 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"rates", "rates", "std::string", "\"\"",
-           "kernel rates file (key value lines); empty: built-in">,
+           "machine rates: KEY=VALUE items or files of them (CostModel.h's parseRates); empty: built-in">,
     Option<"strictBatch", "strict-batch", "bool", "true",
            "refuse a per-rank batch K does not divide (hc-compile: when "
            "--clusters is given); false: leave the step unsplit, saying why "
