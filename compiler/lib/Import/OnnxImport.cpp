@@ -6,7 +6,6 @@
 #include "OpsetSchemas.h"
 #include "ExportChecks.h"
 #include "TrainingInfo.h"
-#include "hc/Compiler/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"

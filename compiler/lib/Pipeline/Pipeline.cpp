@@ -1,5 +1,6 @@
 #include "hc/Compiler/Pipeline.h"
 #include "hc/Compiler/CompileOptions.h"
+#include "hc/Compiler/OnnxImport.h"
 
 #include "hc/Passes/Optimizers.h"
 #include "hc/Passes/Passes.h"

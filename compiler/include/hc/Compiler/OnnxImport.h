@@ -15,6 +15,11 @@
 
 namespace hc {
 
+// The module attribute on which the importer records a model's own
+// training algorithm (ONNX training_info): {optimizer, lr, beta1, ...}. It
+// decides the optimizer; flags that would change it are refused.
+inline constexpr const char *kTrainingInfoAttr = "hc.training_info";
+
 struct ImportOptions {
   std::string path;   // the .onnx file
   int64_t batch = 0;  // per-rank batch fixing a dynamic batch axis; 0: none

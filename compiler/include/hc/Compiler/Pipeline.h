@@ -68,11 +68,6 @@ struct PipelineOptions {
   bool cftp = true;
 };
 
-// The module attribute on which the importer records a model's own
-// training algorithm (ONNX training_info): {optimizer, lr, beta1, ...}. It
-// decides the optimizer; flags that would change it are refused.
-inline constexpr const char *kTrainingInfoAttr = "hc.training_info";
-
 // The step description's "optimizer" object: name and hyper-parameters
 // (the values the step uses), and where they came from.
 std::string optimizerJson(mlir::ModuleOp module, const PipelineOptions &options);

@@ -1,0 +1,135 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""hc-run across test-bed hosts (testbed.py; issue 54). Needs root.
+
+usage: cluster_check.py CASE --bin DIR --work DIR
+
+  across   2 hosts x 1 rank on a 10 Gbit/s link (tc tbf), DiT tiny, 4 AdamW
+           steps with a checkpoint: mpirun starts the far rank through the
+           test bed's agent, the gradients cross the link (h1's eth0
+           counts at least the all-reduced bytes), and the checkpoint
+           equals -np 2 on one host bit for bit. The test bed leaves no
+           namespace, link or process behind.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "run"))
+import st  # noqa: E402
+from testbed import TestBed, leftovers  # noqa: E402
+
+PY = "/usr/bin/python3"
+STEPS, SEED = 4, 5
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def done(p, what):
+    check(p.returncode == 0, "%s: exit %d\n%s%s" % (what, p.returncode, p.stdout[-2000:],
+                                                   p.stderr[-2000:]))
+    return p
+
+
+def setup(a):
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    w = lambda *p: os.path.join(a.work, *p)  # noqa: E731
+    done(subprocess.run([PY, os.path.join(ROOT, "models/export_dit.py"), "--model", "tiny",
+                         "--image-size", "8", "--num-classes", "10", "--dynamic-batch",
+                         "-o", w("model.onnx"), "--quiet"], capture_output=True, text=True),
+         "export")
+    done(subprocess.run([os.path.join(a.bin, "hc-compile"), w("model.onnx"), "--batch", "2",
+                         "--lr", "1e-3", "-o", w("b2.so")], capture_output=True, text=True),
+         "hc-compile")
+    r = np.random.default_rng(0)
+    np.save(w("x.npy"), r.uniform(-1, 1, (16, 4, 8, 8)).astype(np.float32))
+    np.save(w("y.npy"), r.integers(0, 10, 16).astype(np.int64))
+    return w
+
+
+def hc_run(a, w, ckdir):
+    return [os.path.join(a.bin, "hc-run"), w("b2.so"), "--data", w("x.npy"), "--labels",
+            w("y.npy"), "--steps", str(STEPS), "--seed", str(SEED), "--ckpt-dir", w(ckdir),
+            "--ckpt-every", str(STEPS), "--log-every", "1", "--no-progress"]
+
+
+def rx_bytes(tb, host):
+    p = tb.run(host, ["cat", "/sys/class/net/eth0/statistics/rx_bytes"], capture_output=True,
+               text=True)
+    return int(p.stdout)
+
+
+def same_checkpoints(x, y):
+    tx, ty = st.load(x), st.load(y)
+    check(sorted(tx) == sorted(ty), "checkpoint tensor names differ")
+    bad = [k for k in tx if tx[k].tobytes() != ty[k].tobytes()]
+    check(not bad, "%d of %d tensors differ across hosts, e.g. %s" % (len(bad), len(tx), bad[:3]))
+    return len(tx)
+
+
+def case_across(a):
+    w = setup(a)
+    env = {"HC_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    grad_bytes = sum(int(np.prod(t.shape)) * 4 for t in st.load(w("b2.so.init.safetensors")).values())
+    with TestBed(a.work, hosts=2, rate="10gbit") as tb:
+        before = rx_bytes(tb, "h1")
+        p = done(tb.mpirun(["h0", "h1"], hc_run(a, w, "across"), env=env, capture_output=True,
+                           text=True, timeout=300), "np 2 across h0, h1")
+        crossed = rx_bytes(tb, "h1") - before
+        print(p.stdout.strip().split("\n")[-1])
+        # Each step all-reduces every gradient; h1 receives at least half of
+        # them per step in a ring or recursive-halving reduce.
+        check(crossed >= STEPS * grad_bytes // 2,
+              "h1 received %d bytes over its link, less than the all-reduces' %d"
+              % (crossed, STEPS * grad_bytes // 2))
+        print("ok: across h0 and h1: h1's link received %.2f MB (gradients %.2f MB x %d steps)"
+              % (crossed / 1e6, grad_bytes / 1e6, STEPS))
+        done(tb.mpirun(["h0"], hc_run(a, w, "onehost"), np_per_host=2, env=env,
+                       capture_output=True, text=True, timeout=300), "np 2 on h0")
+    ck = "ckpt-%08d.safetensors" % STEPS
+    n = same_checkpoints(w("across", ck), w("onehost", ck))
+    print("ok: the checkpoint of -np 2 across two hosts equals -np 2 on one host bit for bit "
+          "(%d tensors)" % n)
+    left = leftovers()
+    check(not left, "the test bed left %s" % ", ".join(left))
+    print("ok: nothing left behind (namespaces, links, holders)")
+
+
+CASES = {"across": case_across}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    a.bin, a.work = os.path.abspath(a.bin), os.path.abspath(a.work)
+    if os.geteuid() != 0:
+        print("FAIL: cluster_check.py needs root (network namespaces)")
+        return 1
+    try:
+        CASES[a.case](a)
+    except Failure as e:
+        print("FAIL: %s" % e)
+        return 1
+    print("PASS: %s" % a.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
