@@ -9,12 +9,16 @@ usage: cluster_check.py CASE --bin DIR --work DIR
            counts at least the all-reduced bytes), and the checkpoint
            equals -np 2 on one host bit for bit. The test bed leaves no
            namespace, link or process behind.
+  linkcut  the same job, long, with --comm-timeout 3: h1's link is cut
+           (ip link set down) after its first steps; the rank on h0
+           ends on the watchdog, exit 1, naming h1, and mpirun ends.
 """
 import argparse
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -109,7 +113,46 @@ def case_across(a):
     print("ok: nothing left behind (namespaces, links, holders)")
 
 
-CASES = {"across": case_across}
+def case_linkcut(a):
+    w = setup(a)
+    env = {"HC_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    cmd = hc_run(a, w, "cut")
+    cmd[cmd.index("--steps") + 1] = "100000"
+    cmd += ["--comm-timeout", "3"]
+    with TestBed(a.work, hosts=2, rate="10gbit") as tb:
+        log = open(w("linkcut.log"), "w+")
+        p = subprocess.Popen(tb.enter("h0") + tb.mpirun_args(["h0", "h1"]) + cmd,
+                             env=tb.env(env), stdout=log, stderr=subprocess.STDOUT)
+        # Cut h1 off once the job has taken steps across the link.
+        for _ in range(600):
+            log.seek(0)
+            if "(step=0000020)" in log.read() or p.poll() is not None:
+                break
+            time.sleep(0.1)
+        check(p.poll() is None, "the job ended before the cut")
+        cut = time.monotonic()
+        tb.set_link("h1", False)
+        try:
+            rc = p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            rc = None
+        took = time.monotonic() - cut
+        log.seek(0)
+        out = log.read()
+        log.close()
+    check(rc is not None, "mpirun did not end within 120 s of the cut:\n" + out[-1500:])
+    line = [l for l in out.split("\n") if "--comm-timeout" in l]
+    check(rc == 1 and line and "rank 0 (host h0)" in line[0] and "ranks on h1" in line[0],
+          "expected exit 1 and rank 0 naming h1, got exit %s:\n%s" % (rc, out[-1500:]))
+    print("ok: link of h1 cut: mpirun exit 1 after %.1f s; %s" % (took, line[0].strip()))
+    left = leftovers()
+    check(not left, "the test bed left %s" % ", ".join(left))
+    print("ok: nothing left behind")
+
+
+CASES = {"across": case_across, "linkcut": case_linkcut}
 
 
 def main():

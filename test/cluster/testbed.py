@@ -137,6 +137,10 @@ class TestBed:
         sh(["ip", "-n", ns, "addr", "add", host_ip(i) + "/24", "dev", "eth0"])
         sh(["ip", "-n", ns, "link", "set", "eth0", "up"])
         sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+        # A host's TCP gives up on unanswered data after ~6 s (Linux's
+        # default, 15 retries, is ~15 minutes): so mpirun, tearing down a
+        # job whose far daemon is gone, ends instead of retrying for long.
+        sh(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_retries2=5"])
         sh(["ip", "-n", sw, "link", "set", peer, "master", "br0"])
         sh(["ip", "-n", sw, "link", "set", peer, "up"])
         # The host's own hostname and /dev/shm: a holder process in new UTS
@@ -208,7 +212,12 @@ class TestBed:
                 str(np_per_host * len(hosts)), "--bind-to", "none",
                 "--mca", "plm_rsh_agent", os.path.join(HERE, "agent.py"),
                 "--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "eth0",
-                "--mca", "oob_tcp_if_include", "eth0"]
+                "--mca", "oob_tcp_if_include", "eth0",
+                # mpirun notices a daemon whose host went away in ~10 s,
+                # not Linux's default 2 h of TCP keepalive (Open MPI: 300 s
+                # + 9 x 20 s).
+                "--mca", "oob_tcp_keepalive_time", "5", "--mca", "oob_tcp_keepalive_intvl", "1",
+                "--mca", "oob_tcp_keepalive_probes", "5"]
 
     def mpirun(self, hosts, args, np_per_host=1, **kw):
         return self.run(hosts[0], self.mpirun_args(hosts, np_per_host) + args, **kw)

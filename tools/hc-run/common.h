@@ -54,6 +54,7 @@ struct Options {
   bool checkFinite = false;   // --check-finite: every kernel output, every step
   int64_t commCores = 0;      // --comm-cores: cores per rank for comm progress
   bool commCoresGiven = false;  // else the plan's core budget decides
+  double commTimeout = 0;     // --comm-timeout: the collectives' watchdog (0: off)
   std::string offloadDir;      // --offload-dir: the disk tier's folder
   bool strictTopology = false;  // --strict-topology (machine_check.h)
   std::string profile;        // --profile FILE (profile.h)

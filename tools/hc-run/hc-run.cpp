@@ -243,6 +243,7 @@ int main(int argc, char **argv) {
   if (machine.threadLimit > 0 && hc::rt::threadsSetting() == 0)
     setenv("HC_NUM_THREADS", std::to_string(machine.threadLimit).c_str(), 1);
   setUpProgress(opt, *comm);
+  comm->setTimeout(opt.commTimeout);  // collective: every rank calls it
   if (!opt.offloadDir.empty())
     hcrt_set_offload_dir(opt.offloadDir.c_str());
   if (opt.trainMode() && !opt.ckptDir.empty())

@@ -33,7 +33,7 @@ const char *usageText() {
                   [--warmup-steps W] [--decay-steps D] [--min-lr M]
                   [--weight-decay WD] [--clip-grad-norm X]
                   [--profile FILE] [--check-finite] [--comm-cores N]
-                  [--offload-dir D] [--strict-topology]
+                  [--comm-timeout S] [--offload-dir D] [--strict-topology]
   sampling:   hc-run sample SAMPLER.so --ckpt CKPT [--out GRID.png]
                   [--save-npy F.npy] ... (hc-run sample --help)
 
@@ -187,6 +187,13 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     between kernels; HC_COMM_PROGRESS=thread restores the
                     old unpinned comm thread, a baseline). Default: the
                     plan's comm cores (hc-compile --comm-cores)
+  --comm-timeout S   a watchdog on every collective: a rank blocked in one
+                    (the gradient all-reduce, a barrier, a broadcast) for
+                    more than S seconds names the hosts whose ranks did not
+                    answer and exits 1 (Open MPI 4.1 itself waits about 15
+                    minutes on a dead TCP link). Default 0: off. Set S above
+                    the longest legitimate wait, such as rank 0 writing a
+                    checkpoint while the others wait
   --offload-dir DIR (both modes) where a library planned with a disk tier
                     (hc-compile --offload-dir) keeps its file, instead of
                     the folder it was compiled with. The file is unnamed and
@@ -400,6 +407,8 @@ Options parseOptions(int argc, char **argv) {
     } else if (a == "--comm-cores") {
       o.commCores = parseInt(a, next(), 0, "a number of cores");
       o.commCoresGiven = true;
+    } else if (a == "--comm-timeout") {
+      o.commTimeout = parseNumber(a, next(), 0, 86400, false, "seconds (0: off, up to 86400)");
     } else if (a == "--offload-dir") {
       o.offloadDir = next();
       if (o.offloadDir.empty())

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <pthread.h>
 #include <sched.h>
 #include <thread>
@@ -44,6 +46,21 @@ public:
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
+  void setTimeout(double seconds) override {
+    // Every rank's host name, to say whose ranks stopped answering.
+    char mine[MPI_MAX_PROCESSOR_NAME] = {};
+    int len = 0;
+    MPI_Get_processor_name(mine, &len);
+    std::vector<char> all(static_cast<std::size_t>(size_) * MPI_MAX_PROCESSOR_NAME);
+    if (MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                      MPI_CHAR, MPI_COMM_WORLD) == MPI_SUCCESS)
+      for (int r = 0; r < size_; ++r)
+        hosts_.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+    timeout_ = seconds;
+    if (seconds > 0 && !watchdog_.joinable())
+      watchdog_ = std::thread([this] { watch(); });
+  }
+
   bool allreduceSumF32(float *data, std::size_t n) override {
     return allreduce(data, n, MPI_FLOAT, MPI_SUM, sizeof(float));
   }
@@ -54,6 +71,7 @@ public:
     return allreduce(data, n, MPI_DOUBLE, MPI_MAX, sizeof(double));
   }
   bool broadcast(void *data, std::size_t bytes, int root) override {
+    Blocked b(this, "a broadcast");
     char *p = static_cast<char *>(data);
     for (std::size_t done = 0; done < bytes;) {
       int c = static_cast<int>(std::min(kChunk, bytes - done));
@@ -63,7 +81,10 @@ public:
     }
     return true;
   }
-  bool barrier() override { return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS; }
+  bool barrier() override {
+    Blocked b(this, "a barrier");
+    return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS;
+  }
 
   void setProgress(Progress mode, int core) override {
     std::lock_guard<std::mutex> lk(mu_);
@@ -121,6 +142,7 @@ public:
   }
 
   bool wait(int64_t request) override {
+    Blocked b(this, "the gradient all-reduce");
     const auto start = Clock::now();
     std::unique_lock<std::mutex> lk(mu_);
     if (request < 0 || request >= next_)
@@ -169,6 +191,9 @@ public:
     }
     if (thread_.joinable())
       thread_.join();
+    watchdogStop_ = true;
+    if (watchdog_.joinable())
+      watchdog_.join();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized)
@@ -229,8 +254,48 @@ private:
     }
   }
 
+  // Marks the calling thread blocked in a collective for the watchdog.
+  struct Blocked {
+    MpiComm *self;
+    Blocked(MpiComm *c, const char *what) : self(c) {
+      self->blockedWhat_.store(what);
+      self->blockedSince_.store(Clock::now().time_since_epoch().count());
+    }
+    ~Blocked() { self->blockedSince_.store(0); }
+  };
+
+  // The watchdog thread: ends this rank when a collective blocks longer
+  // than the timeout. It does not call MPI (the peer may be gone, and
+  // MPI_Abort would wait on it): it prints and exits 1.
+  void watch() {
+    while (!watchdogStop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const int64_t since = blockedSince_.load();
+      if (since == 0)
+        continue;
+      const double waited =
+          std::chrono::duration<double>(Clock::now().time_since_epoch() -
+                                        Clock::duration(since)).count();
+      if (waited < timeout_)
+        continue;
+      std::string others, mine = rank_ < int(hosts_.size()) ? hosts_[rank_] : "?";
+      for (int r = 0; r < int(hosts_.size()); ++r)
+        if (hosts_[r] != mine && others.find(hosts_[r]) == std::string::npos)
+          others += (others.empty() ? "" : ", ") + hosts_[r];
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "%s: rank %d (host %s): %s has waited %.1f s (--comm-timeout %g) for "
+                   "the ranks on %s: their host or its link is unreachable; ending this rank\n",
+                   prefix.c_str(), rank_, mine.c_str(), blockedWhat_.load(), waited, timeout_,
+                   others.empty() ? "this host (another rank stopped)" : others.c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }
+
   bool allreduce(void *data, std::size_t n, MPI_Datatype type, MPI_Op op,
                  std::size_t item) {
+    Blocked b(this, "a collective");
     const auto start = Clock::now();
     struct Count {
       MpiComm *self;
@@ -290,6 +355,14 @@ private:
   std::deque<Bucket> queue_;
   int64_t next_ = 0, done_ = -1;
   bool failed_ = false, stop_ = false;
+  // The watchdog (setTimeout): what blocks since when (steady clock ticks;
+  // 0: nothing blocks), every rank's host.
+  double timeout_ = 0;
+  std::vector<std::string> hosts_;
+  std::atomic<int64_t> blockedSince_{0};
+  std::atomic<const char *> blockedWhat_{""};
+  std::atomic<bool> watchdogStop_{false};
+  std::thread watchdog_;
 };
 
 } // namespace

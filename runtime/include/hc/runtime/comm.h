@@ -59,6 +59,11 @@ public:
     double bytes = 0;
   };
   virtual Stats takeStats() { return {}; }
+  // The watchdog (hc-run --comm-timeout): a rank blocked in a collective or
+  // a wait for longer than `seconds` prints which hosts' ranks did not
+  // answer and exits 1 at once, without MPI (Open MPI 4.1 has no timeout
+  // of its own; TCP retries for about 15 minutes). 0: off. Collective.
+  virtual void setTimeout(double seconds) { (void)seconds; }
   // Copies `bytes` bytes from rank `root` into `data` on every rank.
   virtual bool broadcast(void *data, std::size_t bytes, int root) = 0;
   virtual bool barrier() = 0;
