@@ -35,38 +35,77 @@ std::string hashHex(uint64_t v) {
   return buf;
 }
 
+// contentHash as a stream: its 8-byte words are taken at offsets from the
+// chunk's start (chunks are whole words), so a word may span two pieces.
+void ContentHasher::add(const void *data, std::size_t n) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  while (n > 0) {
+    std::size_t take = std::min(n, kChunk - inChunk_);
+    inChunk_ += take;
+    n -= take;
+    const unsigned char *end = p + take;
+    while (tailN_ > 0 && tailN_ < 8 && p < end)
+      tail_[tailN_++] = *p++;
+    if (tailN_ == 8) {
+      uint64_t w;
+      std::memcpy(&w, tail_, 8);
+      c_ = (c_ ^ w) * 0x100000001b3ull;
+      c_ ^= c_ >> 29;
+      tailN_ = 0;
+    }
+    for (; tailN_ == 0 && end - p >= 8; p += 8) {
+      uint64_t w;
+      std::memcpy(&w, p, 8);
+      c_ = (c_ ^ w) * 0x100000001b3ull;
+      c_ ^= c_ >> 29;
+    }
+    while (p < end)
+      tail_[tailN_++] = *p++;
+    if (inChunk_ == kChunk)
+      closeChunk();
+  }
+}
+
+void ContentHasher::closeChunk() {
+  for (std::size_t i = 0; i < tailN_; ++i)
+    c_ = (c_ ^ tail_[i]) * 0x100000001b3ull;
+  const uint64_t n = inChunk_;
+  c_ = (c_ ^ n ^ (c_ >> 33)) * 0x9e3779b97f4a7c15ull;
+  h_ = c_ ^ (c_ >> 29);
+  c_ = h_;
+  inChunk_ = tailN_ = 0;
+  any_ = true;
+}
+
+uint64_t ContentHasher::finish() {
+  if (inChunk_ > 0 || !any_)
+    closeChunk();
+  return h_;
+}
+
 bool hashFile(const std::string &path, uint64_t &hash, std::string &error) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
-  // Whole 8 MiB chunks (short reads refilled), so the value depends on the
-  // bytes alone, not on how read() split them.
-  std::vector<char> buf(8 << 20);
-  uint64_t h = kContentHashSeed;
-  for (bool eof = false; !eof;) {
-    std::size_t have = 0;
-    while (have < buf.size()) {
-      ssize_t got = ::read(fd, buf.data() + have, buf.size() - have);
-      if (got < 0 && errno == EINTR)
-        continue;
-      if (got < 0) {
-        error = path + ": cannot read: " + std::strerror(errno);
-        ::close(fd);
-        return false;
-      }
-      if (got == 0) {
-        eof = true;
-        break;
-      }
-      have += static_cast<std::size_t>(got);
+  std::vector<char> buf(ContentHasher::kChunk);
+  ContentHasher hasher;
+  for (;;) {
+    ssize_t got = ::read(fd, buf.data(), buf.size());
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      error = path + ": cannot read: " + std::strerror(errno);
+      ::close(fd);
+      return false;
     }
-    if (have > 0 || h == kContentHashSeed)
-      h = contentHash(h, buf.data(), have);
+    if (got == 0)
+      break;
+    hasher.add(buf.data(), static_cast<std::size_t>(got));
   }
   ::close(fd);
-  hash = h;
+  hash = hasher.finish();
   return true;
 }
 
@@ -230,6 +269,8 @@ bool AtomicFile::write(const void *data, std::size_t n) {
     return false;
   }
   written_ += static_cast<int64_t>(n);
+  if (hasher)
+    hasher->add(p, n);
   while (n > 0) {
     ssize_t w = ::write(fd_, p, std::min<std::size_t>(n, 1u << 30));
     if (w < 0 && errno == EINTR)

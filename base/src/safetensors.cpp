@@ -189,7 +189,7 @@ bool SafetensorsFile::open(const std::string &path, std::string &error) {
 bool writeSafetensors(const std::string &path,
                       const std::vector<SafetensorsTensorRef> &tensors,
                       const std::map<std::string, std::string> &metadata,
-                      std::string &error, int64_t crashAfterBytes) {
+                      std::string &error, int64_t crashAfterBytes, uint64_t *fileHash) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) {
     nlohmann::ordered_json md = nlohmann::ordered_json::object();
@@ -244,6 +244,9 @@ bool writeSafetensors(const std::string &path,
   if (!f.open(path, error))
     return false;
   f.crashAfterBytes = crashAfterBytes;
+  ContentHasher hasher;
+  if (fileHash)
+    f.hasher = &hasher;
   bool ok = f.write(len, 8) && f.write(text.data(), text.size());
   for (std::size_t i = 0; ok && i < tensors.size(); ++i)
     ok = f.write(tensors[i].data, sizes[i]);
@@ -251,6 +254,8 @@ bool writeSafetensors(const std::string &path,
     error = f.error();
     return false;
   }
+  if (fileHash)
+    *fileHash = hasher.finish();
   return f.commit(error);
 }
 

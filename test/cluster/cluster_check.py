@@ -11,7 +11,12 @@ usage: cluster_check.py CASE --bin DIR --work DIR
            namespace, link or process behind.
   linkcut  the same job, long, with --comm-timeout 3: h1's link is cut
            (ip link set down) after its first steps; the rank on h0
-           ends on the watchdog, exit 1, naming h1, and mpirun ends.
+           ends on the watchdog, exit 1, naming h1, and mpirun ends. The
+           link back up, the job resumes from its last checkpoint to 8
+           steps past it, bit for bit the unbroken run to that step.
+  killhost the same, h1's processes (its daemon and rank) killed: mpirun
+           ends every rank within 30 s, non-zero (Open MPI's message does
+           not name the host); the resume is bit for bit.
 """
 import argparse
 import os
@@ -31,6 +36,7 @@ from testbed import TestBed, leftovers  # noqa: E402
 
 PY = "/usr/bin/python3"
 STEPS, SEED = 4, 5
+ENV = {"HC_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}  # one core per rank
 
 
 class Failure(Exception):
@@ -87,7 +93,7 @@ def same_checkpoints(x, y):
 
 def case_across(a):
     w = setup(a)
-    env = {"HC_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    env = ENV
     grad_bytes = sum(int(np.prod(t.shape)) * 4 for t in st.load(w("b2.so.init.safetensors")).values())
     with TestBed(a.work, hosts=2, rate="10gbit") as tb:
         before = rx_bytes(tb, "h1")
@@ -113,46 +119,95 @@ def case_across(a):
     print("ok: nothing left behind (namespaces, links, holders)")
 
 
-def case_linkcut(a):
-    w = setup(a)
-    env = {"HC_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
-    cmd = hc_run(a, w, "cut")
+def interrupted(tb, a, w, ckdir, action):
+    """A long job across h0, h1 (--comm-timeout 3) that `action` strikes
+    after step 20: mpirun's exit status (None: still running 120 s on),
+    its output and the seconds from the strike to its end."""
+    cmd = hc_run(a, w, ckdir) + ["--comm-timeout", "3"]
     cmd[cmd.index("--steps") + 1] = "100000"
-    cmd += ["--comm-timeout", "3"]
-    with TestBed(a.work, hosts=2, rate="10gbit") as tb:
-        log = open(w("linkcut.log"), "w+")
+    with open(w(ckdir + ".log"), "w+") as log:
         p = subprocess.Popen(tb.enter("h0") + tb.mpirun_args(["h0", "h1"]) + cmd,
-                             env=tb.env(env), stdout=log, stderr=subprocess.STDOUT)
-        # Cut h1 off once the job has taken steps across the link.
+                             env=tb.env(ENV), stdout=log, stderr=subprocess.STDOUT)
         for _ in range(600):
             log.seek(0)
             if "(step=0000020)" in log.read() or p.poll() is not None:
                 break
             time.sleep(0.1)
-        check(p.poll() is None, "the job ended before the cut")
-        cut = time.monotonic()
-        tb.set_link("h1", False)
+        check(p.poll() is None, "the job ended before the strike")
+        struck = time.monotonic()
+        action()
         try:
             rc = p.wait(timeout=120)
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
             rc = None
-        took = time.monotonic() - cut
+        took = time.monotonic() - struck
         log.seek(0)
         out = log.read()
-        log.close()
-    check(rc is not None, "mpirun did not end within 120 s of the cut:\n" + out[-1500:])
-    line = [l for l in out.split("\n") if "--comm-timeout" in l]
-    check(rc == 1 and line and "rank 0 (host h0)" in line[0] and "ranks on h1" in line[0],
-          "expected exit 1 and rank 0 naming h1, got exit %s:\n%s" % (rc, out[-1500:]))
-    print("ok: link of h1 cut: mpirun exit 1 after %.1f s; %s" % (took, line[0].strip()))
+    check(rc is not None, "mpirun did not end within 120 s:\n" + out[-1500:])
+    return rc, out, took
+
+
+def resume_equals_unbroken(tb, a, w, ckdir):
+    """Resumes `ckdir`'s job from its last checkpoint to 8 steps past it,
+    and runs the same steps unbroken: their checkpoints, bit for bit."""
+    saved = sorted(f for f in os.listdir(w(ckdir))
+                   if f.startswith("ckpt-") and f.endswith(".safetensors") and len(f) == 25)
+    check(saved, "no checkpoint before the failure")
+    last = int(saved[-1][5:13])
+    target = str(last + 8)
+    resume = hc_run(a, w, ckdir) + ["--resume"]
+    resume[resume.index("--steps") + 1] = target
+    done(tb.mpirun(["h0", "h1"], resume, env=ENV, capture_output=True, text=True, timeout=300),
+         "resume across h0, h1")
+    unbroken = hc_run(a, w, ckdir + "-whole")
+    unbroken[unbroken.index("--steps") + 1] = target
+    unbroken[unbroken.index("--ckpt-every") + 1] = target
+    done(tb.mpirun(["h0", "h1"], unbroken, env=ENV, capture_output=True, text=True, timeout=300),
+         "unbroken across h0, h1")
+    ck = "ckpt-%08d.safetensors" % int(target)
+    n = same_checkpoints(w(ckdir, ck), w(ckdir + "-whole", ck))
+    print("ok: resumed from step %d to %s across the test bed: bit for bit the unbroken run "
+          "(%d tensors)" % (last, target, n))
+
+
+def case_linkcut(a):
+    w = setup(a)
+    with TestBed(a.work, hosts=2, rate="10gbit") as tb:
+        rc, out, took = interrupted(tb, a, w, "cut", lambda: tb.set_link("h1", False))
+        line = [l for l in out.split("\n") if "--comm-timeout" in l]
+        check(rc == 1 and line and "rank 0 (host h0)" in line[0] and "ranks on h1" in line[0],
+              "expected exit 1 and rank 0 naming h1, got exit %s:\n%s" % (rc, out[-1500:]))
+        print("ok: link of h1 cut: mpirun exit 1 after %.1f s; %s" % (took, line[0].strip()))
+        tb.set_link("h1", True)
+        resume_equals_unbroken(tb, a, w, "cut")
     left = leftovers()
     check(not left, "the test bed left %s" % ", ".join(left))
     print("ok: nothing left behind")
 
 
-CASES = {"across": case_across, "linkcut": case_linkcut}
+def case_killhost(a):
+    w = setup(a)
+    with TestBed(a.work, hosts=2, rate="10gbit") as tb:
+        killed = []
+        rc, out, took = interrupted(tb, a, w, "kill", lambda: killed.append(tb.kill_host("h1")))
+        # Open MPI notices the lost daemon and ends every rank at once, with
+        # its own message, which does not name the host: hc's ranks are
+        # ended before their watchdog would speak.
+        check(rc not in (0, None) and took < 30,
+              "expected the job to end, non-zero, within 30 s, got exit %s after %.1f s:\n%s"
+              % (rc, took, out[-1500:]))
+        said = [l for l in out.split("\n") if "ORTE" in l or "--comm-timeout" in l]
+        print("ok: %d processes on h1 killed: mpirun exit %d after %.1f s (%s)"
+              % (killed[0], rc, took, said[-1].strip() if said else "no message"))
+        resume_equals_unbroken(tb, a, w, "kill")
+    left = leftovers()
+    check(not left, "the test bed left %s" % ", ".join(left))
+    print("ok: nothing left behind")
+
+
+CASES = {"across": case_across, "linkcut": case_linkcut, "killhost": case_killhost}
 
 
 def main():

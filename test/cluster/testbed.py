@@ -186,6 +186,19 @@ class TestBed:
         """Cuts (up=False) or restores a host's link."""
         sh(["ip", "-n", "%s-%s" % (PREFIX, host), "link", "set", "eth0", "up" if up else "down"])
 
+    def kill_host(self, host):
+        """Kills every process on `host` but its namespace holder (a host
+        whose processes died: its daemon and ranks)."""
+        holder = self.pid(host)
+        pids = sh(["ip", "netns", "pids", "%s-%s" % (PREFIX, host)]).stdout.split()
+        for pid in pids:
+            if int(pid) != holder:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+        return len(pids) - 1
+
     # -------------------------------------------------------------- running
     def pid(self, host):
         with open(os.path.join(self.state, host + ".pid")) as f:
@@ -207,8 +220,10 @@ class TestBed:
     def mpirun_args(self, hosts, np_per_host=1):
         """mpirun on the first host, ranks on `hosts`, TCP between hosts
         over the shaped links, shared memory inside a host."""
-        spec = ",".join("%s:%d" % (h, np_per_host) for h in hosts)
-        return ["mpirun", "--allow-run-as-root", "--host", spec, "-np",
+        hostfile = os.path.join(self.state, "hostfile-%s-%d" % ("-".join(hosts), np_per_host))
+        with open(hostfile, "w") as f:
+            f.write("".join("%s slots=%d\n" % (h, np_per_host) for h in hosts))
+        return ["mpirun", "--allow-run-as-root", "--hostfile", hostfile, "-np",
                 str(np_per_host * len(hosts)), "--bind-to", "none",
                 "--mca", "plm_rsh_agent", os.path.join(HERE, "agent.py"),
                 "--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "eth0",

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <cstdlib>
@@ -239,6 +240,58 @@ TEST(Files, HashFileSeesEveryByteAcrossChunks) {
   }
   EXPECT_FALSE(hashFile(d + "/missing", h, err));
   EXPECT_NE(err.find("missing: cannot open"), std::string::npos) << err;
+}
+
+// The reference: contentHash folded over whole 8 MiB chunks, then the last
+// partial one (an empty stream: one empty chunk), as hashFile defines it.
+static uint64_t chunkedHash(const std::string &bytes) {
+  const std::size_t chunk = ContentHasher::kChunk;
+  uint64_t h = kContentHashSeed;
+  std::size_t at = 0;
+  for (; bytes.size() - at >= chunk; at += chunk)
+    h = contentHash(h, bytes.data() + at, chunk);
+  if (at < bytes.size() || bytes.empty())
+    h = contentHash(h, bytes.data() + at, bytes.size() - at);
+  return h;
+}
+
+TEST(Files, ContentHasherInAnyPiecesIsHashFile) {
+  const std::size_t chunk = ContentHasher::kChunk;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8},
+                        std::size_t{13}, chunk - 1, chunk, chunk + 3, 2 * chunk,
+                        2 * chunk + 5}) {
+    std::string bytes(n, '\0');
+    for (std::size_t i = 0; i < n; ++i)
+      bytes[i] = static_cast<char>((i * 2654435761u) >> 11);
+    const uint64_t want = chunkedHash(bytes);
+    // Pieces: whole, odd sizes that straddle words and chunks, and bytes.
+    for (std::size_t piece : {n + 1, std::size_t{3}, std::size_t{1000003}, chunk + 1}) {
+      ContentHasher hasher;
+      for (std::size_t at = 0; at < n; at += piece)
+        hasher.add(bytes.data() + at, std::min(piece, n - at));
+      EXPECT_EQ(hasher.finish(), want) << n << " bytes in pieces of " << piece;
+    }
+    if (n <= 13) {
+      ContentHasher hasher;
+      for (char c : bytes)
+        hasher.add(&c, 1);
+      EXPECT_EQ(hasher.finish(), want) << n << " bytes one at a time";
+    }
+  }
+}
+
+TEST(Safetensors, WriterHashesWhatItWrites) {
+  std::string d = tempDir();
+  std::vector<float> a(3 << 20), b(5);  // a straddles an 8 MiB chunk
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<float>(i % 977) * 0.5f;
+  std::string err;
+  uint64_t written = 0, read = 0;
+  ASSERT_TRUE(writeSafetensors(d + "/w.safetensors",
+                               {{"a", "F32", {3, 1 << 20}, a.data()}, {"b", "F32", {5}, b.data()}},
+                               {{"k", "v"}}, err, -1, &written)) << err;
+  ASSERT_TRUE(hashFile(d + "/w.safetensors", read, err)) << err;
+  EXPECT_EQ(written, read);
 }
 
 TEST(Files, SameFileByIdentityNotSpelling) {

@@ -57,8 +57,9 @@ bool writeOutput(const std::string &path, const std::string &text) {
 }
 
 // The initial parameters (and training_info's non-default optimizer state).
+// `hash`: hashFile's value of what was written, computed while writing.
 bool writeInit(const hc::ImportedModel &model, const std::string &input,
-               const std::string &path, std::string &error) {
+               const std::string &path, uint64_t &hash, std::string &error) {
   std::vector<hc::rt::SafetensorsTensorRef> tensors;
   for (const auto &[name, p] : model.params)
     tensors.push_back({name, "F32", p.shape, p.data});
@@ -68,8 +69,8 @@ bool writeInit(const hc::ImportedModel &model, const std::string &input,
   for (const auto &[key, values] : ti.initialMoments)
     tensors.push_back({key, "F32", model.params.at(key.substr(key.find(':') + 1)).shape,
                        values.data()});
-  return hc::rt::writeSafetensors(path, tensors,
-                                  {{"format", "pt"}, {"source", input}}, error);
+  return hc::rt::writeSafetensors(path, tensors, {{"format", "pt"}, {"source", input}},
+                                  error, -1, &hash);
 }
 
 // Refuses (exit 2, before any work) an output that is a folder, whose folder
@@ -219,12 +220,8 @@ int hc::compileMain(int argc, char **argv) {
       // The initial parameters first, under a temporary name: the library's
       // description carries the hash of exactly these bytes.
       initTmp = temps.add(output + ".init.safetensors");
-      if (!writeInit(model, input, initTmp, error)) {
-        std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
-        return 1;
-      }
       uint64_t hash = 0;
-      if (!hc::rt::hashFile(initTmp, hash, error)) {
+      if (!writeInit(model, input, initTmp, hash, error)) {
         std::fprintf(stderr, "hc-compile: %s\n", error.c_str());
         return 1;
       }

@@ -22,6 +22,24 @@ std::string hashHex(uint64_t h);
 // one-line `error` naming the file.
 bool hashFile(const std::string &path, uint64_t &hash, std::string &error);
 
+// hashFile's value of a byte stream fed in pieces of any size: contentHash
+// over whole 8 MiB chunks, then the last partial one (an empty stream: one
+// empty chunk). A writer hashes what it writes without reading it back.
+class ContentHasher {
+public:
+  static constexpr std::size_t kChunk = std::size_t(8) << 20;
+  void add(const void *data, std::size_t n);
+  uint64_t finish();  // the hash; the hasher is spent
+
+private:
+  void closeChunk();
+  uint64_t h_ = kContentHashSeed;  // after the chunks closed so far
+  uint64_t c_ = kContentHashSeed;  // inside the current chunk
+  std::size_t inChunk_ = 0;        // its bytes so far
+  unsigned char tail_[8] = {};     // bytes of a word not yet complete
+  std::size_t tailN_ = 0;
+  bool any_ = false;               // a chunk was closed
+};
 // A file's identity without reading it all (a dataset may be terabytes):
 // "size:hash" where the hash covers the first and last 64 KiB and 64 blocks
 // of 4 KiB spread evenly between (the NPY header included). Two copies of
@@ -67,6 +85,9 @@ public:
   const std::string &error() const { return error_; }
   // Test hook (HC_CKPT_CRASH_AFTER_BYTES): SIGKILL after this many bytes.
   int64_t crashAfterBytes = -1;
+  // When set, sees every byte written, in order (hashFile's value of the
+  // file without reading it back).
+  ContentHasher *hasher = nullptr;
 
 private:
   std::string path_, tmp_, error_;

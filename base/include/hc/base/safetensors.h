@@ -88,7 +88,8 @@ struct SafetensorsTensorRef {
 bool writeSafetensors(const std::string &path,
                       const std::vector<SafetensorsTensorRef> &tensors,
                       const std::map<std::string, std::string> &metadata,
-                      std::string &error, int64_t crashAfterBytes = -1);
+                      std::string &error, int64_t crashAfterBytes = -1,
+                      uint64_t *fileHash = nullptr);  // hashFile's value, computed while writing
 
 } // namespace hc::rt
 
