@@ -19,6 +19,8 @@ packages=(
   # python tooling (always used as /usr/bin/python3)
   python3 python3-torch python3-onnx python3-numpy python3-matplotlib
   python3-venv  # tools/install-anchors.sh's environments (PyPI)
+  # the multi-host test bed (test/cluster: ip netns, tc, sysctl)
+  iproute2 procps
   # data for the embedded demo
   dataset-fashion-mnist
 )

@@ -173,7 +173,7 @@ def case_messages(c):
     p = c.refused("hc-compile", compile_ + ["--freeze", ",".join(names), "-o", "f.so"],
                   ["--freeze leaves no parameter to train"])
     no_bug(p)
-    c.refused("hc-compile", ["model.onnx", "--batch", "99999999", "-o", "b.so"], ["--batch must be at most 1048576"])
+    c.refused("hc-compile", ["model.onnx", "--batch", "99999999", "-o", "b.so"], ["--batch needs an integer from 1 to 1048576, got '99999999'"])
     os.makedirs(c.path("folder"))
     c.refused("hc-compile", compile_ + ["-o", "folder"], ["-o folder is a folder"])
     c.refused("hc-compile", compile_ + ["--emit=hc", "-o", "folder"], ["-o folder is a folder"])
