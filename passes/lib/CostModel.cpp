@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -65,9 +66,17 @@ bool parseItem(const std::string &item, const std::string &where, MachineRates &
 
 } // namespace
 
-bool checkMachineRates(const std::string &spec, std::string &error) {
+bool resolveMachineRates(const std::string &spec, std::string &resolved, std::string &error) {
   MachineRates rates;
-  return parseRates(spec, rates, error);
+  if (!parseRates(spec, rates, error))
+    return false;
+  resolved.clear();
+  for (const RateKey &k : kRateKeys) {
+    char value[40];
+    std::snprintf(value, sizeof value, "%.17g", k.field(rates) / k.scale);
+    resolved += (resolved.empty() ? "" : ",") + std::string(k.name) + "=" + value;
+  }
+  return true;
 }
 
 std::string rateKeys() {

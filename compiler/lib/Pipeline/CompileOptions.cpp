@@ -396,7 +396,7 @@ const Flag kFlags[] = {
      "DRAM and prefetched back, or recomputed, whichever the cost model finds cheaper"},
     {"--rates", nullptr, "R", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
-       if (!checkMachineRates(v, e))
+       if (!resolveMachineRates(v, PO.ratesResolved, e))
          return -1;
        return PO.rates = v, 1;
      },

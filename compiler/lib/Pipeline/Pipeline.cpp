@@ -134,7 +134,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     mem.fastMem = options.fastMem;
     mem.topology = options.topology;
     mem.ranksPerNode = options.ranksPerNode;
-    mem.rates = options.rates;
+    mem.rates = options.ratesResolved;
     mem.offloadDir = options.offloadDir;
     mem.segments = options.memSegments;
     pm.addPass(createAutoMem(mem));
@@ -147,7 +147,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     pm.addPass(createPlanPlacement(place));
     if (options.cftp) {
       CftpOptions cftp;
-      cftp.rates = options.rates;
+      cftp.rates = options.ratesResolved;
       // The refusal names --clusters: only when it was given. With the
       // topology's own clusters such a step stays unsplit (hcs.cftp says so).
       cftp.strictBatch = options.clusters > 0;

@@ -57,9 +57,10 @@ struct PipelineOptions {
   // AutoMem (hc-automem): --mem-budget and --fast-mem in bytes (0: none).
   int64_t memBudget = 0, fastMem = 0;
   // --rates: the machine's rates, which hc-automem's and hc-cftp's cost
-  // models both price with (one syntax: hc/Passes/Passes.h,
-  // checkMachineRates); empty: the built-in ones.
-  std::string rates;
+  // models both price with (one syntax: hc/Passes/Passes.h); `rates` as
+  // given (the description records it), `ratesResolved` read once from it,
+  // every key as KEY=VALUE, what the passes get. Empty: the built-in ones.
+  std::string rates, ratesResolved;
   std::string offloadDir;  // --offload-dir: the disk tier's folder
   std::string memSegments = "auto";  // --mem-segments auto|on|off
 

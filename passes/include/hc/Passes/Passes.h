@@ -24,11 +24,12 @@ namespace hc {
 void addFusionPipeline(mlir::OpPassManager &pm);
 void registerPipelines();
 
-// Whether `spec` is valid machine rates in their one syntax (KEY=VALUE
-// items or files of them; passes/lib/CostModel.h's parseRates, which
-// hc-automem and hc-cftp read their `rates` option with); false + a
+// Reads machine rates in their one syntax (KEY=VALUE items or files of
+// them; passes/lib/CostModel.h's parseRates, which hc-automem and hc-cftp
+// read their `rates` option with) once, into `resolved`: every key with its
+// value, as KEY=VALUE items, so the passes read no file. False + a
 // one-line error naming the file, line or key.
-bool checkMachineRates(const std::string &spec, std::string &error);
+bool resolveMachineRates(const std::string &spec, std::string &resolved, std::string &error);
 
 } // namespace hc
 
