@@ -86,6 +86,10 @@ if [ -d /usr/local/share/ca-certificates ]; then
   cp -r /usr/local/share/ca-certificates/. "$dir/usr/local/share/ca-certificates/"
   cp /etc/ssl/certs/ca-certificates.crt "$dir/etc/ssl/certs/ca-certificates.crt"
 fi
+# The chroot's / a mount point of its own, as a machine's root is: ip netns
+# (the cluster test bed) makes / a slave mount and fails on a plain folder.
+mount --bind "$dir" "$dir"
+mounts+=("$dir")
 for m in proc sys dev dev/pts dev/shm; do
   mkdir -p "$dir/$m"
   mount --bind "/$m" "$dir/$m"
