@@ -5,7 +5,7 @@ namespace), joined by veth links to a bridge in a switch namespace of its
 own, addresses from TEST-NET-1 (192.0.2.0/24, documentation only), each
 link shaped with tc netem. Needs root.
 
-    with TestBed(work, hosts=2, rate="10gbit", delay="50us") as tb:
+    with TestBed(work, hosts=2, rate="10gbit") as tb:   # delay/loss: netem
         tb.run("h1", ["hostname"])          # a command on host h1
         tb.mpirun(["h0", "h1"], ["hc-run", ...])
 
