@@ -19,8 +19,9 @@ packages=(
   # python tooling (always used as /usr/bin/python3)
   python3 python3-torch python3-onnx python3-numpy python3-matplotlib
   python3-venv  # tools/install-anchors.sh's environments (PyPI)
-  # the multi-host test bed (test/cluster: ip netns, tc, sysctl)
-  iproute2 procps
+  # the multi-host test bed (test/cluster: ip netns, tc, sysctl; iptables
+  # drops a share of packets; a local Slurm with munge)
+  iproute2 procps iptables slurmd slurmctld slurm-client munge
   # data for the embedded demo
   dataset-fashion-mnist
 )

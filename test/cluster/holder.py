@@ -1,10 +1,12 @@
 #!/usr/bin/env -S /usr/bin/python3
 """Holds one test-bed host's namespaces open (testbed.py starts it inside
 the host's network namespace, in new UTS and mount namespaces): sets the
-hostname, mounts a /dev/shm of the host's own and the test bed's
-/etc/hosts, writes its pid (what nsenter enters) and waits for SIGTERM.
+hostname, mounts a /dev/shm and a temporary directory of the host's own
+(TMPDIR: a real host's /tmp, where Slurm's PMIx server keeps its sockets)
+and the test bed's /etc/hosts, writes its pid (what nsenter enters) and
+waits for SIGTERM.
 
-usage: holder.py HOSTNAME PIDFILE HOSTS_FILE
+usage: holder.py HOSTNAME PIDFILE HOSTS_FILE TMPDIR
 """
 import os
 import signal
@@ -14,9 +16,10 @@ import sys
 
 
 def main():
-    name, pidfile, hosts = sys.argv[1:4]
+    name, pidfile, hosts, tmpdir = sys.argv[1:5]
     socket.sethostname(name)
     for args in (["mount", "-t", "tmpfs", "-o", "size=2g,mode=1777", "tmpfs", "/dev/shm"],
+                 ["mount", "-t", "tmpfs", "-o", "size=1g,mode=1777", "tmpfs", tmpdir],
                  ["mount", "--bind", hosts, "/etc/hosts"]):
         p = subprocess.run(args, capture_output=True, text=True)
         if p.returncode != 0:

@@ -3,9 +3,10 @@
 namespace with its own hostname (UTS namespace) and /dev/shm (mount
 namespace), joined by veth links to a bridge in a switch namespace of its
 own, addresses from TEST-NET-1 (192.0.2.0/24, documentation only), each
-link shaped with tc netem. Needs root.
+link shaped: bandwidth with tc tbf, loss with iptables' statistic match,
+delay with tc netem (where the kernel has sch_netem). Needs root.
 
-    with TestBed(work, hosts=2, rate="10gbit") as tb:   # delay/loss: netem
+    with TestBed(work, hosts=2, rate="10gbit", loss="10%") as tb:
         tb.run("h1", ["hostname"])          # a command on host h1
         tb.mpirun(["h0", "h1"], ["hc-run", ...])
 
@@ -74,6 +75,15 @@ def leftovers():
                 continue
             if any(c.endswith(b"holder.py") for c in cmd):
                 out.append("holder process %s" % pid)
+                continue
+            # Anything the test bed started (ranks, mpirun, Slurm's and
+            # munge's daemons) carries HCTB_STATE in its environment.
+            try:
+                with open("/proc/%s/environ" % pid, "rb") as f:
+                    if b"\0HCTB_STATE=" in b"\0" + f.read():
+                        out.append("process %s (%s)" % (pid, os.path.basename(cmd[0].decode())))
+            except OSError:
+                pass
     return out
 
 
@@ -83,6 +93,8 @@ class TestBed:
             raise ValueError("hosts must be 1..%d" % MAX_HOSTS)
         self.work = os.path.abspath(work)
         self.state = os.path.join(self.work, "testbed")
+        # Each host mounts a tmpfs of its own here: the host's /tmp.
+        self.tmp = os.path.join(self.state, "tmp")
         self.n = hosts
         self.shape = (rate, delay, loss)
         self.holders = {}
@@ -113,7 +125,7 @@ class TestBed:
         if leftovers():
             raise RuntimeError("a test bed is still up (%s); run testbed.py down" % leftovers()[0])
         shutil.rmtree(self.state, ignore_errors=True)
-        os.makedirs(self.state)
+        os.makedirs(self.tmp)
         with open(os.path.join(self.state, "hosts"), "w") as f:
             f.write("127.0.0.1 localhost\n")
             for i in range(self.n):
@@ -149,7 +161,7 @@ class TestBed:
         holder = subprocess.Popen(
             ["ip", "netns", "exec", ns, "unshare", "--uts", "--mount", "--propagation", "private",
              "--", sys.executable, os.path.join(HERE, "holder.py"), name, pidfile,
-             os.path.join(self.state, "hosts")],
+             os.path.join(self.state, "hosts"), self.tmp],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(200):
             if os.path.exists(pidfile) or holder.poll() is not None:
@@ -161,26 +173,35 @@ class TestBed:
         self.holders[name] = holder
 
     def set_link_shape(self, rate=None, delay=None, loss=None):
-        """Shapes every host's eth0 (egress): `rate` with a token bucket
-        (tc tbf); `delay` and `loss` need tc netem, which a kernel without
-        sch_netem refuses (named in the error)."""
+        """Shapes every host's eth0 (egress): `rate` ("10gbit") with a token
+        bucket (tc tbf); `loss` ("10%") drops that share of the packets a
+        host sends at random (iptables' statistic match); `delay` ("50us")
+        needs tc netem, which a kernel without sch_netem refuses (named in
+        the error)."""
         self.shape = (rate, delay, loss)
         for i in range(self.n):
             ns = "%s-%s" % (PREFIX, host_name(i))
             tc = ["ip", "netns", "exec", ns, "tc", "qdisc"]
             sh(tc + ["del", "dev", "eth0", "root"], check=False)
-            netem = (["delay", delay] if delay else []) + (["loss", loss] if loss else [])
-            if netem:
-                p = sh(tc + ["add", "dev", "eth0", "root", "handle", "1:", "netem"] + netem,
-                       check=False)
+            if delay:
+                p = sh(tc + ["add", "dev", "eth0", "root", "handle", "1:", "netem", "delay",
+                             delay], check=False)
                 if p.returncode != 0:
-                    raise RuntimeError("tc netem (delay %s, loss %s): %s (this kernel has no "
-                                       "sch_netem?)" % (delay, loss, p.stderr.strip()))
+                    raise RuntimeError("tc netem delay %s: %s (this kernel has no sch_netem)"
+                                       % (delay, p.stderr.strip()))
             if rate:
-                parent = ["parent", "1:1"] if netem else ["root"]
+                parent = ["parent", "1:1"] if delay else ["root"]
                 # A burst of 1 ms at the rate (at least 64 KiB), queue <= 10 ms.
                 sh(tc + ["add", "dev", "eth0"] + parent + ["tbf", "rate", rate, "burst",
                          str(max(65536, rate_bytes(rate) // 1000)), "latency", "10ms"])
+            ipt = ["ip", "netns", "exec", ns, "iptables", "-w"]
+            sh(ipt + ["-F", "OUTPUT"])
+            if loss:
+                share = float(loss.rstrip("%")) / 100
+                if not 0 < share < 1:
+                    raise ValueError("loss %r: give a percentage between 0 and 100" % loss)
+                sh(ipt + ["-A", "OUTPUT", "-o", "eth0", "-m", "statistic", "--mode", "random",
+                          "--probability", "%.6f" % share, "-j", "DROP"])
 
     def set_link(self, host, up):
         """Cuts (up=False) or restores a host's link."""
