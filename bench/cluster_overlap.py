@@ -20,7 +20,8 @@ Per link, measured in the same run and interleaved round by round:
             a host does not compute on, which a 2-core machine split into
             two 1-core hosts lacks (the row says so)
   buckets   the inline step with fixed bucket sizes (--bucket-mb), beside
-            the --link library's
+            the --link library's (buckets end on gradient tensors' bounds,
+            so a size is a target: the table gives count and average)
 Each run: step_s, comm_s, comm_exposed_s, comm_hidden_s from hc-run's
 --metrics (rank 0), the mean of the steps after the first two; the table
 shows medians over rounds. Beside each mode, the alpha-beta model:
@@ -78,6 +79,14 @@ def setup(a):
     np.save(w("x.npy"), r.uniform(-1, 1, (4 * a.batch, 4, 32, 32)).astype(np.float32))
     np.save(w("y.npy"), r.integers(0, 1000, 4 * a.batch).astype(np.int64))
     return w
+
+
+def bucket_text(buckets):
+    """How a library's gradients are cut (buckets end on tensor boundaries,
+    so their sizes vary around the asked size)."""
+    sizes = [b["bytes"] / 2**20 for b in buckets]
+    return "%d buckets, %.2f MiB on average (%.2f-%.2f)" % (
+        len(sizes), sum(sizes) / len(sizes), min(sizes), max(sizes))
 
 
 def fit_link(out):
@@ -155,17 +164,16 @@ def main():
             alpha, beta = fit_link(out.stdout)
             pick = re.search(r"smallest bucket within 10% of the best whole-model time: (\d+) KiB",
                              out.stdout)
-            so = w("s2-link-%s.so" % rate)
             arg = "%.1f,%.4f,2" % (alpha * 1e6, 1 / beta / 1e9)
+            so = w("s2-link-%s.so" % arg.replace(",", "_"))  # a cached library is this link's
             descs[("link", rate)] = compile_step(a, w("s2.onnx"), so, ["--link", arg])
             libs[("link", rate)] = (so, ["--link", arg])
             link[rate] = (alpha, beta, arg, pick.group(1) if pick else "?",
                           descs[("link", rate)]["buckets"])
             print("link %s: alpha %.1f us, beta %.3f ms/MB (%.2f GB/s, tc rate %.2f GB/s); "
-                  "hc-compile --link %s: %d buckets of %.2f MiB; the bench's own pick %s KiB"
+                  "hc-compile --link %s: %s; the bench's own pick %s KiB"
                   % (rate, alpha * 1e6, beta * 1e9, 1 / beta / 1e9, rate_bytes(rate) / 1e9, arg,
-                     len(link[rate][4]), link[rate][4][0]["bytes"] / 2**20, link[rate][3]),
-                  flush=True)
+                     bucket_text(link[rate][4]), link[rate][3]), flush=True)
         for r in range(a.rounds):
             for rate in rates:
                 tb.set_link_shape(rate, a.delay)
@@ -193,9 +201,8 @@ def main():
         t_c = med((rate, "sync"), "compute_s")
         sync, asyn = model(t_c, buckets, alpha, beta)
         print()
-        print("== %s: alpha %.1f us, %.2f GB/s; --link %s -> %d buckets of %.2f MiB; t_c %.3f s =="
-              % (rate, alpha * 1e6, 1 / beta / 1e9, arg, len(buckets), buckets[0]["bytes"] / 2**20,
-                 t_c))
+        print("== %s: alpha %.1f us, %.2f GB/s; --link %s -> %s; t_c %.3f s =="
+              % (rate, alpha * 1e6, 1 / beta / 1e9, arg, bucket_text(buckets), t_c))
         print("%-22s %8s %8s %8s %8s %8s %8s" % ("run", "step_s", "model_s", "comm_s", "exposed",
                                                "hidden", "vs sync"))
         sync_s = med((rate, "sync"), "step_s")
@@ -210,7 +217,7 @@ def main():
             k = (rate, "b%g" % b)
             bs = descs[("fixed", b)]["buckets"]
             print("%-22s %8.3f %8.3f %8.3f %8.3f %8.3f %7.3fx" % (
-                "inline, %g MiB x %d" % (b, len(bs)), med(k, "step_s"),
+                "inline, --bucket-mb %g" % b, med(k, "step_s"),
                 model(t_c, bs, alpha, beta)[1], med(k, "comm_s"), med(k, "comm_exposed_s"),
                 med(k, "comm_hidden_s"), sync_s / med(k, "step_s")))
     print("\n(vs sync: the blocking all-reduce's step time over the row's; above 1, overlap wins)")
