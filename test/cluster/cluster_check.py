@@ -17,6 +17,14 @@ usage: cluster_check.py CASE --bin DIR --work DIR
   killhost the same, h1's processes (its daemon and rank) killed: mpirun
            ends every rank within 30 s, non-zero (Open MPI's message does
            not name the host); the resume is bit for bit.
+  loss     the across job with 10% of each host's packets dropped
+           (iptables): TCP recovers, the job completes and equals -np 2
+           on one host bit for bit.
+  slurm    a local Slurm (slurm.py) runs docs/multi-node.md's two sbatch
+           scripts as written: srun --mpi=pmix, and the preemption one
+           (mpirun in the allocation) whole and preempted (scancel --batch
+           --signal=USR1, exit 75, requeue, resume): completed, and bit for
+           bit each other and the unbroken job.
 """
 import argparse
 import os
@@ -123,6 +131,36 @@ def case_across(a):
     left = leftovers()
     check(not left, "the test bed left %s" % ", ".join(left))
     print("ok: nothing left behind (namespaces, links, holders)")
+
+
+def dropped(tb, host):
+    """Packets the loss rule has dropped on `host` (iptables' counter)."""
+    p = tb.run(host, ["iptables", "-w", "-L", "OUTPUT", "-v", "-x", "-n"], capture_output=True,
+               text=True)
+    return sum(int(l.split()[0]) for l in p.stdout.split("\n")
+               if "DROP" in l and "statistic" in l)
+
+
+def case_loss(a):
+    w = setup(a)
+    with TestBed(a.work, hosts=2, rate="10gbit", loss="10%") as tb:
+        t0 = time.monotonic()
+        p = done(tb.mpirun(["h0", "h1"], hc_run(a, w, "lossy") + ["--comm-timeout", "60"],
+                           env=ENV, capture_output=True, text=True, timeout=300),
+                 "np 2 across h0, h1 with 10% loss")
+        took = time.monotonic() - t0
+        lost = dropped(tb, "h0") + dropped(tb, "h1")
+        check(lost > 0, "the loss rule dropped no packet")
+        print("ok: 10%% of each host's packets dropped (%d in all): TCP recovered, the job "
+              "completed in %.1f s; %s" % (lost, took, p.stdout.strip().split("\n")[-1]))
+        done(tb.mpirun(["h0"], hc_run(a, w, "onehost"), np_per_host=2, env=ENV,
+                       capture_output=True, text=True, timeout=300), "np 2 on h0")
+    ck = "ckpt-%08d.safetensors" % STEPS
+    n = same_checkpoints(w("lossy", ck), w("onehost", ck))
+    print("ok: the checkpoint equals -np 2 on one host bit for bit (%d tensors)" % n)
+    left = leftovers()
+    check(not left, "the test bed left %s" % ", ".join(left))
+    print("ok: nothing left behind")
 
 
 def interrupted(tb, a, w, ckdir, action):
@@ -312,7 +350,7 @@ def case_slurm(a):
 
 
 CASES = {"across": case_across, "linkcut": case_linkcut, "killhost": case_killhost,
-         "slurm": case_slurm}
+         "slurm": case_slurm, "loss": case_loss}
 
 
 def main():
