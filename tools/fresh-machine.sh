@@ -125,6 +125,11 @@ for step in "${order[@]}"; do
   t2=$(date +%s)
   run_in_chroot "$step" || status=$?
   echo "fresh-machine: $step: exit $status, $(( $(date +%s) - t2 )) s"
+  if [ "$status" -ne 0 ] && [ -f "$dir/var/log/apt/term.log" ]; then
+    # install-deps.sh keeps apt quiet; a failed package says why here.
+    echo "fresh-machine: the end of the chroot's apt log (dpkg's own messages):"
+    tail -n 40 "$dir/var/log/apt/term.log"
+  fi
   [ "$status" -eq 0 ] || break
 done
 echo "fresh-machine: $([ "$status" -eq 0 ] && echo PASSED || echo FAILED) in $(( $(date +%s) - t0 )) s"
