@@ -127,8 +127,9 @@ for step in "${order[@]}"; do
   echo "fresh-machine: $step: exit $status, $(( $(date +%s) - t2 )) s"
   if [ "$status" -ne 0 ] && [ -f "$dir/var/log/apt/term.log" ]; then
     # install-deps.sh keeps apt quiet; a failed package says why here.
-    echo "fresh-machine: the end of the chroot's apt log (dpkg's own messages):"
-    tail -n 40 "$dir/var/log/apt/term.log"
+    echo "fresh-machine: the chroot's apt log around dpkg's errors, and its end:"
+    grep -n -B 25 -A 3 "dpkg: error processing" "$dir/var/log/apt/term.log" | head -n 120 || true
+    tail -n 12 "$dir/var/log/apt/term.log"
   fi
   [ "$status" -eq 0 ] || break
 done
