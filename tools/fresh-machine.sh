@@ -38,6 +38,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 if [ -z "$dir" ]; then
   dir="$(mktemp -d /var/tmp/hc-fresh.XXXXXX)"
+  # The chroot's / as a machine's: mktemp's 0700 keeps every user but root
+  # out (munge's postinst runs mungekey as the munge user: "su: failed to
+  # execute /bin/sh: Permission denied").
+  chmod 0755 "$dir"
 elif [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
   echo "fresh-machine: --dir $dir exists and is not empty" >&2
   exit 2
