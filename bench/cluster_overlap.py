@@ -44,6 +44,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "test", "cluster"))
+sys.path.insert(0, HERE)
+from comm_scaling import fit_link  # noqa: E402
 from testbed import TestBed, leftovers, rate_bytes  # noqa: E402
 
 PY = "/usr/bin/python3"
@@ -87,17 +89,6 @@ def bucket_text(buckets):
     sizes = [b["bytes"] / 2**20 for b in buckets]
     return "%d buckets, %.2f MiB on average (%.2f-%.2f)" % (
         len(sizes), sum(sizes) / len(sizes), min(sizes), max(sizes))
-
-
-def fit_link(out):
-    """alpha (s) and beta (s/byte) from hc-bench-allreduce's table."""
-    pts = [(int(m.group(1)) * 1024.0, float(m.group(2)) * 1e-6)
-           for m in re.finditer(r"^\s+(\d+)K\s+([\d.]+)", out, re.M)]
-    pts = [p for p in pts if p[0] >= 64 * 1024]
-    n = len(pts)
-    mx, my = sum(p[0] for p in pts) / n, sum(p[1] for p in pts) / n
-    beta = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
-    return max(my - beta * mx, 1e-6), beta
 
 
 def model(t_c, buckets, alpha, beta):
@@ -161,7 +152,8 @@ def main():
                 env=tb.env(), capture_output=True, text=True, timeout=900)
             if out.returncode != 0:
                 raise RuntimeError("hc-bench-allreduce on %s: %s" % (rate, out.stderr[-1500:]))
-            alpha, beta = fit_link(out.stdout)
+            alpha, beta = fit_link(out.stdout, 64, 1 << 20)
+            alpha = max(alpha, 1e-6)
             pick = re.search(r"smallest bucket within 10% of the best whole-model time: (\d+) KiB",
                              out.stdout)
             arg = "%.1f,%.4f,2" % (alpha * 1e6, 1 / beta / 1e9)

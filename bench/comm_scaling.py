@@ -103,20 +103,24 @@ def measure(a, so, config):
     return t, statistics.mean(r.get("comm_exposed_s", 0) for r in rows)
 
 
-def link_costs(a):
-    out = sh(["mpirun", "--allow-run-as-root", "--bind-to", "core", "-np", "2",
-              os.path.join(a.bin, "hc-bench-allreduce")], cwd=a.work).stdout
-    pts = []
-    for m in re.finditer(r"^\s+(\d+)K\s+([\d.]+)", out, re.M):
-        kb, us = int(m.group(1)), float(m.group(2))
-        if kb <= 4096:
-            pts.append((kb * 1024.0, us * 1e-6))
+def fit_link(out, lo_kb, hi_kb):
+    """alpha (s, the intercept) and beta (s/byte) by least squares over
+    hc-bench-allreduce's message sizes from lo_kb to hi_kb KiB."""
+    pts = [(int(m.group(1)) * 1024.0, float(m.group(2)) * 1e-6)
+           for m in re.finditer(r"^\s+(\d+)K\s+([\d.]+)", out, re.M)
+           if lo_kb <= int(m.group(1)) <= hi_kb]
     n = len(pts)
     mx = sum(p[0] for p in pts) / n
     my = sum(p[1] for p in pts) / n
     beta = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
-    alpha = max(my - beta * mx, 0.0)
-    return alpha, beta, out
+    return my - beta * mx, beta
+
+
+def link_costs(a):
+    out = sh(["mpirun", "--allow-run-as-root", "--bind-to", "core", "-np", "2",
+              os.path.join(a.bin, "hc-bench-allreduce")], cwd=a.work).stdout
+    alpha, beta = fit_link(out, 0, 4096)
+    return max(alpha, 0.0), beta, out
 
 
 def model(t_c, buckets, alpha, beta):
