@@ -30,8 +30,9 @@ def main():
         return 255
     with open(pidfile) as f:
         pid = f.read().strip()
-    # As ssh does: the remote shell runs the command line it is given.
-    os.execvp("nsenter", ["nsenter", "-t", pid, "-n", "-u", "-m", "--",
+    # As ssh does: the remote shell runs the command line it is given, in
+    # the host's root (-r: the test bed's, a chroot's where it runs in one).
+    os.execvp("nsenter", ["nsenter", "-t", pid, "-n", "-u", "-m", "-r", "--",
                           "/bin/sh", "-c", " ".join(command)])
 
 

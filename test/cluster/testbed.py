@@ -225,8 +225,13 @@ class TestBed:
         with open(os.path.join(self.state, host + ".pid")) as f:
             return int(f.read())
 
-    def enter(self, host):
-        return ["nsenter", "-t", str(self.pid(host)), "-n", "-u", "-m", "--"]
+    def enter(self, host, cwd=None):
+        """The command prefix that runs in `host`'s namespaces. -r keeps the
+        caller's root (a chroot's, as in tools/fresh-machine.sh: entering a
+        mount namespace alone resets it to the namespace's /) and --wd its
+        working directory."""
+        return ["nsenter", "-t", str(self.pid(host)), "-n", "-u", "-m", "-r",
+                "--wd=" + os.path.abspath(cwd or os.getcwd()), "--"]
 
     def env(self, extra=None):
         e = dict(os.environ, HCTB_STATE=self.state, **OMPI_ROOT)
@@ -236,7 +241,7 @@ class TestBed:
     def run(self, host, args, **kw):
         """A command on `host` (its namespaces), from an argument vector."""
         env = self.env(kw.pop("env", None))
-        return subprocess.run(self.enter(host) + args, env=env, **kw)
+        return subprocess.run(self.enter(host, kw.pop("cwd", None)) + args, env=env, **kw)
 
     def mpirun_args(self, hosts, np_per_host=1):
         """mpirun on the first host, ranks on `hosts`, TCP between hosts
