@@ -44,6 +44,7 @@ struct hc_step {
   std::unique_ptr<std::atomic<int64_t>[]> progress;
   std::vector<int64_t> tickets;            // this step's tier copies
   std::vector<char> copying;               // started, not yet waited for
+  std::vector<int64_t> copyBytes;          // each tier copy's size
   // Preemption (env.abandon_requested / env.update_gate): this step runs
   // no more kernels; the gate's verdict for step `gateStep` (1 stop, 0 go).
   std::atomic<bool> abandoned{false};
@@ -89,6 +90,14 @@ void firstTouch(hc_step *s, int only) {
   }
 }
 
+// The bytes a contiguous descriptor covers.
+int64_t descBytes(const hcrt_desc &d) {
+  int64_t n = hcrt_dtype_bytes(d.dtype);
+  for (int k = 0; k < d.rank; ++k)
+    n *= d.shape[k];
+  return n;
+}
+
 hc_step *create(const hcrt_step_program *P, const hc_step_env *env, char *error,
                 size_t size) {
   hc_step *s = new (std::nothrow) hc_step();
@@ -106,6 +115,25 @@ hc_step *create(const hcrt_step_program *P, const hc_step_env *env, char *error,
   s->progress.reset(new std::atomic<int64_t>[static_cast<size_t>(P->num_clusters) + 1]());
   s->tickets.assign(static_cast<size_t>(P->num_copies) + 1, 0);
   s->copying.assign(static_cast<size_t>(P->num_copies) + 1, 0);
+  s->copyBytes.assign(static_cast<size_t>(P->num_copies) + 1, 0);
+  for (size_t ci = 0; ci < P->num_entries; ++ci) {
+    // A tier copy moves its source's bytes (contiguous, as its target's:
+    // the copy op's verifier), counted here from the descriptors, never
+    // from the profile's entry_bytes (printed rounded).
+    const hcrt_entry &c = P->entries[ci];
+    if (c.kind != HCRT_ENTRY_COPY_START)
+      continue;
+    const int64_t from = descBytes(P->descs[P->operands[c.first]]),
+                  to = descBytes(P->descs[P->operands[c.first + 1]]);
+    if (from != to || c.attrs < 0 || c.attrs >= P->num_copies) {
+      std::snprintf(error, size, "entry %zu (%s): a tier copy of %lld bytes into %lld bytes, "
+                    "ticket %d of %d", ci, P->entry_where[ci], static_cast<long long>(from),
+                    static_cast<long long>(to), c.attrs, P->num_copies);
+      delete s;
+      return nullptr;
+    }
+    s->copyBytes[static_cast<size_t>(c.attrs)] = from;
+  }
   s->seconds.assign(P->num_entries, 0.0);
   s->runs.assign(P->num_entries, 0);
   // Page-aligned arenas (the plan's slices are whole pages), zeroed by the
@@ -379,7 +407,7 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
     } else if (c.kind == HCRT_ENTRY_COPY_START) {
       // A tier copy starts; the disk side is the offload buffer's offset.
       const int32_t from = P->operands[c.first], to = P->operands[c.first + 1];
-      const int64_t bytes = static_cast<int64_t>(P->entry_bytes[ci] / 2);
+      const int64_t bytes = s->copyBytes[static_cast<size_t>(c.attrs)];
       int64_t offset = c.kernel == HCRT_COPY_TO_DISK     ? P->descs[to].byte_offset
                        : c.kernel == HCRT_COPY_FROM_DISK ? P->descs[from].byte_offset
                                                          : 0;

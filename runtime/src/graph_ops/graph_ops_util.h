@@ -34,17 +34,7 @@ inline int64_t prod(const int64_t *s, int from, int to) {
   return n;
 }
 
-inline int elemSize(int32_t dtype) {
-  switch (dtype) {
-  case HCRT_F64:
-  case HCRT_I64:
-    return 8;
-  case HCRT_I1:
-    return 1;
-  default:
-    return 4;
-  }
-}
+inline int elemSize(int32_t dtype) { return hcrt_dtype_bytes(dtype); }
 
 inline bool isIntType(int32_t dtype) {
   return dtype == HCRT_I64 || dtype == HCRT_I32 || dtype == HCRT_I1;

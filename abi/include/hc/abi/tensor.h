@@ -21,6 +21,11 @@ typedef struct hc_threads {
 
 enum { HCRT_F32 = 0, HCRT_F64 = 1, HCRT_I64 = 2, HCRT_I32 = 3, HCRT_I1 = 4 /* uint8 0/1 */ };
 
+// Bytes of one element of `dtype`.
+static inline int32_t hcrt_dtype_bytes(int32_t dtype) {
+  return dtype == HCRT_F64 || dtype == HCRT_I64 ? 8 : dtype == HCRT_I1 ? 1 : 4;
+}
+
 typedef struct hcrt_tensor {
   void *data;
   int32_t dtype;
