@@ -4,7 +4,8 @@
 // one sub-call per cluster on hcs.view slices of its operands (the rule per
 // kernel is kernels.def's split column, CftpRules.cpp applies it), and
 // hcs.cluster_wait orders a stream after another only where bytes cross
-// clusters (CftpAccess.h). Which of
+// clusters (CftpAccess.h). hc-automem's tier copies are cut by rows too,
+// each cluster starting and waiting for its own piece. Which of
 // the two each call gets is decided by a list-scheduling cost model fed by
 // measured kernel rates (MachineRates, CostModel.h; bench/cftp-rates-*.txt).
 #include "hc/Passes/Passes.h"
@@ -65,6 +66,10 @@ private:
   void commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
               const cftp::Part *part);
   Value sliceOf(OpBuilder &b, Value v, const cftp::Place &p, Location loc);
+  bool cutCopy(Operation *copy);
+  void cutWait(hs::WaitOp wait);
+  void place(Operation *op, int k, double dur, double notBefore);
+  double startCopy(double start, int64_t bytes);
 
   func::FuncOp f;
   int K;
@@ -76,6 +81,10 @@ private:
   std::vector<std::vector<int64_t>> seen;  // seen[k][j]: k waited for j's count
   std::vector<std::vector<Done>> log;
   llvm::DenseMap<Value, double> copyDone;  // a tier copy's token -> its end
+  double engineFree = 0;                   // the copy engine's queue drains
+  // A tier copy cut by clusters: its token -> each cluster's piece's token.
+  llvm::DenseMap<Value, SmallVector<Value>> pieces;
+  SmallVector<Operation *> cutCopies;      // erased once their waits are cut
   bool diskTier = false;                   // the offload arena is a file
   int64_t nSplit = 0, nWhole = 0, nWaits = 0, nCopies = 0;
   double unsplit = 0;  // the same calls whole on every thread (--cftp off)
@@ -170,6 +179,94 @@ void Planner::commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
   }
 }
 
+// The copy engine is one FIFO: a copy started at `start` ends when those
+// queued before it and its own bytes are done.
+double Planner::startCopy(double start, int64_t bytes) {
+  engineFree = std::max(engineFree, start) +
+               static_cast<double>(bytes) / (diskTier ? rates.diskBytes : rates.copyBytes);
+  return engineFree;
+}
+
+// `op` (just created, a copy's piece or its wait) goes to cluster k's stream,
+// after the waits its bytes need.
+void Planner::place(Operation *op, int k, double dur, double notBefore) {
+  Sub s;
+  s.k = k;
+  s.dur = dur;
+  s.notBefore = notBefore;
+  places.accessesOf(op, s.acc);
+  evaluate(s);
+  OpBuilder b(op);
+  for (auto [j, need] : s.waits) {
+    b.create<hs::ClusterWaitOp>(op->getLoc(), b.getI64IntegerAttr(k), b.getI64IntegerAttr(j),
+                                b.getI64IntegerAttr(need));
+    seen[k][j] = need;
+    ++nWaits;
+  }
+  op->setAttr("cluster", b.getI64IntegerAttr(k));
+  log[k].push_back({count[k]++, s.finish, s.acc});
+  clock[k] = s.finish;
+}
+
+// A tier copy of a batch-major buffer, cut as the calls around it are: one
+// piece per cluster, its rows (axis 0, [E k / K, E (k+1) / K)), started
+// and waited for in that cluster's stream, so no stream waits for another
+// to reach a copy's wait before it reuses its own rows. A disk tier's
+// pieces must start on its 4 KiB blocks (direct I/O writes whole blocks);
+// a buffer that cannot be cut so is copied whole by cluster 0, as before.
+bool Planner::cutCopy(Operation *copy) {
+  Value source = copy->getOperand(0), target = copy->getOperand(1);
+  auto type = cast<MemRefType>(source.getType());
+  if (type.getRank() == 0 || type.getDimSize(0) < K)
+    return false;
+  const int64_t rows = type.getDimSize(0), rowBytes = hs::byteSize(type) / rows;
+  const int64_t elems = type.getNumElements() / rows;
+  if (diskTier) {
+    auto slow = (isa<hs::OffloadOp>(copy) ? target : source).getDefiningOp<hs::BufferOp>();
+    int64_t at = slow && slow.getOffset() ? static_cast<int64_t>(*slow.getOffset()) : -1;
+    for (int k = 0; k < K; ++k)
+      if (at < 0 || (at + rows * k / K * rowBytes) % 4096 != 0)
+        return false;
+  }
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+  if (!hs::stridesOf(type, strides, offset))
+    return false;
+  OpBuilder b(copy);
+  SmallVector<Value> tokens;
+  for (int k = 0; k < K; ++k) {
+    const int64_t lo = rows * k / K, hi = rows * (k + 1) / K;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = hi - lo;
+    auto pieceType = MemRefType::get(
+        shape, type.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), lo * elems, strides));
+    Value from = b.create<hs::ViewOp>(copy->getLoc(), pieceType, source);
+    Value to = b.create<hs::ViewOp>(copy->getLoc(), pieceType, target);
+    Operation *piece = b.clone(*copy);
+    piece->setOperand(0, from);
+    piece->setOperand(1, to);
+    place(piece, k, rates.kernel.call, 0);
+    copyDone[piece->getResult(0)] =
+        startCopy(log[k].back().finish, hs::byteSize(pieceType));
+    tokens.push_back(piece->getResult(0));
+    ++nCopies;
+  }
+  pieces[copy->getResult(0)] = std::move(tokens);
+  cutCopies.push_back(copy);
+  return true;
+}
+
+// The wait of a cut copy: each cluster waits for its own piece.
+void Planner::cutWait(hs::WaitOp wait) {
+  OpBuilder b(wait);
+  for (auto [k, token] : llvm::enumerate(pieces.lookup(wait.getToken()))) {
+    auto w = b.create<hs::WaitOp>(wait.getLoc(), token);
+    place(w, static_cast<int>(k), rates.kernel.call, copyDone.lookup(token));
+  }
+  wait.erase();
+}
+
 LogicalResult Planner::run() {
   if (auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr))
     diskTier = !memory.getOffloadDir().empty();
@@ -197,9 +294,15 @@ LogicalResult Planner::run() {
     return n;
   }();
   for (Operation *op : work) {
+    if (isa<hs::OffloadOp, hs::PrefetchOp>(op) && cutCopy(op))
+      continue;
+    if (auto wait = dyn_cast<hs::WaitOp>(op); wait && pieces.count(wait.getToken())) {
+      cutWait(wait);
+      continue;
+    }
     auto call = dyn_cast<hs::CallOp>(op);
-    // Communication, tier copies and the loss stay with cluster 0 (the
-    // host's thread, which owns the collectives and the copy engine).
+    // Communication, tier copies that cannot be cut (cutCopy) and the loss
+    // stay with cluster 0 (the host's thread, which owns the collectives).
     bool pinned = !call;
     Sub whole;
     if (call) {
@@ -282,12 +385,13 @@ LogicalResult Planner::run() {
     commit(op, call, best, bestPart);
     if (isa<hs::OffloadOp, hs::PrefetchOp>(op)) {
       // Started where it stands in stream 0; the engine runs it meanwhile.
-      const int64_t bytes = hs::byteSize(cast<MemRefType>(op->getOperand(0).getType()));
-      copyDone[op->getResult(0)] =
-          best.front().finish + bytes / (diskTier ? rates.diskBytes : rates.copyBytes);
+      copyDone[op->getResult(0)] = startCopy(
+          best.front().finish, hs::byteSize(cast<MemRefType>(op->getOperand(0).getType())));
       ++nCopies;
     }
   }
+  for (Operation *copy : cutCopies)
+    copy->erase();
   double predicted = 0;
   for (double c : clock)
     predicted = std::max(predicted, c);

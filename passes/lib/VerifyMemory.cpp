@@ -19,14 +19,27 @@ struct ByteRange {
   }
 };
 
-// The bytes a buffer or view covers in its arena (the whole base buffer: a
-// conservative bound for views).
+// The bytes a buffer or view covers in its arena: a view's from its first
+// to its last element (hc-cftp's pieces of one tier copy do not overlap).
 std::optional<ByteRange> rangeOf(Value v) {
   hs::BufferOp b = baseBuffer(v);
   if (!b)
     return std::nullopt;
   int64_t at = b.getOffset() ? static_cast<int64_t>(*b.getOffset()) : 0;
-  return ByteRange{b.getArena(), at, at + hs::byteSize(b.getType())};
+  ByteRange whole{b.getArena(), at, at + hs::byteSize(b.getType())};
+  auto type = dyn_cast<MemRefType>(v.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+  if (v == b.getResult() || !type || !hs::stridesOf(type, strides, offset))
+    return whole;
+  const int64_t elem = hs::byteSize(type) / std::max<int64_t>(1, type.getNumElements());
+  int64_t last = offset;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (type.getDimSize(d) == 0)
+      return whole;
+    last += (type.getDimSize(d) - 1) * strides[d];
+  }
+  return ByteRange{b.getArena(), at + offset * elem, at + (last + 1) * elem};
 }
 
 } // namespace

@@ -152,8 +152,41 @@ func.func @step() {
   %a = hcs.buffer "act" : memref<64xf32>
   %v = hcs.view %a : memref<64xf32> to memref<8x8xf32>
   %s = hcs.buffer "offload" : memref<8x8xf32>
-  // expected-error @+1 {{copies a whole 'act' buffer to a whole 'offload' buffer}}
+  // expected-error @+1 {{copies a piece of a buffer, but not to the same piece of a buffer of its type}}
   %t = hcs.offload %v to %s : memref<8x8xf32> to memref<8x8xf32>
+  hcs.wait %t
+  return
+}
+
+// -----
+
+// hc-cftp's pieces of a copy: the same rows of two buffers of one type...
+func.func @step() {
+  %a = hcs.buffer "act" : memref<8x8xf32>
+  %s = hcs.buffer "offload" : memref<8x8xf32>
+  %va = hcs.view %a : memref<8x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 32>>
+  %vs = hcs.view %s : memref<8x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 32>>
+  %t = hcs.offload %va to %vs : memref<4x8xf32, strided<[8, 1], offset: 32>> to memref<4x8xf32, strided<[8, 1], offset: 32>>
+  hcs.wait %t
+  // ...and contiguous: the copy engine moves one byte range.
+  %ca = hcs.view %a : memref<8x8xf32> to memref<8x4xf32, strided<[8, 1]>>
+  %cs = hcs.view %s : memref<8x8xf32> to memref<8x4xf32, strided<[8, 1]>>
+  // expected-error @+1 {{copies a piece that is not contiguous}}
+  %u = hcs.prefetch %cs to %ca : memref<8x4xf32, strided<[8, 1]>> to memref<8x4xf32, strided<[8, 1]>>
+  hcs.wait %u
+  return
+}
+
+// -----
+
+// Pieces of buffers of two types: not the same bytes of each.
+func.func @step() {
+  %a = hcs.buffer "act" : memref<8x8xf32>
+  %s = hcs.buffer "offload" : memref<16x4xf32>
+  %va = hcs.view %a : memref<8x8xf32> to memref<16xf32>
+  %vs = hcs.view %s : memref<16x4xf32> to memref<16xf32>
+  // expected-error @+1 {{copies a piece of a buffer, but not to the same piece of a buffer of its type}}
+  %t = hcs.offload %va to %vs : memref<16xf32> to memref<16xf32>
   hcs.wait %t
   return
 }

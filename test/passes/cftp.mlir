@@ -127,28 +127,31 @@ func.func @step() {
 
 // -----
 
-// hc-automem's tier copies on two streams (the access model): a copy runs
-// on stream 0 and its bytes are ordered like any access. The offload reads
-// what both clusters' gelu wrote (it waits for cluster 1); the exp that
-// reuses the offloaded buffer's bytes waits, on cluster 1, for the copy's
-// hcs.wait (stream 0's third entry), not for the copy's start; the mul on
-// cluster 1 reads the prefetched buffer only after the prefetch's wait
-// (entry 6). verify-plan.mlir rejects the plan without the second wait.
+// hc-automem's tier copies cut by clusters (hc-cftp): each cluster
+// offloads, waits for and prefetches its own rows of the buffers its cut
+// calls write and read, so no stream waits for the other's copies. Only the
+// loss, whole on cluster 0, waits for cluster 1's mul.
 // CHECK-LABEL: func.func @step()
-// CHECK-SAME: copies = 2 : i64
+// CHECK-SAME: copies = 4 : i64
 // CHECK: hcs.call "gelu"({{.*}}cluster = 1 : i64, split = "rows"
-// CHECK: hcs.cluster_wait {cluster = 0 : i64, count = 1 : i64, source = 1 : i64}
-// CHECK-NEXT: %[[T0:.*]] = hcs.offload {{.*}} {cluster = 0 : i64}
-// CHECK-NEXT: hcs.wait %[[T0]] {cluster = 0 : i64}
-// CHECK: hcs.call "exp"({{.*}}cluster = 0 : i64, split = "rows"
-// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 3 : i64, source = 0 : i64}
-// CHECK-NOT: hcs.call
+// CHECK-NOT: hcs.cluster_wait
+// CHECK: %[[O0:.*]] = hcs.offload {{.*}} {cluster = 0 : i64} : memref<32x512xf32, strided<[512, 1]>> to memref<32x512xf32, strided<[512, 1]>>
+// CHECK-NOT: hcs.cluster_wait
+// CHECK: %[[O1:.*]] = hcs.offload {{.*}} {cluster = 1 : i64} : memref<32x512xf32, strided<[512, 1], offset: 16384>> to memref<32x512xf32, strided<[512, 1], offset: 16384>>
+// CHECK-NEXT: hcs.wait %[[O0]] {cluster = 0 : i64}
+// CHECK-NEXT: hcs.wait %[[O1]] {cluster = 1 : i64}
+// CHECK-NOT: hcs.cluster_wait
 // CHECK: hcs.call "exp"({{.*}}cluster = 1 : i64, split = "rows"
-// CHECK: %[[T1:.*]] = hcs.prefetch {{.*}} {cluster = 0 : i64}
-// CHECK-NEXT: hcs.wait %[[T1]] {cluster = 0 : i64}
-// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 6 : i64, source = 0 : i64}
-// CHECK-NOT: hcs.call
+// CHECK-NOT: hcs.cluster_wait
+// CHECK: %[[P0:.*]] = hcs.prefetch {{.*}} {cluster = 0 : i64} : memref<32x512xf32, strided<[512, 1]>>
+// CHECK-NOT: hcs.cluster_wait
+// CHECK: %[[P1:.*]] = hcs.prefetch {{.*}} {cluster = 1 : i64} : memref<32x512xf32, strided<[512, 1], offset: 16384>>
+// CHECK-NEXT: hcs.wait %[[P0]] {cluster = 0 : i64}
+// CHECK-NEXT: hcs.wait %[[P1]] {cluster = 1 : i64}
+// CHECK-NOT: hcs.cluster_wait
 // CHECK: hcs.call "mul"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK: hcs.cluster_wait {cluster = 0 : i64, count = 7 : i64, source = 1 : i64}
+// CHECK-NEXT: hcs.call "reduce_mean"
 func.func @step() attributes {hcs.memory = #hcs.memory_plan<budget = 0, reserve = 0, tiers = [#hcs.tier<arenas = ["act"], capacity = 0, kind = "DRAM", name = "fast">, #hcs.tier<arenas = ["offload"], capacity = 0, kind = "DRAM", name = "slow">], recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {
   %x = hcs.input "x" {index = 0 : i64} : memref<64x512xf32>
   %a = hcs.buffer "act" : memref<64x512xf32>
@@ -165,6 +168,52 @@ func.func @step() attributes {hcs.memory = #hcs.memory_plan<budget = 0, reserve 
   hcs.call "mul"(%b, %c) -> (%d) {} : (memref<64x512xf32>, memref<64x512xf32>) -> memref<64x512xf32>
   %l = hcs.buffer "act" : memref<f32>
   hcs.call "reduce_mean"(%d) -> (%l) {axes = array<i64: 0, 1>, keepdims = false} : (memref<64x512xf32>) -> memref<f32>
+  hcs.loss %l : memref<f32>
+  return
+}
+
+// -----
+
+// A disk tier's copy is cut only on its 4 KiB blocks (direct I/O writes
+// whole blocks): half of 64 rows of 2000 bytes is 64000 bytes, so these
+// copies stay whole, on stream 0, and their bytes are ordered like any
+// access. The offload reads what both clusters' gelu wrote (it waits for
+// cluster 1); the exp that reuses the offloaded buffer's bytes waits, on
+// cluster 1, for the copy's hcs.wait (stream 0's third entry), not for the
+// copy's start; the mul on cluster 1 reads the prefetched buffer only after
+// the prefetch's wait (entry 6). verify-plan.mlir rejects such a plan
+// without the second wait.
+// CHECK-LABEL: func.func @step()
+// CHECK-SAME: copies = 2 : i64
+// CHECK: hcs.call "gelu"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK: hcs.cluster_wait {cluster = 0 : i64, count = 1 : i64, source = 1 : i64}
+// CHECK-NEXT: %[[T0:.*]] = hcs.offload {{.*}} {cluster = 0 : i64} : memref<64x500xf32> to memref<64x500xf32>
+// CHECK-NEXT: hcs.wait %[[T0]] {cluster = 0 : i64}
+// CHECK: hcs.call "exp"({{.*}}cluster = 0 : i64, split = "rows"
+// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 3 : i64, source = 0 : i64}
+// CHECK-NOT: hcs.call
+// CHECK: hcs.call "exp"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK: %[[T1:.*]] = hcs.prefetch {{.*}} {cluster = 0 : i64}
+// CHECK-NEXT: hcs.wait %[[T1]] {cluster = 0 : i64}
+// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 6 : i64, source = 0 : i64}
+// CHECK-NOT: hcs.call
+// CHECK: hcs.call "mul"({{.*}}cluster = 1 : i64, split = "rows"
+func.func @step() attributes {hcs.memory = #hcs.memory_plan<budget = 0, reserve = 0, tiers = [#hcs.tier<arenas = ["act"], capacity = 0, kind = "DRAM", name = "fast">, #hcs.tier<arenas = ["offload"], capacity = 0, kind = "disk", name = "disk">], offload_dir = "/tmp", recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {
+  %x = hcs.input "x" {index = 0 : i64} : memref<64x500xf32>
+  %a = hcs.buffer "act" : memref<64x500xf32>
+  hcs.call "gelu"(%x) -> (%a) {approximate = "tanh"} : (memref<64x500xf32>) -> memref<64x500xf32>
+  %o = hcs.buffer "offload" : memref<64x500xf32>
+  %t0 = hcs.offload %a to %o : memref<64x500xf32> to memref<64x500xf32>
+  hcs.wait %t0
+  %b = hcs.buffer "act" : memref<64x500xf32>
+  hcs.call "exp"(%x) -> (%b) {} : (memref<64x500xf32>) -> memref<64x500xf32>
+  %c = hcs.buffer "act" : memref<64x500xf32>
+  %t1 = hcs.prefetch %o to %c : memref<64x500xf32> to memref<64x500xf32>
+  hcs.wait %t1
+  %d = hcs.buffer "act" : memref<64x500xf32>
+  hcs.call "mul"(%b, %c) -> (%d) {} : (memref<64x500xf32>, memref<64x500xf32>) -> memref<64x500xf32>
+  %l = hcs.buffer "act" : memref<f32>
+  hcs.call "reduce_mean"(%d) -> (%l) {axes = array<i64: 0, 1>, keepdims = false} : (memref<64x500xf32>) -> memref<f32>
   hcs.loss %l : memref<f32>
   return
 }

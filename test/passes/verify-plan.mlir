@@ -127,6 +127,29 @@ func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, offload = 256 
 
 // -----
 
+// A piece of a copy (hc-cftp cuts copies by clusters) holds only its own
+// bytes: the other half of its buffer may be written meanwhile, its own half
+// not.
+func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, offload = 256 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  hcs.call "tanh"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  %s = hcs.buffer "offload" {offset = 0 : i64} : memref<64xf32>
+  %a0 = hcs.view %a : memref<64xf32> to memref<32xf32, strided<[1]>>
+  %s0 = hcs.view %s : memref<64xf32> to memref<32xf32, strided<[1]>>
+  // expected-note @+1 {{the copy starts here}}
+  %t = hcs.offload %a0 to %s0 : memref<32xf32, strided<[1]>> to memref<32xf32, strided<[1]>>
+  %p1 = hcs.view %p : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  %a1 = hcs.view %a : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  hcs.call "exp"(%p1) -> (%a1) {} : (memref<32xf32, strided<[1], offset: 32>>) -> memref<32xf32, strided<[1], offset: 32>>
+  // expected-error @+1 {{writes the source ('act' bytes [0, 128)) of a tier copy in flight}}
+  hcs.call "exp"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  hcs.wait %t
+  return
+}
+
+// -----
+
 func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, offload = 256 : i64, param = 256 : i64}} {
   %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
   %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>

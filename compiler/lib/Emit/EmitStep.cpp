@@ -381,7 +381,8 @@ bool Emitter::walk(std::string &error) {
       visitCopy(&op);
     } else if (auto wait = dyn_cast<hs::WaitOp>(op)) {
       if (auto copy = copyTokens.find(wait.getToken()); copy != copyTokens.end()) {
-        calls.push_back(Call{HCRT_ENTRY_COPY_WAIT, -1, 0, 0, 0, copy->second});
+        calls.push_back(Call{HCRT_ENTRY_COPY_WAIT, -1, 0, 0, 0, copy->second,
+                             static_cast<int>(hs::clusterOf(wait))});
         callWhere.push_back({"copy_wait", ""});
         callFlops.push_back(0);
         callBytes.push_back(0);
@@ -487,11 +488,13 @@ void Emitter::visitCall(hs::CallOp call) {
 
 // Started on the runtime's copy engine (kinds: hc/abi/step_program.h);
 // `kernel` is the copy's kind, `attrs` its ticket slot, which its wait names.
+// A piece of a copy hc-cftp cut runs in its cluster's stream, as its wait.
 void Emitter::visitCopy(Operation *op) {
   bool offload = isa<hs::OffloadOp>(op);
   int kind = offloadOnDisk ? (offload ? HCRT_COPY_TO_DISK : HCRT_COPY_FROM_DISK)
                            : (offload ? HCRT_COPY_TO_SLOW : HCRT_COPY_FROM_SLOW);
-  Call c{HCRT_ENTRY_COPY_START, kind, static_cast<int>(operands.size()), 1, 1, numCopies};
+  Call c{HCRT_ENTRY_COPY_START, kind, static_cast<int>(operands.size()), 1, 1, numCopies,
+         static_cast<int>(hs::clusterOf(op))};
   operands.push_back(descOf(op->getOperand(0)));
   operands.push_back(descOf(op->getOperand(1)));
   calls.push_back(c);

@@ -101,21 +101,44 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
-// Source and target of a tier copy: whole buffers (no views) of one type, in
-// the arenas the direction names.
+// Source and target of a tier copy: whole buffers of one type, in the arenas
+// the direction names, or (hc-cftp cuts a copy by the clusters whose rows it
+// moves) hcs.view pieces of such buffers: the same contiguous piece of each,
+// so that the copy moves one byte range to the same place in the other.
 static LogicalResult verifyTierCopy(Operation *op, Value source, Value target,
                                     StringRef from, StringRef to) {
+  auto baseOf = [](Value v) -> Value {
+    if (auto view = v.getDefiningOp<ViewOp>())
+      return view.getSource();
+    return v;
+  };
   auto arenaOf = [](Value v) -> std::optional<StringRef> {
     if (auto b = v.getDefiningOp<BufferOp>())
       return b.getArena();
     return std::nullopt;
   };
+  Value sourceBase = baseOf(source), targetBase = baseOf(target);
   if (source.getType() != target.getType())
     return op->emitOpError("source and target must have one type");
-  if (arenaOf(source) != std::optional<StringRef>(from) ||
-      arenaOf(target) != std::optional<StringRef>(to))
+  if (arenaOf(sourceBase) != std::optional<StringRef>(from) ||
+      arenaOf(targetBase) != std::optional<StringRef>(to))
     return op->emitOpError("copies a whole '")
            << from << "' buffer to a whole '" << to << "' buffer";
+  if (sourceBase != source || targetBase != target) {
+    // A piece: the same contiguous elements of two buffers of one type.
+    auto type = cast<MemRefType>(source.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset = 0, expected = 1;
+    if (sourceBase == source || targetBase == target ||
+        sourceBase.getType() != targetBase.getType() || !stridesOf(type, strides, offset))
+      return op->emitOpError("copies a piece of a buffer, but not to the same piece of "
+                             "a buffer of its type");
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      if (type.getDimSize(d) != 1 && strides[d] != expected)
+        return op->emitOpError("copies a piece that is not contiguous");
+      expected *= type.getDimSize(d);
+    }
+  }
   return success();
 }
 

@@ -113,9 +113,10 @@ def HCS_WaitOp : HCS_Op<"wait", [DeclareOpInterfaceMethods<HCS_AccessOpInterface
 }
 
 // AutoMem's moves between memory tiers (passes/lib/AutoMem.cpp). Both start
-// a copy of a whole buffer and return its token; the copy is done when the
-// token's hcs.wait returns. Until then nothing may touch the target, nor
-// write the source (hc-verify-plan proves it).
+// a copy of a whole buffer, or of the same contiguous hcs.view piece of
+// both buffers (hc-cftp cuts a copy by clusters), and return its token; the
+// copy is done when the token's hcs.wait returns. Until then nothing may
+// touch the target, nor write the source (hc-verify-plan proves it).
 class HCS_TierCopyOp<string mnemonic, string summaryText>
     : HCS_Op<mnemonic, [DeclareOpInterfaceMethods<HCS_AccessOpInterface>]> {
   let summary = summaryText;
