@@ -7,6 +7,7 @@ unbudgeted two-stream step.
 usage: /usr/bin/python3 bench/cftp_automem.py --bin build/bin --work DIR
            [--model DiT-S/2] [--batch 32] [--fraction 0.6] [--rounds 5]
            [--steps 4] [--precision fp32|bf16] [--disk] [--rates R]
+           [--recompute auto|off] [--comm-cores N]
            [--bin-old OLD/build/bin]
 
 --bin-old adds the same budget compiled and run by an older build (6cdebe6,
@@ -79,9 +80,14 @@ def main():
     ap.add_argument("--systems", default="",
                     help="comma-separated subset of unbudgeted,budget-2streams,budget-1stream,old-budget")
     ap.add_argument("--rates", default="",
-                    help="hc-compile --rates (stream_gbps_per_thread=0.001 prices recomputation "
-                         "out, so the budget is met by tier copies; a --bin-old build before "
-                         "--rates took --mem-rates memory=GBPS)")
+                    help="hc-compile --rates (a --bin-old build before --rates took --mem-rates "
+                         "memory=GBPS)")
+    ap.add_argument("--recompute", default="auto", choices=["auto", "off"],
+                    help="hc-compile --mem-recompute: off meets the budget by tier copies alone, "
+                         "without distorting the kernels' rates as pricing recomputation out "
+                         "through --rates did")
+    ap.add_argument("--comm-cores", type=int, default=0,
+                    help="hc-compile --comm-cores (a core of its own for the copy engine)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     onnx = os.path.join(args.work, "model.onnx")
@@ -94,7 +100,8 @@ def main():
     np.save(data, rng.standard_normal((8 * args.batch, 4, 32, 32), dtype=np.float32))
     np.save(labels, rng.integers(0, 1000, 8 * args.batch).astype(np.int64))
     base = [os.path.join(args.bin, "hc-compile"), onnx, "--batch", str(args.batch),
-            "--precision", args.precision]
+            "--precision", args.precision] + \
+        (["--comm-cores", str(args.comm_cores)] if args.comm_cores else [])
     probe = run(base + ["--mem-budget", str(1 << 50), "--emit=schedule"])
     planned = int(re.search(r"planned_bytes = (\d+) : i64", probe).group(1)) if \
         "planned_bytes" in probe else None
@@ -103,7 +110,8 @@ def main():
             r"(\w+) = (\d+) : i64", re.search(r"hcs.arena_bytes = \{([^}]*)\}", probe).group(1))}
         planned = sum(arenas.values()) + int(re.search(r"reserve = (\d+)[,>]", probe).group(1))
     budget = int(args.fraction * planned)
-    tier = ["--mem-budget", str(budget)] + (["--rates", args.rates] if args.rates else [])
+    tier = ["--mem-budget", str(budget)] + (["--rates", args.rates] if args.rates else []) + \
+        (["--mem-recompute", "off"] if args.recompute == "off" else [])
     if args.disk:
         offload = args.offload_dir or os.path.join(args.work, "offload")
         os.makedirs(offload, exist_ok=True)
@@ -112,7 +120,12 @@ def main():
     systems = [("unbudgeted", args.bin, []), ("budget-2streams", args.bin, tier),
                ("budget-1stream", args.bin, tier + ["--cftp", "off"])]
     if args.bin_old:
-        systems.append(("old-budget", args.bin_old, tier))
+        # Builds before --mem-recompute priced recomputation out by rates
+        # (one stream there: hc-cftp was off under a budget that moved data).
+        old = [f for f in tier if f not in ("--mem-recompute", "off")]
+        if args.recompute == "off" and not args.rates:
+            old += ["--rates", "stream_gbps_per_thread=0.001"]
+        systems.append(("old-budget", args.bin_old, old))
     if args.systems:
         systems = [x for x in systems if x[0] in args.systems.split(",")]
     for name, bin_dir, flags in systems:

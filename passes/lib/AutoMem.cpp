@@ -142,7 +142,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
         if (!c.slowCopy)
           continue;
       }
-      if (producer && canRecompute(u, producer, positions.front(), nextAfter)) {
+      if (producer && recompute != "off" &&
+          canRecompute(u, producer, positions.front(), nextAfter)) {
         c.recompute = true;
         c.seconds = callSeconds(producer, machine);
       } else {
@@ -341,6 +342,14 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       f.emitError("--mem-segments ") << segments << ": want auto, on or off";
       return failure();
     }
+    if (recompute != "auto" && recompute != "off") {
+      f.emitError("--mem-recompute ") << recompute << ": want auto or off";
+      return failure();
+    }
+    if (recompute == "off" && segments == "on") {
+      f.emitError("--mem-segments on recomputes segments, which --mem-recompute off forbids");
+      return failure();
+    }
     // `segmentLimit` segments recomputed first (the earliest in the forward:
     // their activations wait longest for the backward), then the loop.
     auto trial = [&](int64_t segmentLimit, bool quiet) {
@@ -368,7 +377,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       r.f = nullptr;
     };
     const int64_t all = std::numeric_limits<int64_t>::max();
-    if (segments != "auto") {
+    if (segments != "auto" || recompute == "off") {
       Trial r = trial(segments == "on" ? all : 0, false);
       adopt(r);
       return success(r.fits);

@@ -70,7 +70,7 @@ def main():
         budget = sum(v for k, v in arenas.items() if k not in ("act", "accum")) + reserve + \
             int(a.budget * arenas["act"])
         os.makedirs(w("offload"))
-        tier = ["--mem-budget", str(budget), "--offload-dir", w("offload"), "--rates", "stream_gbps_per_thread=0.001"]
+        tier = ["--mem-budget", str(budget), "--offload-dir", w("offload"), "--mem-recompute", "off"]
         budgeted = run(compile_ + tier + ["--emit=schedule"])
         m = re.search(r"hcs.cftp = \{clusters = 2 : i64, copies = (\d+) : i64", budgeted)
         if not m or "hcs.offload" not in budgeted or "cluster = 1 : i64" not in budgeted:

@@ -1,6 +1,14 @@
 // RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=800 reserve=0" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=SPAN
 // RUN: rm -rf %t.dir && mkdir -p %t.dir
 // RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=800 reserve=0 offload-dir=%t.dir lookahead=0 rates=stream_gbps_per_thread=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=REFILL
+// With the built-in rates, where recomputing %a is cheaper than the disk:
+// recompute=off moves it instead, and nothing else changes.
+// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=800 reserve=0 offload-dir=%t.dir lookahead=0" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=PRICED
+// RUN: hc-opt %s -split-input-file --hc-automem="mem-budget=800 reserve=0 offload-dir=%t.dir lookahead=0 recompute=off" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=NORECOMPUTE
+// RUN: not hc-opt %s -split-input-file --hc-automem="mem-budget=800 recompute=never" 2>&1 | FileCheck %s --check-prefix=BADRECOMPUTE
+// RUN: not hc-opt %s -split-input-file --hc-automem="mem-budget=800 recompute=off segments=on" 2>&1 | FileCheck %s --check-prefix=SEGMENTSOFF
+// BADRECOMPUTE: --mem-recompute never: want auto or off
+// SEGMENTSOFF: --mem-segments on recomputes segments, which --mem-recompute off forbids
 // Which activation hc-automem gives up, and how often it crosses the disk
 // (automem.mlir has the basics, automem-chain.mlir the recompute order).
 
@@ -18,6 +26,20 @@
 // SPAN: hcs.call "tanh"(%{{.*}}) -> (%[[A2:[0-9]+]]) {} {hcs.recompute}
 // SPAN-NEXT: hcs.call "add"(%[[A2]], %{{.*}}) -> (%{{.*}}) {} :
 // SPAN-NEXT: hcs.loss
+// PRICED-LABEL: func.func @span()
+// PRICED-SAME: recomputed_calls = 1,
+// PRICED-SAME: offload_bytes = 0,
+// PRICED-NOT: hcs.offload
+// PRICED: hcs.recompute
+// NORECOMPUTE-LABEL: func.func @span()
+// NORECOMPUTE-SAME: recomputed_calls = 0,
+// NORECOMPUTE-SAME: offload_bytes = 256,
+// NORECOMPUTE-NOT: hcs.recompute
+// NORECOMPUTE: hcs.offload
+// NORECOMPUTE-NOT: hcs.recompute
+// NORECOMPUTE: hcs.prefetch
+// NORECOMPUTE-NOT: hcs.recompute
+// NORECOMPUTE: hcs.loss
 func.func @span() {
   %x = hcs.constant dense<0.5> : tensor<64xf32> : memref<64xf32>
   %s = hcs.buffer "act" : memref<64xf32>

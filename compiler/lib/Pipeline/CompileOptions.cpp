@@ -429,6 +429,13 @@ const Flag kFlags[] = {
      "segments where one activation carries the step (a DiT's block inputs); each segment "
      "keeps its cut and recomputes the rest before its backward. auto keeps the plan "
      "predicted cheaper; on always segments, off never"},
+    {"--mem-recompute", nullptr, "M", Group::Machine,
+     [](const std::string &v, CompileOptions &o, std::string &e) {
+       return parseChoice("--mem-recompute", v, {"auto", "off"}, PO.memRecompute, e);
+     },
+     [](const CompileOptions &o) { return PO.memRecompute; },
+     "auto (default) or off: with a budget, off never recomputes an activation (nor a "
+     "segment): every byte freed moves to a slower tier, whatever --rates prices"},
     {"--cftp", nullptr, "on|off", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
        std::string s;

@@ -137,6 +137,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     mem.rates = options.ratesResolved;
     mem.offloadDir = options.offloadDir;
     mem.segments = options.memSegments;
+    mem.recompute = options.memRecompute;
     pm.addPass(createAutoMem(mem));
     pm.addPass(createPlanBuffers());
     PlanPlacementOptions place;

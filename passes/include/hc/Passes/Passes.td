@@ -219,6 +219,9 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
     (a DiT block's input), each segment keeps its cut and is run again
     (clones marked `hcs.recompute` and `hcs.segment`) just before the
     backward first reads what it saved; the cheaper plan that fits wins.
+    With `recompute=off` nothing is recomputed: every byte freed is moved,
+    whatever the rates (how hc-cftp's composition with the copies is
+    measured without distorting the kernels' rates).
     Neither limit set and no HBM: does nothing.
   }];
   let options = [
@@ -243,7 +246,10 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
            "a folder for the disk tier: moved activations go to a file there">,
     Option<"segments", "segments", "std::string", "\"auto\"",
            "segment recomputation (AutoMemSegments.cpp): auto (plan with and "
-           "without, keep the cheaper), on or off">
+           "without, keep the cheaper), on or off">,
+    Option<"recompute", "recompute", "std::string", "\"auto\"",
+           "auto (recompute where the cost model prices it below a move) or "
+           "off (never: every byte freed moves to a slower tier; no segments)">
   ];
 }
 
