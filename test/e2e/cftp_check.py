@@ -27,6 +27,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import happens_before  # noqa: E402
 from common import export, read_safetensors, rel, run, torch_reference  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -79,6 +80,20 @@ def main():
             print("budget %d bytes (%.0f%% of the activations): two streams, %s tier copies"
                   % (budget, 100 * a.budget, m.group(1)))
         run(compile_ + tier + ["-o", w("budget.so")])
+        # The emitted tables as the executor runs them: every conflicting
+        # access pair ordered (happens_before.py), and the check not vacuous
+        # (some cluster wait, left out, leaves a pair unordered).
+        steps_cpp = run(compile_ + tier + ["--emit=cpp"])
+        tables = happens_before.parse(steps_cpp)
+        found, _, copies = happens_before.races(*tables[:3])
+        if found or copies == 0:
+            errors.append("the budgeted program: %d tier copies, %d unordered access pairs (%s)"
+                          % (copies, len(found), found[:2]))
+        elif not any(happens_before.races(*tables[:3], drop_wait=n)[0] for n in range(40)):
+            errors.append("happens_before found nothing with any of the first 40 cluster waits "
+                          "left out")
+        else:
+            print("budgeted program: %d tier copies, every conflicting access pair ordered" % copies)
 
     def train(so, threads, tag):
         env = dict(os.environ, HC_NUM_THREADS=str(threads))

@@ -653,7 +653,7 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
                 : m.conditional  ? "one row per class"
                                  : "rows of 8");
   }
-  std::printf("done: %lld model calls in %.1f s\n", static_cast<long long>(calls), seconds());
+  std::printf("done: %lld model calls in %.3f s\n", static_cast<long long>(calls), seconds());
   return 0;
 }
 

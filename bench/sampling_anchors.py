@@ -1,0 +1,169 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""Sampling speed against PyTorch 2.x on the same machine, in the same run
+(issue 48, item 4): `hc-run sample` (fp32 and bf16) against PyTorch's
+guided sampling loop (models/sample_torch.py: eager and torch.compile, fp32
+and bf16 autocast) on the same weights, the same classes and the same
+number of model evaluations.
+
+usage: /usr/bin/python3 bench/sampling_anchors.py --bin build/bin --work DIR
+           [--models demo,DiT-S/2] [--samplers ddim50,ddpm250] [--images 4]
+           [--rounds 3] [--threads N] [--systems hc-fp32,...]
+
+Each model is exported with DiT's objective (learned sigma, 1000 steps;
+demo: 1 channel 32x32, 10 classes; DiT-S/2: latent 4x32x32, 1000 classes)
+and compiled with `hc-compile --sampler --batch 2*images` (guidance doubles
+the batch, as DiT's forward_with_cfg). Everyone starts from the weights
+hc-compile writes beside the library, makes --images images of classes
+1..images at guidance scale 4 and starts from the same x_T: an untimed
+`hc-run sample --dump-steps` gives x_T and the ancestral noise, which the
+PyTorch loop reads, so each fp32 row's images are compared with hc fp32's
+(largest absolute difference and relative L2 error). The time is the
+sampling loop alone (hc-run's "done:" line; PyTorch's loop after two
+warm-up calls that compile torch.compile's rows); a row is the median over
+--rounds interleaved rounds, in images per second and against hc at the
+same precision.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEBIAN_PY = "/usr/bin/python3"
+sys.path.insert(0, HERE)
+from anchors import anchors, cpu_facts, torch_version  # noqa: E402
+
+MODELS = {"demo": (32, 1, 10), "DiT-S/2": (32, 4, 1000), "DiT-B/2": (32, 4, 1000)}
+
+
+def run(cmd, env=None, timeout=3600):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if p.returncode != 0:
+        last = (p.stderr or p.stdout).strip().splitlines() or ["(no output)"]
+        raise RuntimeError("%s exit %d: %s" % (os.path.basename(cmd[0]), p.returncode, last[-1]))
+    return p.stdout
+
+
+def prepare(a, model):
+    size, channels, classes = MODELS[model]
+    d = os.path.join(a.work, model.replace("/", ""))
+    os.makedirs(d, exist_ok=True)
+    m = {"model": model, "size": size, "channels": channels, "classes": classes, "dir": d,
+         "onnx": os.path.join(d, "model.onnx"), "so": {}}
+    if not os.path.exists(m["onnx"]):
+        run([DEBIAN_PY, os.path.join(ROOT, "models", "export_dit.py"), "--model", model,
+             "--image-size", str(size), "--in-channels", str(channels), "--num-classes",
+             str(classes), "--dynamic-batch", "--quiet", "-o", m["onnx"]])
+    for precision in ("fp32", "bf16"):
+        so = os.path.join(d, "sample-%s.so" % precision)
+        run([os.path.join(a.bin, "hc-compile"), m["onnx"], "--sampler", "--batch",
+             str(2 * a.images), "--precision", precision, "-o", so])
+        m["so"][precision] = so
+    m["init"] = m["so"]["fp32"] + ".init.safetensors"
+    m["labels"] = ",".join(str(1 + i) for i in range(a.images))
+    return m
+
+
+def hc_cmd(a, m, precision, sampler, out, extra=()):
+    kind, steps = re.fullmatch(r"(ddpm|ddim)(\d+)", sampler).groups()
+    return [os.path.join(a.bin, "hc-run"), "sample", m["so"][precision], "--ckpt", m["init"],
+            "--classes", m["labels"], "--per-class", "1", "--cfg-scale", "4",
+            "--sampler", kind, "--sampling-steps", ("ddim" + steps) if kind == "ddim" else steps,
+            "--save-npy", out, "--no-progress"] + list(extra)
+
+
+def torch_cmd(a, py, m, sampler, dump, out, extra):
+    kind, steps = re.fullmatch(r"(ddpm|ddim)(\d+)", sampler).groups()
+    return [py, os.path.join(ROOT, "models", "sample_torch.py"), "--model", m["model"],
+            "--image-size", str(m["size"]), "--in-channels", str(m["channels"]),
+            "--num-classes", str(m["classes"]), "--init-weights", m["init"],
+            "--classes", m["labels"], "--start", os.path.join(dump, "start.npy"),
+            "--noise", os.path.join(dump, "noise.npy"), "--sampler", kind,
+            "--sampling-steps", ("ddim" + steps) if kind == "ddim" else steps,
+            "--cfg-scale", "4", "--threads", str(a.threads), "--save-npy", out] + extra
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--models", default="demo,DiT-S/2")
+    ap.add_argument("--samplers", default="ddim50,ddpm250")
+    ap.add_argument("--images", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--systems", default=None)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    torch_py, _ = anchors()
+    t2 = torch_version(torch_py)
+    omp = dict(os.environ, OMP_WAIT_POLICY="ACTIVE")
+    systems = [("hc-fp32", "hc fp32", "fp32"), ("hc-bf16", "hc bf16", "bf16"),
+               ("torch-eager", "PyTorch %s eager fp32" % t2, "fp32"),
+               ("torch-compile", "PyTorch %s torch.compile fp32" % t2, "fp32"),
+               ("torch-bf16", "PyTorch %s eager bf16 autocast" % t2, "bf16"),
+               ("torch-compile-bf16", "PyTorch %s torch.compile bf16 autocast" % t2, "bf16")]
+    if a.systems:
+        systems = [s for s in systems if s[0] in a.systems.split(",")]
+    extra = {"torch-eager": [], "torch-compile": ["--compile"], "torch-bf16": ["--autocast", "bf16"],
+             "torch-compile-bf16": ["--compile", "--autocast", "bf16"]}
+    print("sampling_anchors: %s, %d threads, %d images per run (batch %d with guidance), %s" % (
+        cpu_facts(), a.threads, a.images, 2 * a.images,
+        subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                       stdout=subprocess.PIPE, text=True).stdout.strip()), flush=True)
+    for model in a.models.split(","):
+        m = prepare(a, model)
+        for sampler in a.samplers.split(","):
+            # x_T and the ancestral noise, from an untimed hc fp32 run.
+            dump = os.path.join(m["dir"], "dump-" + sampler)
+            os.makedirs(dump, exist_ok=True)
+            run(hc_cmd(a, m, "fp32", sampler, os.path.join(dump, "hc.npy"),
+                       ["--dump-steps", dump]))
+            x = np.load(os.path.join(dump, "x.npy"))
+            np.save(os.path.join(dump, "start.npy"), x[0])
+            reference = np.load(os.path.join(dump, "hc.npy")).astype(np.float64)
+            times, why, match = {k: [] for k, _, _ in systems}, {}, {}
+            for r in range(a.rounds):
+                for key, _, precision in systems:
+                    if key in why:
+                        continue
+                    out = os.path.join(m["dir"], "%s-%s.npy" % (key, sampler))
+                    try:
+                        if key.startswith("hc-"):
+                            text = run(hc_cmd(a, m, precision, sampler, out))
+                            calls, secs = re.search(r"done: (\d+) model calls in ([\d.]+) s",
+                                                    text).groups()
+                            times[key].append(float(secs))
+                        else:
+                            res = json.loads(run(torch_cmd(a, torch_py, m, sampler, dump, out,
+                                                           extra[key]), env=omp).splitlines()[-1])
+                            times[key].append(res["seconds"])
+                        img = np.load(out).astype(np.float64)
+                        match[key] = (float(np.abs(img - reference).max()),
+                                      float(np.linalg.norm(img - reference) / np.linalg.norm(reference)))
+                    except (RuntimeError, subprocess.TimeoutExpired, AttributeError) as e:
+                        why[key] = str(e).splitlines()[0][:160]
+            print("\n%s, %s, %d model calls of batch %d, median of %d rounds:" % (
+                model, sampler, int(re.search(r"\d+", sampler).group()), 2 * a.images, a.rounds))
+            print("  %-44s %9s %9s %9s  %s" % ("system", "s/run", "img/s", "t / hc",
+                                               "vs hc fp32's images: max |diff|, rel L2"))
+            for key, label, precision in systems:
+                if key in why or not times[key]:
+                    print("  %-44s %s" % (label, "no row: " + why.get(key, "no run")))
+                    continue
+                t = statistics.median(times[key])
+                hc = times.get("hc-" + precision)
+                ratio = "%.2fx" % (t / statistics.median(hc)) if hc and key[:3] != "hc-" else ""
+                md, rl = match.get(key, (float("nan"), float("nan")))
+                print("  %-44s %9.3f %9.3f %9s  %.2e, %.2e" % (label, t, a.images / t, ratio, md, rl))
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
