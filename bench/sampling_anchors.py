@@ -13,7 +13,8 @@ Each model is exported with DiT's objective (learned sigma, 1000 steps;
 demo: 1 channel 32x32, 10 classes; DiT-S/2: latent 4x32x32, 1000 classes)
 and compiled with `hc-compile --sampler --batch 2*images` (guidance doubles
 the batch, as DiT's forward_with_cfg). Everyone starts from the weights
-hc-compile writes beside the library, makes --images images of classes
+hc-compile writes beside the library, redrawn N(0, 0.02) (DiT's
+init zeroes the final layer: every image would be the same), makes --images images of classes
 1..images at guidance scale 4 and starts from the same x_T: an untimed
 `hc-run sample --dump-steps` gives x_T and the ancestral noise, which the
 PyTorch loop reads, so each fp32 row's images are compared with hc fp32's
@@ -65,7 +66,16 @@ def prepare(a, model):
         run([os.path.join(a.bin, "hc-compile"), m["onnx"], "--sampler", "--batch",
              str(2 * a.images), "--precision", precision, "-o", so])
         m["so"][precision] = so
-    m["init"] = m["so"]["fp32"] + ".init.safetensors"
+    # Weights drawn N(0, 0.02) under the init file's names: DiT's own init
+    # zeroes the final layer, whose output 0 would make every system's
+    # images the same whatever it computed.
+    sys.path.insert(0, os.path.join(ROOT, "models"))
+    import safetensors_np
+    init = safetensors_np.load(m["so"]["fp32"] + ".init.safetensors")
+    rng = np.random.default_rng(0)
+    m["init"] = os.path.join(d, "random.safetensors")
+    safetensors_np.save(m["init"], {k: (0.02 * rng.standard_normal(v.shape)).astype(np.float32)
+                                    for k, v in sorted(init.items())})
     m["labels"] = ",".join(str(1 + i) for i in range(a.images))
     return m
 
@@ -113,8 +123,9 @@ def main():
         systems = [s for s in systems if s[0] in a.systems.split(",")]
     extra = {"torch-eager": [], "torch-compile": ["--compile"], "torch-bf16": ["--autocast", "bf16"],
              "torch-compile-bf16": ["--compile", "--autocast", "bf16"]}
-    print("sampling_anchors: %s, %d threads, %d images per run (batch %d with guidance), %s" % (
-        cpu_facts(), a.threads, a.images, 2 * a.images,
+    cpu, isa = cpu_facts()
+    print("sampling_anchors: %s (%s), %d threads, %d images per run (batch %d with guidance), %s" % (
+        cpu, ", ".join(isa), a.threads, a.images, 2 * a.images,
         subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                        stdout=subprocess.PIPE, text=True).stdout.strip()), flush=True)
     for model in a.models.split(","):
@@ -151,17 +162,17 @@ def main():
                         why[key] = str(e).splitlines()[0][:160]
             print("\n%s, %s, %d model calls of batch %d, median of %d rounds:" % (
                 model, sampler, int(re.search(r"\d+", sampler).group()), 2 * a.images, a.rounds))
-            print("  %-44s %9s %9s %9s  %s" % ("system", "s/run", "img/s", "t / hc",
+            print("  %-48s %9s %9s %9s  %s" % ("system", "s/run", "img/s", "t / hc",
                                                "vs hc fp32's images: max |diff|, rel L2"))
             for key, label, precision in systems:
                 if key in why or not times[key]:
-                    print("  %-44s %s" % (label, "no row: " + why.get(key, "no run")))
+                    print("  %-48s %s" % (label, "no row: " + why.get(key, "no run")))
                     continue
                 t = statistics.median(times[key])
                 hc = times.get("hc-" + precision)
                 ratio = "%.2fx" % (t / statistics.median(hc)) if hc and key[:3] != "hc-" else ""
                 md, rl = match.get(key, (float("nan"), float("nan")))
-                print("  %-44s %9.3f %9.3f %9s  %.2e, %.2e" % (label, t, a.images / t, ratio, md, rl))
+                print("  %-48s %9.3f %9.3f %9s  %.2e, %.2e" % (label, t, a.images / t, ratio, md, rl))
             sys.stdout.flush()
 
 
