@@ -121,10 +121,15 @@ def main():
                ("budget-1stream", args.bin, tier + ["--cftp", "off"])]
     if args.bin_old:
         # Builds before --mem-recompute priced recomputation out by rates
-        # (one stream there: hc-cftp was off under a budget that moved data).
-        old = [f for f in tier if f not in ("--mem-recompute", "off")]
-        if args.recompute == "off" and not args.rates:
-            old += ["--rates", "stream_gbps_per_thread=0.001"]
+        # (--rates, or --mem-rates before it; hc-cftp was off then under a
+        # budget that moved data, so the rates changed nothing else).
+        old = tier
+        helptext = subprocess.run([os.path.join(args.bin_old, "hc-compile"), "--help"],
+                                  capture_output=True, text=True).stdout
+        if args.recompute == "off" and "--mem-recompute" not in helptext:
+            old = [f for f in tier if f not in ("--mem-recompute", "off")] + (
+                ["--rates", "stream_gbps_per_thread=0.001"] if "--rates" in helptext
+                else ["--mem-rates", "memory=0.001"])
         systems.append(("old-budget", args.bin_old, old))
     if args.systems:
         systems = [x for x in systems if x[0] in args.systems.split(",")]

@@ -319,24 +319,33 @@ TEST(StepExecutor, TwoClusterStreamsWaitForEachOther) {
   }
 }
 
-// A tier copy to memory and its wait, on the host stream: the bytes arrive,
-// all of them, whatever the profile's bytes say (generated steps print those
-// rounded to 7 digits: a copy sized by them lost or overran a few bytes).
-TEST(StepExecutor, TierCopiesStartAndWait) {
-  static const int32_t ops[] = {0, 1, 2, /**/ 2, 5, /**/ 5, 3};
+// y = x * w; a tier copy of y into `target`; loss = 0.5 sum(y2). `bytes`:
+// the copy entry's profile bytes (read + written).
+hcrt_step_program copyProgram(int32_t target, double bytes) {
+  static int32_t ops[] = {0, 1, 2, /**/ 2, 5, /**/ 5, 3};
   static const hcrt_entry entries[] = {
       {HCRT_ENTRY_KERNEL, 0, 0, 2, 1, 0, 0},
       {HCRT_ENTRY_COPY_START, HCRT_COPY_TO_SLOW, 3, 0, 0, 0, 0},
       {HCRT_ENTRY_COPY_WAIT, 0, 0, 0, 0, 0, 0},
       {HCRT_ENTRY_KERNEL, 1, 5, 1, 1, 1, 0},
   };
-  static const char *const where[] = {"a", "copy", "wait", "c"};
+  static const char *const where[] = {"a", "offload of an activation", "wait", "c"};
   static const double zeros[] = {0, 0, 0, 0};
-  static const double bytes[] = {0, 30, 0, 0};  // read + written, rounded down
+  static double profile[] = {0, 0, 0, 0};
+  ops[4] = target;
+  profile[1] = bytes;
   hcrt_step_program p = program();
   p.operands = ops, p.entries = entries, p.num_entries = std::size(entries);
-  p.entry_where = where, p.entry_kernel = where, p.entry_flops = zeros, p.entry_bytes = bytes;
+  p.entry_where = where, p.entry_kernel = where, p.entry_flops = zeros, p.entry_bytes = profile;
   p.loss_call = 3, p.gate_call = 4, p.update_call = 4, p.num_buckets = 0, p.num_copies = 1;
+  return p;
+}
+
+// A tier copy to memory and its wait, on the host stream: the bytes arrive,
+// all of them, whatever the profile's bytes say (generated steps print those
+// rounded to 7 digits: a copy sized by them lost or overran a few bytes).
+TEST(StepExecutor, TierCopiesStartAndWait) {
+  const hcrt_step_program p = copyProgram(/*y2*/ 5, /*rounded down*/ 30);  // the step keeps &p
   Step st(p);
   ASSERT_NE(st.s, nullptr) << st.error;
   setW(st.s, {1, 1, 1, 1}, {0, 0, 0, 0});
@@ -348,19 +357,7 @@ TEST(StepExecutor, TierCopiesStartAndWait) {
 // A copy whose target is not its source's size is refused when the step is
 // made, naming the entry: the plan is wrong, and no step may run it.
 TEST(StepExecutor, TierCopyOfUnequalSizesIsRefused) {
-  static const int32_t ops[] = {0, 1, 2, /**/ 2, 3, /**/ 5, 3};
-  static const hcrt_entry entries[] = {
-      {HCRT_ENTRY_KERNEL, 0, 0, 2, 1, 0, 0},
-      {HCRT_ENTRY_COPY_START, HCRT_COPY_TO_SLOW, 3, 0, 0, 0, 0},
-      {HCRT_ENTRY_COPY_WAIT, 0, 0, 0, 0, 0, 0},
-      {HCRT_ENTRY_KERNEL, 1, 5, 1, 1, 1, 0},
-  };
-  static const char *const where[] = {"a", "offload of an activation", "wait", "c"};
-  static const double zeros[] = {0, 0, 0, 0};
-  hcrt_step_program p = program();
-  p.operands = ops, p.entries = entries, p.num_entries = std::size(entries);
-  p.entry_where = where, p.entry_kernel = where, p.entry_flops = zeros, p.entry_bytes = zeros;
-  p.loss_call = 3, p.gate_call = 4, p.update_call = 4, p.num_buckets = 0, p.num_copies = 1;
+  const hcrt_step_program p = copyProgram(/*the loss, a scalar*/ 3, 32);
   Step st(p);
   EXPECT_EQ(st.s, nullptr);
   EXPECT_STREQ(st.error, "entry 1 (offload of an activation): a tier copy of 16 bytes into 4 "
