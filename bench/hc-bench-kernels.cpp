@@ -420,8 +420,8 @@ void benchAttention(const std::vector<Lib> &libs, int threads, int reps) {
   printf("q/k/v slices of one [B, T, 3, H, Dh] buffer, O and dO [B, T, H, Dh]; unfused = per head "
          "S = scale Q K^T, P = softmax(S) (hc's row kernel), O = P V; backward dV = P^T dO, "
          "dP = dO V^T, dS = softmax_bwd, dQ = scale dS K, dK = scale dS^T Q\n");
-  printf("%-5s %2s %3s %5s %3s | %18s | %s | %s\n", "model", "B", "H", "T", "Dh",
-         "hc flash (GFLOP/s)", "unfused: fwd+bwd ms per GEMM library", "best unfused/flash");
+  printf("%-5s %2s %3s %5s %3s | %18s | %18s | %s | %s\n", "model", "B", "H", "T", "Dh",
+         "hc flash (GFLOP/s)", "flash bf16 (GF/s)", "unfused: fwd+bwd ms per GEMM library", "best unfused/flash");
   for (const AttShape &s : shapes) {
     const int64_t B = s.B, H = s.H, T = s.T, Dh = s.Dh, HD = H * Dh, BH = B * H;
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
@@ -440,6 +440,12 @@ void benchAttention(const std::vector<Lib> &libs, int threads, int reps) {
     a.dk = dk.data(), a.dk_sb = T * HD, a.dk_sh = Dh, a.dk_st = HD;
     a.dv = dv.data(), a.dv_sb = T * HD, a.dv_sh = Dh, a.dv_st = HD;
     auto flash = [&] {
+      a.bf16 = 0;
+      hc_flash_attention_fwd(&a, th);
+      hc_flash_attention_bwd(&a, th);
+    };
+    auto flashBf16 = [&] {
+      a.bf16 = 1;
       hc_flash_attention_fwd(&a, th);
       hc_flash_attention_bwd(&a, th);
     };
@@ -480,7 +486,7 @@ void benchAttention(const std::vector<Lib> &libs, int threads, int reps) {
                         float *C, int64_t ldc) {
       hc_sgemm_simple(ta, tb, M, N, K, alpha, A, lda, Bm, ldb, beta, C, ldc, th);
     };
-    std::vector<std::function<void()>> fns = {flash};
+    std::vector<std::function<void()>> fns = {flash, flashBf16};
     std::vector<std::string> names;
     for (const Lib &l : libs) {
       fns.push_back([&] { unfused(l.gemm); });
@@ -490,12 +496,13 @@ void benchAttention(const std::vector<Lib> &libs, int threads, int reps) {
     names.push_back("hc-gemm");
     std::vector<double> t = timeInterleaved(fns, reps);
     const double flop = 12.0 * BH * T * T * Dh;
-    printf("%-5s %2lld %3lld %5lld %3lld | %8.2f (%6.1f)  |", s.model, (long long)B, (long long)H,
-           (long long)T, (long long)Dh, t[0] * 1e3, flop / t[0] / 1e9);
+    printf("%-5s %2lld %3lld %5lld %3lld | %8.2f (%6.1f) | %8.2f (%6.1f) |", s.model,
+           (long long)B, (long long)H, (long long)T, (long long)Dh, t[0] * 1e3,
+           flop / t[0] / 1e9, t[1] * 1e3, flop / t[1] / 1e9);
     double best = 1e30;
     for (size_t i = 0; i < names.size(); ++i) {
-      best = std::min(best, t[i + 1]);
-      printf(" %s %.2f", names[i].c_str(), t[i + 1] * 1e3);
+      best = std::min(best, t[i + 2]);
+      printf(" %s %.2f", names[i].c_str(), t[i + 2] * 1e3);
     }
     printf(" | %.2fx\n", best / t[0]);
     fflush(stdout);

@@ -1,11 +1,13 @@
 // hc-bf16-gemms: bf16 mixed precision (hc-compile --precision bf16; an
-// extension beyond the paper). Marks the GEMM-class graph ops with
-// precision = "bf16": their two GEMM operands (operands 0 and 1 of each)
-// are rounded to bf16 and the products accumulated in float32. The GEMM
-// class is the registry's: a graph op lowers to the kernel of its mnemonic,
-// and the kernels whose kernels.def layout has HCRT_FLAG(precision, ...) are
-// the ones that read it. The tensors themselves stay float32 (fp32 arenas;
-// the runtime rounds while it packs the operands), so nothing else in the
+// extension beyond the paper). Marks the graph ops whose work is products
+// with precision = "bf16": the GEMMs (their two operands, 0 and 1, rounded
+// to bf16) and flash attention (Q, K, V, dO and the probability and dS
+// tiles rounded, as PyTorch's CPU flash attention does under bf16
+// autocast); every product accumulates in float32. Which ops is the
+// registry's: a graph op lowers to the kernel of its mnemonic, and the
+// kernels whose kernels.def layout has HCRT_FLAG(precision, ...) are the
+// ones that read it. The tensors themselves stay float32 (fp32 arenas; the
+// runtime rounds while it packs the operands), so nothing else in the
 // pipeline changes: lowering copies the attribute onto the hcs.call, the
 // evaluators and the runtime read it.
 #include "hc/Graph/GraphOps.h"
@@ -40,9 +42,9 @@ struct Bf16Gemms : impl::Bf16GemmsBase<Bf16Gemms> {
               op->getName().stripDialect());
       if (!k || !k->hasSlot(kPrecision))
         return;
-      // Both GEMM operands and the result float32 (the kernels' type).
-      if (op->getNumOperands() < 2 || !isF32Tensor(op->getOperand(0)) ||
-          !isF32Tensor(op->getOperand(1)) || !isF32Tensor(op->getResult(0)))
+      // Every operand and result float32 (the kernels' type).
+      if (op->getNumOperands() == 0 || !llvm::all_of(op->getOperands(), isF32Tensor) ||
+          !llvm::all_of(op->getResults(), isF32Tensor))
         return;
       op->setAttr(kPrecision, StringAttr::get(op->getContext(), kBf16));
     });

@@ -27,6 +27,8 @@ const RateKey kRateKeys[] = {
      [](MachineRates &r) -> double & { return r.kernel.gemmBf16Flops; }},
     {"attention_gflops_per_thread", 1e9,
      [](MachineRates &r) -> double & { return r.kernel.attentionFlops; }},
+    {"attention_bf16_gflops_per_thread", 1e9,
+     [](MachineRates &r) -> double & { return r.kernel.attentionBf16Flops; }},
     {"stream_gbps_per_thread", 1e9, [](MachineRates &r) -> double & { return r.kernel.memoryBytes; }},
     {"call_us", 1e-6, [](MachineRates &r) -> double & { return r.kernel.call; }},
     {"fork_us", 1e-6, [](MachineRates &r) -> double & { return r.kernel.fork; }},
@@ -126,11 +128,14 @@ double kernelSeconds(StringRef kernel, ArrayRef<ArrayRef<int64_t>> ins,
   double flops = 0, rate = rates.gemmFlops;
   if (const hs::KernelInfo *k = hs::KernelRegistry::active().lookup(kernel)) {
     flops = hs::KernelRegistry::flops(*k, ins, outs);
-    if (k->flops == hs::FlopRule::ATTENTION || k->flops == hs::FlopRule::ATTENTION_GRAD)
-      rate = rates.attentionFlops;
-    // The GEMM class's precision flag (kernels.def: HCRT_FLAG(precision, ...)).
-    if (auto p = attrs ? attrs.getAs<StringAttr>("precision") : StringAttr();
-        p && p.getValue() == "bf16")
+    const bool attention =
+        k->flops == hs::FlopRule::ATTENTION || k->flops == hs::FlopRule::ATTENTION_GRAD;
+    // The precision flag of the product kernels (kernels.def: HCRT_FLAG(precision, ...)).
+    auto p = attrs ? attrs.getAs<StringAttr>("precision") : StringAttr();
+    const bool bf16 = p && p.getValue() == "bf16";
+    if (attention)
+      rate = bf16 ? rates.attentionBf16Flops : rates.attentionFlops;
+    else if (bf16)
       rate = rates.gemmBf16Flops;
   }
   const double n = std::max(threads, 1);

@@ -211,6 +211,8 @@ struct GemmKernel {
 // hc_sgemm's problem (batch 1) on the calling thread, A read in place
 // where the kernel can: for operands already in cache (attention's tiles).
 void sgemmInCache(const hc_sgemm_args &g);
+// The same with the bf16 kernel (gemm_bf16.cpp: operands rounded to bf16).
+void sgemmInCacheBf16(const hc_sgemm_args &g);
 
 const GemmKernel &gemmGeneric();
 const GemmKernel &gemmAvx2();
@@ -218,6 +220,8 @@ const GemmKernel &gemmAvx512();
 // bf16 inputs, fp32 accumulation (gemm_avx512bf16.cpp): vdpbf16ps on
 // operands rounded to bf16 as they are packed.
 const GemmKernel &gemmAvx512Bf16();
+// sgemmInCache with a given kernel.
+void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g);
 // hc_sgemm's driver (gemm.cpp) with a given kernel.
 void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
                     hc_threads threads);

@@ -16,14 +16,35 @@ namespace {
 // float64 attention of q [B, N, D] over k, v [B, L, D] (read through `at`:
 // which 0 q, 1 k, 2 v), with dOut [B, N, D]: the result, lse, and each
 // gradient with the magnitude of its terms, indexed as q, k, v are.
+// bf16: the model of the bf16 kernel (hc_attention_args::bf16): q, k, v
+// and dOut rounded to bf16 where they enter a product, and so are the
+// probabilities (unnormalized in the forward, one key tile) and dS; the
+// softmax, lse and D_i = dOut . O exact.
 struct AttentionRef {
   std::vector<double> o, lse, grad[3], mag[3];
 };
+
+// x rounded to bf16 (8 significant bits, to nearest even).
+double bf16(double x) {
+  if (!std::isfinite(x) || x == 0.0)
+    return x;
+  int e = 0;
+  const double m = std::frexp(x, &e);
+  return std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8);
+}
+
 AttentionRef attentionRef(int64_t B, int64_t N, int64_t L, int64_t H, int64_t Dh,
                           double scale,
-                          const std::function<double(int, int64_t, int64_t, int64_t, int64_t)> &at,
-                          const std::vector<double> &dout) {
+                          const std::function<double(int, int64_t, int64_t, int64_t, int64_t)> &at0,
+                          const std::vector<double> &dout0, bool inBf16 = false) {
   const int64_t D = H * Dh;
+  auto r16 = [&](double x) { return inBf16 ? bf16(x) : x; };
+  auto at = [&](int w, int64_t b, int64_t t, int64_t h, int64_t d) {
+    return r16(at0(w, b, t, h, d));
+  };
+  std::vector<double> dout(dout0.size());
+  for (size_t i = 0; i < dout.size(); ++i)
+    dout[i] = r16(dout0[i]);
   AttentionRef r;
   r.o.assign(B * N * D, 0.0);
   r.lse.assign(B * H * N, 0.0);
@@ -31,7 +52,7 @@ AttentionRef attentionRef(int64_t B, int64_t N, int64_t L, int64_t H, int64_t Dh
     r.grad[w].assign(B * (w ? L : N) * D, 0.0);
     r.mag[w].assign(B * (w ? L : N) * D, 0.0);
   }
-  std::vector<double> P(L);
+  std::vector<double> P(L), E(L);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < N; ++i) {
@@ -46,22 +67,22 @@ AttentionRef attentionRef(int64_t B, int64_t N, int64_t L, int64_t H, int64_t Dh
         for (int64_t j = 0; j < L; ++j)
           sum += P[j] = std::exp(P[j] - m);
         for (int64_t j = 0; j < L; ++j)
-          P[j] /= sum;
+          E[j] = r16(P[j]), P[j] /= sum;
         r.lse[(b * H + h) * N + i] = m + std::log(sum);
         double rowDot = 0;
         for (int64_t d = 0; d < Dh; ++d) {
           double od = 0;
           for (int64_t j = 0; j < L; ++j)
-            od += P[j] * at(2, b, j, h, d);
+            od += E[j] * at(2, b, j, h, d);
           const int64_t oi = (b * N + i) * D + h * Dh + d;
-          r.o[oi] = od;
-          rowDot += dout[oi] * od;
+          r.o[oi] = od / sum;
+          rowDot += dout0[oi] * r.o[oi];
         }
         for (int64_t j = 0; j < L; ++j) {
           double dp = 0;
           for (int64_t d = 0; d < Dh; ++d)
             dp += dout[(b * N + i) * D + h * Dh + d] * at(2, b, j, h, d);
-          const double ds = P[j] * (dp - rowDot) * scale;
+          const double ds = r16(P[j] * (dp - rowDot)) * scale, pj = r16(P[j]);
           for (int64_t d = 0; d < Dh; ++d) {
             const double gd = dout[(b * N + i) * D + h * Dh + d];
             const double qd = at(0, b, i, h, d), kd = at(1, b, j, h, d);
@@ -70,8 +91,8 @@ AttentionRef attentionRef(int64_t B, int64_t N, int64_t L, int64_t H, int64_t Dh
             r.mag[0][qi] += std::fabs(ds * kd) + 4 * P[j];
             r.grad[1][ki] += ds * qd;
             r.mag[1][ki] += std::fabs(ds * qd) + 4 * P[j];
-            r.grad[2][ki] += P[j] * gd;
-            r.mag[2][ki] += std::fabs(P[j] * gd);
+            r.grad[2][ki] += pj * gd;
+            r.mag[2][ki] += std::fabs(pj * gd);
           }
         }
       }
@@ -183,6 +204,111 @@ TEST(GraphOps, CrossAttention) {
             for (int64_t i = 0; i < g[w]->n(); ++i)
               cg.check(g[w]->out(i), r.grad[w][i], f * (1 + r.mag[w][i]), i);
         }
+}
+
+// precision = "bf16" (ints[1]): self-attention from a packed qkv and
+// cross-attention from q, k, v against the float64 model of the bf16 kernel
+// (attentionRef's bf16), with the vdpbf16ps kernel and with its emulation.
+// Per element within the fp32 bounds, save a few elements (at most 1%, and
+// within 2^-7 of their terms) whose float32 value rounded to the other
+// neighbouring bf16; as a whole much closer to the bf16 model than the
+// float32 result is: the rounding happens, and where the model says.
+TEST(GraphOps, AttentionBf16) {
+  struct C {
+    int64_t B, N, L, H, Dh;  // L 0: self-attention from qkv
+  };
+  const C cases[] = {{2, 5, 0, 2, 3}, {1, 17, 0, 2, 16}, {2, 70, 0, 3, 8}, {1, 33, 0, 1, 64},
+                     {2, 7, 3, 2, 5}, {1, 65, 19, 2, 16}, {3, 1, 2, 1, 1}};
+  const int32_t saved = hcrt_bf16_native();
+  uint32_t seed = 1400;
+  for (int32_t native : {1, 0})
+    for (const C &cc : cases)
+      for (Layout l : {kContig, kStrided, kPadded})
+        for (int th : kThreads) {
+          if (hcrt_set_bf16_native(native) != native)
+            continue;  // no vdpbf16ps here
+          const bool self = cc.L == 0;
+          const int64_t B = cc.B, N = cc.N, L = self ? N : cc.L, H = cc.H, Dh = cc.Dh,
+                        D = H * Dh;
+          const double scale = 1 / std::sqrt((double)Dh);
+          std::vector<TT> ins;
+          if (self)
+            ins.push_back(make({B, N, 3 * D}, l, seed++, -2, 2));
+          else
+            for (int64_t rows : {N, L, L})
+              ins.push_back(make({B, rows, D}, l, seed++, -2, 2));
+          std::vector<const TT *> inPtr;
+          for (TT &t : ins)
+            inPtr.push_back(&t);
+          TT o = output({B, N, D}), lse = output({B, H, N});
+          hcrt_attrs a = attrs({H, 1}, {scale});
+          run(hcrt_op_attention, inPtr, {&o, &lse}, a, th);
+          TT dout = make({B, N, D}, kPadded, seed++);
+          std::vector<TT> g;
+          if (self)
+            g.push_back(output({B, N, 3 * D}));
+          else
+            for (int64_t rows : {N, L, L})
+              g.push_back(output({B, rows, D}));
+          std::vector<const TT *> bwdIns = {&dout, &o, &lse};
+          std::vector<TT *> bwdOuts;
+          bwdIns.insert(bwdIns.end(), inPtr.begin(), inPtr.end());
+          for (TT &t : g)
+            bwdOuts.push_back(&t);
+          run(hcrt_op_attention_grad, bwdIns, bwdOuts, a, th);
+          auto at = [&](int w, int64_t b, int64_t t, int64_t h, int64_t d) {
+            return self ? ins[0].v[(b * N + t) * 3 * D + w * D + h * Dh + d]
+                        : ins[w].v[(b * (w ? L : N) + t) * D + h * Dh + d];
+          };
+          const AttentionRef r16 = attentionRef(B, N, L, H, Dh, scale, at, dout.v, true),
+                             r32 = attentionRef(B, N, L, H, Dh, scale, at, dout.v, false);
+          const std::string what = std::string(self ? "attention" : "cross_attention") +
+                                   " bf16 native " + std::to_string(native) + " " +
+                                   tag("", th, {inPtr[0]});
+          // got(i), the models' values and the fp32 bound of each element.
+          auto compare = [&](const char *name, int64_t n, const std::function<double(int64_t)> &got,
+                             const std::vector<double> &m16, const std::vector<double> &m32,
+                             const std::function<double(int64_t)> &bound,
+                             const std::function<double(int64_t)> &terms) {
+            int64_t outside = 0;
+            double d16 = 0, d32 = 0;
+            for (int64_t i = 0; i < n; ++i) {
+              const double e = std::fabs(got(i) - m16[i]);
+              d16 += e * e;
+              d32 += (m32[i] - m16[i]) * (m32[i] - m16[i]);
+              if (e <= bound(i))
+                continue;
+              ++outside;
+              EXPECT_LE(e, bound(i) + std::ldexp(terms(i), -7))
+                  << what << " " << name << "[" << i << "]: got " << got(i) << " want " << m16[i];
+            }
+            EXPECT_LE(outside, std::max<int64_t>(1, n / 100)) << what << " " << name;
+            if (d32 > 0)
+              EXPECT_LE(std::sqrt(d16), 0.1 * std::sqrt(d32))
+                  << what << " " << name << ": no closer to the bf16 model than float32 is";
+          };
+          const double fo = 8 * (L + Dh + 16) * kU, fg = 16 * (2 * L + Dh + 16) * kU;
+          compare("lse", lse.n(), [&](int64_t i) { return lse.out(i); }, r16.lse, r16.lse,
+                  [&](int64_t i) { return fo * (1 + std::fabs(r16.lse[i])); },
+                  [&](int64_t i) { return 1 + std::fabs(r16.lse[i]); });
+          compare("o", o.n(), [&](int64_t i) { return o.out(i); }, r16.o, r32.o,
+                  [&](int64_t i) { return fo * (1 + std::fabs(r16.o[i])); },
+                  [&](int64_t i) { return 1 + std::fabs(r16.o[i]); });
+          for (int w = 0; w < 3; ++w) {
+            // element i of gradient w, where the kernel wrote it
+            auto gotW = [&](int64_t i) {
+              if (!self)
+                return g[w].out(i);
+              const int64_t row = i / D, col = i % D;
+              return g[0].out(row * 3 * D + w * D + col);
+            };
+            const int64_t n = static_cast<int64_t>(r16.grad[w].size());
+            compare(w == 0 ? "dq" : w == 1 ? "dk" : "dv", n, gotW, r16.grad[w], r32.grad[w],
+                    [&](int64_t i) { return fg * (1 + r16.mag[w][i]); },
+                    [&](int64_t i) { return 1 + r16.mag[w][i]; });
+          }
+        }
+  hcrt_set_bf16_native(saved);
 }
 
 } // namespace

@@ -37,17 +37,21 @@ double geluDerivative(double x, bool tanhApprox) {
 
 // d(inputs) of softmax(q·kᵀ·scale)·v per (batch, head), one query row at a
 // time: probabilities are recomputed, never stored as an N×L matrix. One
-// gradient per input: dq, dk, dv, or d(qkv) packed as qkv is.
+// gradient per input: dq, dk, dv, or d(qkv) packed as qkv is. bf16 (the
+// bf16 kernel's rule): q, k, v, dO, the probabilities and dS rounded to
+// bf16 where they enter a product; O is the bf16 forward's, and D_i = dO·O
+// takes dO unrounded.
 std::vector<EvalTensor> attentionGrad(const EvalTensor &dout, const std::vector<EvalTensor> &in,
-                                      int64_t heads, double scale) {
-  const std::array<EvalTensor, 3> qkv = attentionInputs(in);
+                                      int64_t heads, double scale, bool bf16) {
+  const std::array<EvalTensor, 3> qkv = attentionInputs(in, bf16);
+  auto r16 = [&](double x) { return bf16 ? bf16Round(x) : x; };
   const EvalTensor &Q = qkv[0], &K = qkv[1], &V = qkv[2];
   const int64_t B = Q.shape[0], N = Q.shape[1], L = K.shape[1], D = Q.shape[2],
                 Dh = D / heads;
   std::array<EvalTensor, 3> g;
   for (int w = 0; w < 3; ++w)
     g[w] = EvalTensor{qkv[w].shape, std::vector<double>(qkv[w].data.size(), 0.0)};
-  std::vector<double> p(L), o(Dh);
+  std::vector<double> p(L), o(Dh), dO16(Dh);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < N; ++i) {
@@ -66,27 +70,30 @@ std::vector<EvalTensor> attentionGrad(const EvalTensor &dout, const std::vector<
           sum += (p[j] = std::exp(p[j] - m));
         std::fill(o.begin(), o.end(), 0.0);
         for (int64_t j = 0; j < L; ++j) {
-          p[j] /= sum;
           const double *v = &V.data[key(j)];
+          const double pj = r16(p[j]);  // the forward's product reads it so
           for (int64_t d = 0; d < Dh; ++d)
-            o[d] += p[j] * v[d];
+            o[d] += pj * v[d];
+          p[j] /= sum;
         }
         const double *dO = &dout.data[(b * N + i) * D + h * Dh];
         double rowDot = 0;  // dO_i · O_i
         for (int64_t d = 0; d < Dh; ++d)
-          rowDot += dO[d] * o[d];
+          rowDot += dO[d] * (o[d] / sum);
+        for (int64_t d = 0; d < Dh; ++d)
+          dO16[d] = r16(dO[d]);
         double *dq = &g[0].data[(b * N + i) * D + h * Dh];
         for (int64_t j = 0; j < L; ++j) {
           const double *k = &K.data[key(j)], *v = &V.data[key(j)];
           double dp = 0;
           for (int64_t d = 0; d < Dh; ++d)
-            dp += dO[d] * v[d];
-          double ds = p[j] * (dp - rowDot) * scale;
+            dp += dO16[d] * v[d];
+          const double ds = r16(p[j] * (dp - rowDot)) * scale, pj = r16(p[j]);
           double *dk = &g[1].data[key(j)], *dv = &g[2].data[key(j)];
           for (int64_t d = 0; d < Dh; ++d) {
             dq[d] += ds * k[d];
             dk[d] += ds * q[d];
-            dv[d] += p[j] * dO[d];
+            dv[d] += pj * dO16[d];
           }
         }
       }
@@ -255,7 +262,8 @@ bool evalBackwardOp(Operation *op, Env &env) {
         for (Value v : o.getInputs())
           in.push_back(get(env, v));
         std::vector<EvalTensor> g = attentionGrad(get(env, o.getGrad()), in, o.getNumHeads(),
-                                                  o.getScale().convertToDouble());
+                                                  o.getScale().convertToDouble(),
+                                                  bf16Precision(o));
         for (auto [r, t] : llvm::zip(o.getGrads(), g))
           set(r, std::move(t));
         return true;

@@ -5,11 +5,13 @@
 
 #include "hc/Compiler/Evaluator.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -127,19 +129,43 @@ inline EvalTensor linearGradInputD(const EvalTensor &dy, const EvalTensor &w,
   return dx;
 }
 
+// x rounded to bf16 (8 significant bits, round to nearest even), from the
+// float64 value directly: the bf16 semantics without a float32 step.
+inline double bf16Round(double x) {
+  if (!std::isfinite(x) || x == 0.0)
+    return x;
+  int e = 0;
+  const double m = std::frexp(x, &e);  // |m| in [0.5, 1)
+  return std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8);
+}
+
+// Whether hc-bf16-gemms marked the op (precision = "bf16").
+inline bool bf16Precision(mlir::Operation *op) {
+  auto p = op->getAttrOfType<mlir::StringAttr>("precision");
+  return p && p.getValue() == "bf16";
+}
+
 // hc.attention's inputs as q [B, N, D], k and v [B, L, D]: the three as
-// given, or one packed qkv [B, N, 3D] split along its last dim.
-inline std::array<EvalTensor, 3> attentionInputs(const std::vector<EvalTensor> &in) {
-  if (in.size() == 3)
-    return {in[0], in[1], in[2]};
-  const EvalTensor &qkv = in.at(0);
-  const int64_t rows = qkv.shape[0] * qkv.shape[1], D = qkv.shape[2] / 3;
+// given, or one packed qkv [B, N, 3D] split along its last dim; rounded to
+// bf16 when `bf16` (the bf16 kernel's products read them so).
+inline std::array<EvalTensor, 3> attentionInputs(const std::vector<EvalTensor> &in,
+                                                 bool bf16 = false) {
   std::array<EvalTensor, 3> out;
-  for (int64_t w = 0; w < 3; ++w) {
-    out[w] = EvalTensor{{qkv.shape[0], qkv.shape[1], D}, std::vector<double>(rows * D)};
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy_n(&qkv.data[r * 3 * D + w * D], D, &out[w].data[r * D]);
+  if (in.size() == 3) {
+    out = {in[0], in[1], in[2]};
+  } else {
+    const EvalTensor &qkv = in.at(0);
+    const int64_t rows = qkv.shape[0] * qkv.shape[1], D = qkv.shape[2] / 3;
+    for (int64_t w = 0; w < 3; ++w) {
+      out[w] = EvalTensor{{qkv.shape[0], qkv.shape[1], D}, std::vector<double>(rows * D)};
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(&qkv.data[r * 3 * D + w * D], D, &out[w].data[r * D]);
+    }
   }
+  if (bf16)
+    for (EvalTensor &t : out)
+      for (double &x : t.data)
+        x = bf16Round(x);
   return out;
 }
 

@@ -117,10 +117,11 @@ EvalTensor matmul(const EvalTensor &a0, const EvalTensor &b0, const Shape &out) 
 
 // -> softmax(q k^T scale) v for q [B, N, D], k and v [B, L, D] (the
 // packed qkv unpacked first), and each row's log-sum-exp of its scores in
-// `lse` ([B, heads, N]).
+// `lse` ([B, heads, N]). bf16: q, k, v and the unnormalized probabilities
+// rounded to bf16 where they enter a product (the bf16 kernel's rule).
 EvalTensor attention(const std::vector<EvalTensor> &in, int64_t heads, double scale,
-                     const Shape &out, EvalTensor &lse) {
-  const std::array<EvalTensor, 3> qkv = attentionInputs(in);
+                     const Shape &out, EvalTensor &lse, bool bf16) {
+  const std::array<EvalTensor, 3> qkv = attentionInputs(in, bf16);
   const EvalTensor &q = qkv[0], &k = qkv[1], &v = qkv[2];
   const int64_t B = q.shape[0], N = q.shape[1], L = k.shape[1], D = q.shape[2],
                 Dh = D / heads;
@@ -140,8 +141,11 @@ EvalTensor attention(const std::vector<EvalTensor> &in, int64_t heads, double sc
           p[j] = s * scale;
           m = std::max(m, p[j]);
         }
-        for (int64_t j = 0; j < L; ++j)
+        for (int64_t j = 0; j < L; ++j) {
           sum += (p[j] = std::exp(p[j] - m));
+          if (bf16)
+            p[j] = bf16Round(p[j]);
+        }
         for (int64_t d = 0; d < Dh; ++d) {
           double acc = 0;
           for (int64_t j = 0; j < L; ++j)
@@ -215,21 +219,12 @@ public:
   void runOp(Operation *op);
 };
 
-// x rounded to bf16 (8 significant bits, round to nearest even), from the
-// float64 value directly: the bf16 semantics without a float32 step.
-double bf16Round(double x) {
-  if (!std::isfinite(x) || x == 0.0)
-    return x;
-  int e = 0;
-  const double m = std::frexp(x, &e);  // |m| in [0.5, 1)
-  return std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8);
-}
-
-// precision = "bf16" (hc-bf16-gemms): the op's two GEMM operands (0 and 1)
-// are read rounded to bf16, the rest of the op in float64 as always.
+// precision = "bf16" (hc-bf16-gemms): a GEMM's two operands (0 and 1) are
+// read rounded to bf16, the rest of the op in float64 as always. Attention
+// rounds inside its products (attention(), attentionGrad()).
 void Interpreter::run(Operation *op) {
-  auto p = op->getAttrOfType<StringAttr>("precision");
-  if (!p || p.getValue() != "bf16" || op->getNumOperands() < 2) {
+  if (!bf16Precision(op) || op->getNumOperands() < 2 ||
+      isa<AttentionOp, AttentionGradOp>(op)) {
     runOp(op);
     return;
   }
@@ -383,7 +378,8 @@ void Interpreter::runOp(Operation *op) {
         std::vector<EvalTensor> in;
         for (Value v : o.getInputs())
           in.push_back(get(v));
-        set(attention(in, o.getNumHeads(), o.getScale().convertToDouble(), out(), lse));
+        set(attention(in, o.getNumHeads(), o.getScale().convertToDouble(), out(), lse,
+                      bf16Precision(o)));
         env[o.getLse()] = std::move(lse);
       })
       .Case<StopGradientOp>([&](StopGradientOp o) { set(get(o.getInput())); })

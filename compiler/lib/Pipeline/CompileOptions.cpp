@@ -404,7 +404,8 @@ const Flag kFlags[] = {
      "the machine's rates, which hc-automem's and hc-cftp's cost models price with: "
      "KEY=VALUE items separated by commas, or files of such items one per line (# "
      "comments), as bench/cftp_rates.py writes them. Keys: gemm_gflops_per_thread, "
-     "gemm_bf16_gflops_per_thread, attention_gflops_per_thread, stream_gbps_per_thread, "
+     "gemm_bf16_gflops_per_thread, attention_gflops_per_thread, attention_bf16_gflops_per_thread, "
+     "stream_gbps_per_thread, "
      "call_us, fork_us, sync_us, copy_gbps, disk_gbps (default: measured on a 2-core Zen 5, "
      "bench/cftp-rates-zen5.txt)"},
     {"--offload-dir", nullptr, "D", Group::Machine,

@@ -529,11 +529,13 @@ static hcrt_tensor rowsOf(const hcrt_tensor &t, Buf<float> &buf, hc_threads th) 
 // along the last dim (nin 1), or from q [B, N, D], k and v [B, L, D] (nin
 // 3, any batch and token strides: k and v may be views of one packed kv).
 static void attentionArgs(const hcrt_tensor *ins, int64_t nin, int64_t heads, double scale,
-                          Buf<float> (&buf)[3], hc_threads th, hc_attention_args &a) {
+                          bool bf16, Buf<float> (&buf)[3], hc_threads th,
+                          hc_attention_args &a) {
   if (heads <= 0)
     heads = 1;
   a.heads = heads;
   a.scale = static_cast<float>(scale);
+  a.bf16 = bf16;
   if (nin == 1) {
     const hcrt_tensor qkv = rowsOf(ins[0], buf[0], th);
     const int64_t D = qkv.shape[2] / 3;
@@ -565,7 +567,7 @@ HCRT_OP_DEF(attention) {
   hcrt_tensor &out = outs[0];
   Buf<float> buf[3];
   hc_attention_args a{};
-  attentionArgs(ins, nin, heads, scale, buf, threads, a);
+  attentionArgs(ins, nin, heads, scale, attrInt(attrs, 1, 0) != 0, buf, threads, a);
   const int64_t N = a.Tq, D = a.heads * a.Dh;
   a.o = static_cast<float *>(out.data);
   a.o_sb = N * D, a.o_st = D, a.o_sh = a.Dh;
@@ -583,7 +585,7 @@ HCRT_OP_DEF(attention_grad) {
   const double scale = attrFloat(attrs, 0, 1.0);
   Buf<float> bin[3], bo, bd, bl;
   hc_attention_args a{};
-  attentionArgs(ins + 3, nin - 3, heads, scale, bin, threads, a);
+  attentionArgs(ins + 3, nin - 3, heads, scale, attrInt(attrs, 1, 0) != 0, bin, threads, a);
   const int64_t B = a.batch, N = a.Tq, L = a.Tk, D = a.heads * a.Dh;
   if (B <= 0 || N <= 0) {
     // No queries: k and v had no effect, their gradients are zero.

@@ -770,10 +770,11 @@ bool needsTempC(const Blocking &bl, const Problem &p) {
 // slices and score tiles are in L2, and packing A was a pass over them
 // that reading in place saves (measured here, 1 thread, flash attention
 // S/2 T = 256: 16.7 -> 16.2 ms fwd + bwd).
-void sgemmInCache(const hc_sgemm_args &g) {
+void sgemmInCache(const hc_sgemm_args &g) { gemmInCacheWithKernel(kernel(), g); }
+
+void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g) {
   if (g.M <= 0 || g.N <= 0)
     return;
-  const GemmKernel &k = kernel();
   Blocking bl = blocking(k);
   if (bl.directA == 1)
     bl.directA = 2;

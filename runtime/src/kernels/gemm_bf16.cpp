@@ -82,6 +82,9 @@ const GemmKernel &kernelBf16() {
 }
 
 } // namespace
+
+void sgemmInCacheBf16(const hc_sgemm_args &g) { gemmInCacheWithKernel(kernelBf16(), g); }
+
 } // namespace hc::rt
 
 using namespace hc::rt;

@@ -275,6 +275,11 @@ typedef struct hc_attention_args {
   int64_t dk_sb, dk_sh, dk_st;
   float *dv;
   int64_t dv_sb, dv_sh, dv_st;
+  // 1: every product's operands rounded to bf16 with float32 sums
+  // (hc_gemm_bf16): Q, K, V, dO, and the probabilities and dS tiles, as
+  // PyTorch's CPU flash attention does with bf16 inputs. The softmax, its
+  // sums, lse and D_i = dO . O stay float32. 0: float32 throughout.
+  int32_t bf16;
 } hc_attention_args;
 void hc_flash_attention_fwd(const hc_attention_args *args, hc_threads threads);
 void hc_flash_attention_bwd(const hc_attention_args *args, hc_threads threads);
