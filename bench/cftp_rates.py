@@ -7,9 +7,12 @@ usage: /usr/bin/python3 bench/cftp_rates.py --bin build/bin --work DIR
            [--model DiT-S/2] [--image 32] [--batch 8] [--steps 4] [-o FILE]
 
 Two profiled runs of the same library (--cftp off): one kernel thread and
-two. From the one-thread run, per thread:
+two; and one of its --precision bf16 twin on one thread. From the
+one-thread runs, per thread:
   gemm_gflops_per_thread       FLOPs / seconds over the GEMM-class kernels
   attention_gflops_per_thread  the same over attention and its gradient
+  gemm_bf16_gflops_per_thread, attention_bf16_gflops_per_thread
+                               the same two in the bf16 library
   stream_gbps_per_thread       bytes moved / seconds over the kernels with
                                no FLOP rule (memory-bound)
   call_us                      median seconds per call of the kinds whose
@@ -43,8 +46,8 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
 
-def profile(a, so, threads):
-    out = os.path.join(a.work, "profile-%dt.json" % threads)
+def profile(a, so, threads, tag="fp32"):
+    out = os.path.join(a.work, "profile-%s-%dt.json" % (tag, threads))
     env = dict(os.environ, HC_NUM_THREADS=str(threads))
     sh([os.path.join(a.bin, "hc-run"), so, "--data", "x.npy", "--labels", "y.npy", "--steps", str(a.steps),
         "--no-progress", "--profile", out], cwd=a.work, env=env)
@@ -77,13 +80,16 @@ def main():
     if not os.path.exists(onnx):
         sh([PY, os.path.join(ROOT, "models/export_dit.py"), "--model", a.model, "--image-size", str(a.image),
             "--dynamic-batch", "-o", onnx, "--quiet"])
-    so = os.path.join(a.work, "off.so")
+    so, so16 = os.path.join(a.work, "off.so"), os.path.join(a.work, "off-bf16.so")
     sh([os.path.join(a.bin, "hc-compile"), onnx, "--batch", str(a.batch), "--cftp", "off", "-o", so])
+    sh([os.path.join(a.bin, "hc-compile"), onnx, "--batch", str(a.batch), "--cftp", "off",
+        "--precision", "bf16", "-o", so16])
     import numpy as np
     r = np.random.default_rng(0)
     np.save(os.path.join(a.work, "x.npy"), r.uniform(-1, 1, (64, 4, a.image, a.image)).astype(np.float32))
     np.save(os.path.join(a.work, "y.npy"), r.integers(0, 1000, 64).astype(np.int64))
     one, two = profile(a, so, 1), profile(a, so, 2)
+    one16 = profile(a, so16, 1, "bf16")
 
     def rate(p, names, field):
         ks = [k for k in p["kinds"] if k["kernel"] in names]
@@ -105,9 +111,11 @@ def main():
     lines = [
         "# hc-cftp kernel rates (bench/cftp_rates.py), %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "# %s; %s %dx%d batch %d, %d profiled steps at 1 and 2 threads (--cftp off)"
-        % (cpu, a.model, a.image, a.image, a.batch, one["steps"]),
+        % (cpu, a.model, a.image, a.image, a.batch, one["steps"]) + "; bf16: the --precision bf16 library at 1",
         "gemm_gflops_per_thread=%.1f" % (rate(one, GEMM, "flops_per_step") / 1e9),
         "attention_gflops_per_thread=%.1f" % (rate(one, ATTN, "flops_per_step") / 1e9),
+        "gemm_bf16_gflops_per_thread=%.1f" % (rate(one16, GEMM, "flops_per_step") / 1e9),
+        "attention_bf16_gflops_per_thread=%.1f" % (rate(one16, ATTN, "flops_per_step") / 1e9),
         "stream_gbps_per_thread=%.2f" % (rate(one, memory, "bytes_per_step") / 1e9),
         "call_us=%.2f" % max(call * 1e6, 0.01),
         "fork_us=%.2f" % max(fork * 1e6, 0.01),
