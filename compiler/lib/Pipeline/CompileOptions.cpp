@@ -286,8 +286,9 @@ const Flag kFlags[] = {
      [](const CompileOptions &o) { return PO.precision; },
      "fp32 (default) or bf16: mixed precision, an extension beyond the paper. The GEMMs "
      "(linear, its gradients, matmul) round their two inputs to bf16 and accumulate in "
-     "fp32 (AVX512-BF16 where the CPU has it); norms, softmax, attention, the loss, the "
-     "optimizer, parameters and optimizer state stay fp32"},
+     "fp32 (AVX512-BF16 where the CPU has it), and so do flash attention's products (Q, K, "
+     "V, dO, the probabilities and dS rounded; its softmax fp32); norms, softmax, the "
+     "loss, the optimizer, parameters and optimizer state stay fp32"},
     {"--freeze", nullptr, "A,B", Group::Optimizer, parseFreeze,
      [](const CompileOptions &o) { return joined(PO.freeze); },
      "parameters that get no gradient and no update, beyond the model's own frozen set "
