@@ -112,6 +112,8 @@ struct OpsTable {
   void (*sgd)(int64_t, float *, const float *, float *, float, float, float,
               float, int, int);
   double (*mse_sum)(int64_t, const float *, const float *);
+  // (n, x): sum of x^2 in double, the same bits at any thread count
+  double (*sumsq_f64)(int64_t, const float *);
   void (*mse_bwd)(int64_t, const float *, const float *, float, float *);
   // (rows, cols, x, ld, acc): acc[c] += the column sums, in double
   void (*colsum_f64)(int64_t, int64_t, const float *, int64_t, double *);

@@ -682,6 +682,7 @@ HCRT_OP_DEF(grad_norm) {
   (void)nout, (void)attrs;
   // Per-chunk double sums of squares, added in chunk order afterwards.
   constexpr int64_t kChunk = 1 << 16;
+  const OpsTable &o = ops();
   double total = 0;
   for (int32_t i = 0; i < nin; ++i) {
     Buf<float> bx;
@@ -691,10 +692,7 @@ HCRT_OP_DEF(grad_norm) {
     parFor(threads, chunks, 1, double(kChunk), [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-        double acc = 0;
-        for (int64_t k = lo; k < hi; ++k)
-          acc += static_cast<double>(x[k]) * x[k];
-        part[static_cast<size_t>(c)] = acc;
+        part[static_cast<size_t>(c)] = o.sumsq_f64(hi - lo, x + lo);
       }
     });
     for (double p : part)
