@@ -365,3 +365,51 @@ TEST(StepExecutor, TierCopyOfUnequalSizesIsRefused) {
 }
 
 } // namespace
+
+// Preemption: a stop asked for before the update gate abandons the step
+// (-4, nothing updated); one asked for after the gate let the step go on
+// is for the next boundary: the update finishes whole. (Polling past the
+// gate once skipped the optimizer calls after the poll, and hc-run saved
+// a half-updated state: the Slurm test's preempted run then differed from
+// the unbroken one.)
+struct Preempt {
+  int polls = 0, stopFromPoll = 0;
+};
+int32_t pollStop(void *host) {
+  Preempt &p = *static_cast<Preempt *>(host);
+  return ++p.polls >= p.stopFromPoll ? 1 : 0;
+}
+int32_t gateFromFlag(void *, int32_t abandoned) { return abandoned ? 1 : 0; }
+
+TEST(StepExecutor, AStopAfterTheGateLetsTheUpdateFinish) {
+  const hcrt_step_program p = program();
+  for (int one = 0; one < 2; ++one) {  // program order, and the cluster streams
+    hcrt_step_program q = p;
+    q.num_clusters = one ? 1 : 2;  // 2: one cluster's stream runs every entry
+    for (int stopFromPoll : {1, 4, 5, 6}) {
+      Preempt pre;
+      pre.stopFromPoll = stopFromPoll;
+      hc_step_env env{};
+      env.world_size = 1, env.host = &pre;
+      env.abandon_requested = pollStop, env.update_gate = gateFromFlag;
+      Step st(q, env);
+      ASSERT_NE(st.s, nullptr) << st.error;
+      setW(st.s, {1, 1, 2, 2}, {1, 2, 3, 4});
+      double loss = 0;
+      const int rc = hcrt_step_run(st.s, kInputs, &loss);
+      float w[4];
+      ASSERT_EQ(hcrt_step_get_tensor(st.s, "param:w", w, sizeof w), 0);
+      // The host polls at each of entries 0..3 before the gate (entry 4).
+      const std::string at = "stop from poll " + std::to_string(stopFromPoll) +
+                             (one ? ", one stream" : ", two clusters");
+      if (stopFromPoll <= 4) {
+        EXPECT_EQ(rc, -4) << at;
+        EXPECT_EQ(w[0], 1.0f) << at;  // nothing updated
+      } else {
+        EXPECT_EQ(rc, 0) << at << ": " << hcrt_step_last_error(st.s);
+        EXPECT_FLOAT_EQ(w[0], 0.9f) << at;  // the whole update
+        EXPECT_FLOAT_EQ(w[3], 1.6f) << at;
+      }
+    }
+  }
+}

@@ -374,8 +374,13 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
   {
     const hcrt_entry &c = P->entries[ci];
     CallTimer timer(s, ci);
-    if (host && !s->abandoned.load(std::memory_order_relaxed) &&
-        s->env.abandon_requested && s->env.abandon_requested(s->env.host))
+    // Polled only before the update gate: a step the gate let go on
+    // finishes its update whole, and a stop asked for later waits for the
+    // next boundary. (Polled past the gate, a late request skipped the
+    // optimizer calls after it: a half-updated state saved as the step's.)
+    if (host && ci < P->gate_call &&
+        !s->abandoned.load(std::memory_order_relaxed) && s->env.abandon_requested &&
+        s->env.abandon_requested(s->env.host))
       s->abandoned.store(true);
     if (c.kind == HCRT_ENTRY_KERNEL) {
       // An abandoned step runs no kernel (its results are never used), but
