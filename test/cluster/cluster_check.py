@@ -101,7 +101,8 @@ def same_checkpoints(x, y, only_y=()):
     check(sorted(tx) == sorted(ty), "checkpoint tensor names differ: %s" % sorted(
         set(tx) ^ set(ty))[:4])
     bad = [k for k in tx if tx[k].tobytes() != ty[k].tobytes()]
-    check(not bad, "%d of %d tensors differ across hosts, e.g. %s" % (len(bad), len(tx), bad[:3]))
+    check(not bad, "%d of %d tensors differ between %s and %s, e.g. %s" % (
+        len(bad), len(tx), x, y, bad[:3]))
     return len(tx)
 
 
