@@ -9,6 +9,8 @@
 namespace hc::rt {
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 namespace avx2 {
+// Vector register width (bytes): sizes the register-resident column blocks.
+constexpr int kVectorBytes = 32;
 #include "kernels/ops_impl.inc"
 } // namespace avx2
 #pragma clang attribute pop

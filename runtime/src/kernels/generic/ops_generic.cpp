@@ -8,6 +8,8 @@
 
 namespace hc::rt {
 namespace generic {
+// Vector register width (bytes): sizes the register-resident column blocks.
+constexpr int kVectorBytes = 16;
 #include "kernels/ops_impl.inc"
 } // namespace generic
 const OpsTable &opsGeneric() { return generic::kTable; }
