@@ -310,7 +310,11 @@ void columnSums(const float *x, int64_t outer, int64_t so, int64_t rows,
          static_cast<double>(std::min(rows, kRowChunk) *
                              std::min(cols, kColBlock)),
          [&](int64_t b, int64_t e) {
-           for (int64_t u = b; u < e; ++u) {
+           // Last rows first: a bias gradient runs right after the GEMMs
+           // that read its dY in row order, so dY's last rows are the ones
+           // still in cache. (Each chunk's sum has its own slot: the order
+           // chunks are taken in does not change the result.)
+           for (int64_t u = e - 1; u >= b; --u) {
              const int64_t ok = u / blocks, c0 = (u % blocks) * kColBlock;
              const int64_t oi = ok / chunks, r0 = (ok % chunks) * kRowChunk;
              o.colsum_f64(std::min(rows, r0 + kRowChunk) - r0,
