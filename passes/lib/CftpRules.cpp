@@ -88,9 +88,11 @@ bool planSplit(const SplitRule &r, ArrayRef<ArrayRef<int64_t>> ins,
     }
     break;
   case Rule::Features: {
-    // dw [out, in] = dy[..., out]^T x[..., in]
-    if (outs.size() != 1 || out0.size() != 2 || ins.size() != 2 ||
-        ins[0].empty() || ins[0].back() != out0[0])
+    // dw [out, in] = dy[..., out]^T x[..., in], and a bias gradient db
+    // [out] beside it (cut alike: dim 0)
+    if (outs.size() > 2 || out0.size() != 2 || ins.size() != 2 ||
+        ins[0].empty() || ins[0].back() != out0[0] ||
+        (outs.size() == 2 && (outs[1].size() != 1 || outs[1][0] != out0[0])))
       return false;
     part.extent = out0[0];
     part.inAxis[0] = static_cast<int>(ins[0].size()) - 1;

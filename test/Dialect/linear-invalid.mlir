@@ -45,3 +45,11 @@ func.func @leading_dims(%x: tensor<2x5x7xf32>, %w: tensor<3x7xf32>) -> tensor<2x
   %0 = hc.linear %x, %w : (tensor<2x5x7xf32>, tensor<3x7xf32>) -> tensor<2x4x3xf32>
   return %0 : tensor<2x4x3xf32>
 }
+
+// -----
+
+func.func @bias_grad_size(%x: tensor<5x7xf32>, %dy: tensor<5x9xf32>) -> (tensor<9x7xf32>, tensor<7xf32>) {
+  // expected-error @+1 {{needs dY [..., out], X [..., in] -> dW [out, in], db [out]}}
+  %dw, %db = hc.linear_grad_weight_bias %dy, %x : (tensor<5x9xf32>, tensor<5x7xf32>) -> (tensor<9x7xf32>, tensor<7xf32>)
+  return %dw, %db : tensor<9x7xf32>, tensor<7xf32>
+}

@@ -11,6 +11,9 @@ off), 3 training steps of the compiled library through hc-run:
   - the CFTP library on 1 thread (fewer threads than clusters: program
     order): bit-equal too;
   - CFTP twice: bit-equal (deterministic);
+  - with each bias gradient's sum left apart from its weight gradient's
+    GEMM (--fuse-bias-grads off): bit-equal (linear_grad_weight_bias keeps
+    reduce_sum's order), and the fused calls cut by features;
   - with --budget F: also compiled under an hc-automem budget holding F of
     the activations, its overflow on a disk tier (--offload-dir): the plan
     must keep 2 streams with tier copies ordered across them, and train
@@ -58,8 +61,11 @@ def main():
         errors.append("the CFTP schedule is not cut across 2 clusters")
     else:
         print("schedule: %s calls cut, %s waits" % (m.group(1), m.group(2)))
+    if not re.search(r'hcs.call "linear_grad_weight_bias".*split = "features"', sched):
+        errors.append("no weight and bias gradient call cut by features")
     run(compile_ + ["-o", w("on.so")])
     run(compile_ + ["--cftp", "off", "-o", w("off.so")])
+    run(compile_ + ["--fuse-bias-grads", "off", "-o", w("nobias.so")])
     if a.budget:
         # Persistent arenas, the reserve (from a plan with an unbounded
         # budget) and F of the activations.
@@ -110,6 +116,7 @@ def main():
     off2, p_off2 = train(w("off.so"), 2, "off-2t")
     off1, p_off1 = train(w("off.so"), 1, "off-1t")
     on_seq, p_on_seq = train(w("on.so"), 1, "on-1t")
+    nobias, p_nobias = train(w("nobias.so"), 2, "nobias")
     if a.budget:
         bud, p_bud = train(w("budget.so"), 2, "budget")
     print("losses CFTP:", on1, " --cftp off:", off2)
@@ -121,6 +128,11 @@ def main():
         errors.append("CFTP is not deterministic: two runs differ")
     else:
         print("CFTP twice: bit-identical")
+    if nobias != on1 or not same(p_nobias, p_on1):
+        errors.append("the fused weight and bias gradients are not bit-equal to "
+                      "--fuse-bias-grads off")
+    else:
+        print("fused weight and bias gradients vs --fuse-bias-grads off: bit-identical")
     # All parameters as one vector (relative), and the worst single tensor
     # against the looser bound the project's -np 2 vs -np 1 checks use.
     e = rel(on1, off2)

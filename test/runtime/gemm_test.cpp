@@ -516,3 +516,83 @@ TEST(Gemm, FewRowsLongKStreamB) {
           << "ta=" << ta << " N=" << N;
     }
 }
+
+namespace {
+// hc_sgemm_args::a_sums: op(A)'s row sums per HC_SUM_CHUNK ks, each chunk's
+// ks summed in order in double: compared bit for bit with that sum done
+// here, and C bit for bit with the same call without the sums.
+void expectRowSums(int64_t M, int64_t N, int64_t K, int ta, int64_t batch,
+                   bool bf16, int nthreads, uint32_t seed) {
+  const int64_t lda = (ta ? M : K) + 3, sa = (ta ? K : M) * lda + 5;
+  std::vector<float> A = randomVec(batch * sa, seed), B = randomVec(batch * K * N, seed + 1);
+  const int64_t chunks = (K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK;
+  std::vector<double> sums(static_cast<size_t>(batch * chunks * M), 0.0), want(sums.size(), 0.0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = 0; c < chunks; ++c) {
+        double s = 0;
+        for (int64_t k = c * HC_SUM_CHUNK; k < std::min(K, (c + 1) * HC_SUM_CHUNK); ++k)
+          s += static_cast<double>(A[b * sa + (ta ? k * lda + m : m * lda + k)]);
+        want[(b * chunks + c) * M + m] = s;
+      }
+  std::vector<float> C1 = nanVec(batch * M * N), C2 = nanVec(batch * M * N);
+  for (int with = 0; with < 2; ++with) {
+    hc_sgemm_args g{};
+    g.M = M, g.N = N, g.K = K, g.batch = batch, g.trans_a = ta, g.alpha = 1.0f;
+    g.A = A.data(), g.lda = lda, g.stride_a = sa;
+    g.B = B.data(), g.ldb = N, g.stride_b = K * N;
+    g.C = with ? C2.data() : C1.data(), g.ldc = N, g.stride_c = M * N;
+    g.a_sums = with ? sums.data() : nullptr;
+    if (bf16)
+      hc_gemm_bf16(&g, threads(nthreads));
+    else
+      hc_sgemm(&g, threads(nthreads));
+  }
+  const std::string at = "M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                         " K=" + std::to_string(K) + " ta=" + std::to_string(ta) +
+                         " batch=" + std::to_string(batch) + (bf16 ? " bf16" : " fp32") +
+                         " threads=" + std::to_string(nthreads) + " isa=" +
+                         hcrt_isa_name(hcrt_isa());
+  EXPECT_EQ(0, std::memcmp(C1.data(), C2.data(), sizeof(float) * C1.size())) << at;
+  int64_t bad = 0;
+  for (size_t i = 0; i < sums.size(); ++i)
+    bad += std::memcmp(&sums[i], &want[i], sizeof(double)) != 0;
+  EXPECT_EQ(bad, 0) << at << ": row sums differ from the in-order chunk sums";
+}
+} // namespace
+
+TEST(Gemm, RowSumsOfA) {
+  // Every way the driver walks a product: one thread (row blocks of 168
+  // rows: a 40-row tail past the 64-column blocks of the sum), 2-D pieces,
+  // the K split (sums apart after it), the shared panel with tiny blocks
+  // (k blocks cutting chunks), batches; fp32 and bf16 kernels.
+  struct S { int64_t M, N, K; };
+  const S shapes[] = {{37, 41, 1031}, {168, 50, 700}, {5, 3, 2001}, {211, 97, 163}, {1, 30, 1}, {1, 300, 1001}};
+  uint32_t seed = 11000;
+  auto grid = [&](int nthreads) {
+    for (int32_t isa : availableIsas()) {
+      IsaScope s(isa);
+      for (const S &sh : shapes)
+        for (int ta = 0; ta < 2; ++ta)
+          for (int bf16 = 0; bf16 < 2; ++bf16)
+            expectRowSums(sh.M, sh.N, sh.K, ta, sh.M == 37 ? 2 : 1, bf16 != 0, nthreads,
+                          seed++);
+    }
+  };
+  grid(1);
+  grid(2);
+  setenv("HC_GEMM_KSPLIT", "1", 1);
+  grid(2);
+  setenv("HC_GEMM_KSPLIT", "0", 1);
+  setenv("HC_GEMM_SHARED_B", "2", 1);
+  setenv("HC_GEMM_MC", "24", 1);
+  setenv("HC_GEMM_KC", "40", 1);
+  setenv("HC_GEMM_NC", "96", 1);
+  grid(2);
+  grid(1);
+  unsetenv("HC_GEMM_MC");
+  unsetenv("HC_GEMM_KC");
+  unsetenv("HC_GEMM_NC");
+  unsetenv("HC_GEMM_SHARED_B");
+  unsetenv("HC_GEMM_KSPLIT");
+}

@@ -541,6 +541,38 @@ TEST(GraphOps, Linear) {
 // bound, its output within that times max|gelu'| (1.13) plus the fast
 // GELU's 2e-6 (1 + |t|); linear_grad_input_gelu within 1.13 times the
 // SGEMM bound plus the fast derivative's (1e-6 + 8u) |dy W| (Ops.Gelu*).
+// linear_grad_weight_bias: dw and db the same bits as linear_grad_weight and
+// reduce_sum over every dim but the last, in fp32 and bf16, layouts, thread
+// counts, dY rows spanning several HC_SUM_CHUNK chunks (odd tails).
+TEST(GraphOps, LinearGradWeightBias) {
+  const LinCase cases[] = {{{2, 3, 17}, 11}, {{1, 1}, 1}, {{3, 301, 37}, 29}, {{1029, 5}, 70}};
+  uint32_t seed = 1130;
+  for (const LinCase &lc : cases)
+    for (Layout lx : kAllLayouts)
+      for (int bf16 = 0; bf16 < 2; ++bf16)
+        for (int th : {1, 0}) {
+          const int64_t K = lc.x.back(), N = lc.out;
+          Shape ys = lc.x;
+          ys.back() = N;
+          TT x = make(lc.x, lx, seed++);
+          TT dy = make(ys, lx == kContig ? kTransposed : lx, seed++);
+          TT dw = output({N, K}), db = output({N}), dw2 = output({N, K}), db2 = output({N});
+          const hcrt_attrs prec = attrs({bf16});
+          run(hcrt_op_linear_grad_weight_bias, {&dy, &x}, {&dw, &db}, prec, th);
+          run(hcrt_op_linear_grad_weight, {&dy, &x}, {&dw2}, prec, th);
+          hcrt_attrs lead{};
+          for (int64_t d = 0; d + 1 < static_cast<int64_t>(ys.size()); ++d)
+            lead.ints[lead.num_ints++] = d;
+          run(hcrt_op_reduce_sum, {&dy}, {&db2}, lead, th);
+          const std::string at = tag("linear_grad_weight_bias", th, {&dy, &x}) +
+                                 (bf16 ? " bf16" : " fp32");
+          for (int64_t i = 0; i < N * K; ++i)
+            ASSERT_EQ(dw.out(i), dw2.out(i)) << at << ": dw element " << i;
+          for (int64_t i = 0; i < N; ++i)
+            ASSERT_EQ(db.out(i), db2.out(i)) << at << ": db element " << i;
+        }
+}
+
 TEST(GraphOps, LinearGeluEpilogues) {
   const LinCase cases[] = {{{2, 3, 17}, 11}, {{1, 1}, 1}, {{5, 1}, 7}, {{4, 13, 37}, 29}, {{67, 5}, 3}};
   uint32_t seed = 1150;

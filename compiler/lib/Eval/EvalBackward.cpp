@@ -107,6 +107,25 @@ std::vector<EvalTensor> attentionGrad(const EvalTensor &dout, const std::vector<
   return {packed};
 }
 
+// dW [out, in] = dY^T X over every leading dim.
+EvalTensor linearGradWeightD(const EvalTensor &dy, const EvalTensor &x,
+                             const Shape &shape) {
+  const int64_t out = dy.shape.back(), in = x.shape.back(),
+                rows = out ? dy.numElements() / out : 0;
+  EvalTensor dw{shape, std::vector<double>(out * in, 0.0)};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < out; ++j)
+      for (int64_t i = 0; i < in; ++i)
+        dw.data[j * in + i] += dy.data[r * out + j] * x.data[r * in + i];
+  return dw;
+}
+
+EvalTensor bf16Rounded(EvalTensor t) {
+  for (double &v : t.data)
+    v = bf16Round(v);
+  return t;
+}
+
 } // namespace
 
 bool evalBackwardOp(Operation *op, Env &env) {
@@ -119,15 +138,9 @@ bool evalBackwardOp(Operation *op, Env &env) {
         return true;
       })
       .Case<LinearGradWeightOp>([&](LinearGradWeightOp o) {
-        const EvalTensor &dy = get(env, o.getGrad()), &x = get(env, o.getInput());
-        int64_t out = dy.shape.back(), in = x.shape.back(),
-                rows = dy.numElements() / out;
-        EvalTensor dw{shapeOf(o.getResult()), std::vector<double>(out * in, 0.0)};
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < out; ++j)
-            for (int64_t i = 0; i < in; ++i)
-              dw.data[j * in + i] += dy.data[r * out + j] * x.data[r * in + i];
-        set(o.getResult(), std::move(dw));
+        set(o.getResult(), linearGradWeightD(get(env, o.getGrad()),
+                                             get(env, o.getInput()),
+                                             shapeOf(o.getResult())));
         return true;
       })
       .Case<LayerNormGradOp>([&](LayerNormGradOp o) {
@@ -226,6 +239,22 @@ bool evalBackwardOp(Operation *op, Env &env) {
         });
         set(o.getResult(), std::move(y));
         set(o.getPreact(), std::move(pre));
+        return true;
+      })
+      // bf16 rounds the product's operands only (the op is kept out of the
+      // interpreter's operand rounding): db sums dY as the reduce_sum did.
+      .Case<LinearGradWeightBiasOp>([&](LinearGradWeightBiasOp o) {
+        const EvalTensor &dy = get(env, o.getGrad()), &x = get(env, o.getInput());
+        const bool bf16 = bf16Precision(o);
+        set(o.getWeightGrad(),
+            linearGradWeightD(bf16 ? bf16Rounded(dy) : dy, bf16 ? bf16Rounded(x) : x,
+                              shapeOf(o.getWeightGrad())));
+        const int64_t out = dy.shape.back(), rows = out ? dy.numElements() / out : 0;
+        EvalTensor db{shapeOf(o.getBiasGrad()), std::vector<double>(out, 0.0)};
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < out; ++j)
+            db.data[j] += dy.data[r * out + j];
+        set(o.getBiasGrad(), std::move(db));
         return true;
       })
       .Case<LinearGradInputGeluOp>([&](LinearGradInputGeluOp o) {

@@ -221,10 +221,11 @@ public:
 
 // precision = "bf16" (hc-bf16-gemms): a GEMM's two operands (0 and 1) are
 // read rounded to bf16, the rest of the op in float64 as always. Attention
-// rounds inside its products (attention(), attentionGrad()).
+// rounds inside its products (attention(), attentionGrad()), and so does
+// linear_grad_weight_bias (its bias sum reads dY unrounded).
 void Interpreter::run(Operation *op) {
   if (!bf16Precision(op) || op->getNumOperands() < 2 ||
-      isa<AttentionOp, AttentionGradOp>(op)) {
+      isa<AttentionOp, AttentionGradOp, LinearGradWeightBiasOp>(op)) {
     runOp(op);
     return;
   }

@@ -279,6 +279,16 @@ const Flag kFlags[] = {
      "after autodiff, run GELU and its gradient in the GEMMs' epilogues (linear_gelu, "
      "linear_grad_input_gelu). Off by default: measured slower than the GEMM plus the "
      "separate vectorized pass on AVX-512 (bench/results-epilogue-*)"},
+    {"--fuse-bias-grads", nullptr, "on|off", Group::Machine,
+     [](const std::string &v, CompileOptions &o, std::string &e) {
+       std::string s;
+       if (parseChoice("--fuse-bias-grads", v, {"on", "off"}, s, e) < 0)
+         return -1;
+       return PO.fuseBiasGrads = s == "on", 1;
+     },
+     [](const CompileOptions &o) { return onOff(PO.fuseBiasGrads); },
+     "after autodiff, each bias gradient's sum over dY in the weight gradient's GEMM "
+     "(linear_grad_weight_bias; default on): the same bits, one pass over dY fewer"},
     {"--precision", nullptr, "P", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
        return parseChoice("--precision", v, {"fp32", "bf16"}, PO.precision, e);

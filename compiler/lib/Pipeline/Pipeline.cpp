@@ -117,6 +117,8 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
   }
+  if (options.fuse && options.fuseBiasGrads && options.train && !options.sampler)
+    pm.nest<mlir::func::FuncOp>().addPass(createFuseBiasGrads());
   // Epilogue fusion sees the whole step: forward GELUs and their gradients.
   // Off by default: measured slower than the separate passes it removes
   // (bench/results-epilogue-zen5-2core.txt).

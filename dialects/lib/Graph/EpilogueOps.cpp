@@ -1,4 +1,4 @@
-// Verifiers of the epilogue-fused ops (GraphEpilogueOps.td).
+// Verifiers of the ops the fusions after autodiff create (GraphEpilogueOps.td).
 #include "hc/Graph/GraphOps.h"
 
 using namespace mlir;
@@ -32,5 +32,18 @@ LogicalResult LinearGradInputGeluOp::verify() {
     return emitOpError("needs dY [..., out], W [out, in], preact [..., in] -> "
                        "[..., in], got ")
            << dy << ", " << w << ", " << pre << " -> " << dx;
+  return success();
+}
+
+LogicalResult LinearGradWeightBiasOp::verify() {
+  auto dy = getGrad().getType(), x = getInput().getType(),
+       dw = getWeightGrad().getType(), db = getBiasGrad().getType();
+  if (dy.getRank() != x.getRank() || dy.getRank() < 1 ||
+      dy.getShape().drop_back() != x.getShape().drop_back() ||
+      dw.getShape() != ArrayRef<int64_t>{dy.getShape().back(), x.getShape().back()} ||
+      db.getShape() != ArrayRef<int64_t>{dy.getShape().back()} ||
+      db.getElementType() != dy.getElementType())
+    return emitOpError("needs dY [..., out], X [..., in] -> dW [out, in], db [out], got ")
+           << dy << ", " << x << " -> " << dw << ", " << db;
   return success();
 }

@@ -110,6 +110,51 @@ void copyStrided(int rank, const int64_t *shape, void *dst,
   });
 }
 
+// ------------------------------------------------------- reductions ----
+// x[o * so + r * ld + c] summed over rows r for each (o, c), c contiguous:
+// every bias gradient (one o) and adaLN gate gradient (o = the batch). Rows
+// are cut into chunks of a fixed size (not one per thread), each summed in
+// double by the ISA's kernel, and the chunks' sums added in chunk order: the
+// result does not depend on the thread count, and the pass runs at memory
+// bandwidth (the generic loop below: 11 GB/s, too few units of work and
+// scalar double adds).
+void columnSums(const float *x, int64_t outer, int64_t so, int64_t rows,
+                int64_t ld, int64_t cols, hcrt_tensor &out, double div,
+                hc_threads th) {
+  constexpr int64_t kRowChunk = HC_SUM_CHUNK, kColBlock = 512;
+  const int64_t chunks = (rows + kRowChunk - 1) / kRowChunk,
+                blocks = (cols + kColBlock - 1) / kColBlock;
+  std::vector<double> part(static_cast<size_t>(outer * chunks * cols), 0.0);
+  const OpsTable &o = ops();
+  parFor(th, outer * chunks * blocks, 1,
+         static_cast<double>(std::min(rows, kRowChunk) *
+                             std::min(cols, kColBlock)),
+         [&](int64_t b, int64_t e) {
+           // Last rows first: a bias gradient runs right after the GEMMs
+           // that read its dY in row order, so dY's last rows are the ones
+           // still in cache. (Each chunk's sum has its own slot: the order
+           // chunks are taken in does not change the result.)
+           for (int64_t u = e - 1; u >= b; --u) {
+             const int64_t ok = u / blocks, c0 = (u % blocks) * kColBlock;
+             const int64_t oi = ok / chunks, r0 = (ok % chunks) * kRowChunk;
+             o.colsum_f64(std::min(rows, r0 + kRowChunk) - r0,
+                          std::min(cols, c0 + kColBlock) - c0,
+                          x + oi * so + r0 * ld + c0, ld,
+                          &part[ok * cols + c0]);
+           }
+         });
+  parFor(th, outer * cols, 64, static_cast<double>(chunks),
+         [&](int64_t b, int64_t e) {
+           for (int64_t u = b; u < e; ++u) {
+             const int64_t oi = u / cols, c = u % cols;
+             double s = 0;
+             for (int64_t k = 0; k < chunks; ++k)
+               s += part[(oi * chunks + k) * cols + c];
+             storeD(out.data, out.dtype, u, s / div);
+           }
+         });
+}
+
 namespace {
 
 // ---------------------------------------------------------- functors ----
@@ -290,50 +335,6 @@ void whereOp(const hcrt_tensor &c, const hcrt_tensor &a, const hcrt_tensor &b,
   });
 }
 
-// ------------------------------------------------------- reductions ----
-// x[o * so + r * ld + c] summed over rows r for each (o, c), c contiguous:
-// every bias gradient (one o) and adaLN gate gradient (o = the batch). Rows
-// are cut into chunks of a fixed size (not one per thread), each summed in
-// double by the ISA's kernel, and the chunks' sums added in chunk order: the
-// result does not depend on the thread count, and the pass runs at memory
-// bandwidth (the generic loop below: 11 GB/s, too few units of work and
-// scalar double adds).
-void columnSums(const float *x, int64_t outer, int64_t so, int64_t rows,
-                int64_t ld, int64_t cols, hcrt_tensor &out, double div,
-                hc_threads th) {
-  constexpr int64_t kRowChunk = 256, kColBlock = 512;
-  const int64_t chunks = (rows + kRowChunk - 1) / kRowChunk,
-                blocks = (cols + kColBlock - 1) / kColBlock;
-  std::vector<double> part(static_cast<size_t>(outer * chunks * cols), 0.0);
-  const OpsTable &o = ops();
-  parFor(th, outer * chunks * blocks, 1,
-         static_cast<double>(std::min(rows, kRowChunk) *
-                             std::min(cols, kColBlock)),
-         [&](int64_t b, int64_t e) {
-           // Last rows first: a bias gradient runs right after the GEMMs
-           // that read its dY in row order, so dY's last rows are the ones
-           // still in cache. (Each chunk's sum has its own slot: the order
-           // chunks are taken in does not change the result.)
-           for (int64_t u = e - 1; u >= b; --u) {
-             const int64_t ok = u / blocks, c0 = (u % blocks) * kColBlock;
-             const int64_t oi = ok / chunks, r0 = (ok % chunks) * kRowChunk;
-             o.colsum_f64(std::min(rows, r0 + kRowChunk) - r0,
-                          std::min(cols, c0 + kColBlock) - c0,
-                          x + oi * so + r0 * ld + c0, ld,
-                          &part[ok * cols + c0]);
-           }
-         });
-  parFor(th, outer * cols, 64, static_cast<double>(chunks),
-         [&](int64_t b, int64_t e) {
-           for (int64_t u = b; u < e; ++u) {
-             const int64_t oi = u / cols, c = u % cols;
-             double s = 0;
-             for (int64_t k = 0; k < chunks; ++k)
-               s += part[(oi * chunks + k) * cols + c];
-             storeD(out.data, out.dtype, u, s / div);
-           }
-         });
-}
 
 // Sum (or mean) over `red` dims of x; output: the kept dims, contiguous.
 // Every output element sums its inputs in row-major order of the reduced

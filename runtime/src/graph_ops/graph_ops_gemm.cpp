@@ -8,6 +8,7 @@
 #include "graph_ops_util.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace hc::rt::gop {
 namespace {
@@ -130,6 +131,45 @@ void linearGradInput(const hcrt_tensor &dy, const hcrt_tensor &w, float *dx,
   gemm(M, N, K, A, Bop, dx, epi, bf16, th);
 }
 
+// dw [out, in] = dy^T x over all leading dims; with db, also db [out] =
+// dy's column sums (double, in HC_SUM_CHUNK row chunks added in order, as
+// reduce_sum's columnSums adds them).
+void linearGradWeight(const hcrt_tensor &dy, const hcrt_tensor &x,
+                      hcrt_tensor &dw, hcrt_tensor *db, bool bf16, hc_threads th) {
+  Buf<float> bg, bx, bg2, bx2;
+  const float *pg, *px;
+  Mat mg = matOrPack(dy, dy.rank - 1, bg, th, pg);
+  Mat mx = matOrPack(x, x.rank - 1, bx, th, px);
+  const int64_t M = mg.cols, N = mx.cols, K = mg.rows;
+  if (K <= 0 || M <= 0 || N <= 0) {  // no product to read dY: dW = 0
+    float *o = static_cast<float *>(dw.data);
+    std::fill(o, o + M * N, 0.0f);
+    if (db)
+      columnSums(pg, 1, 0, K, mg.rs, M, *db, 1.0, th);
+    return;
+  }
+  const int64_t chunks = (K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK;
+  std::vector<double> sums(db ? static_cast<size_t>(chunks * M) : 0, 0.0);
+  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.cs, mg.rs, bg2, th);
+  GemmOperand Bop = gemmOperandOrPack(px, K, N, mx.rs, mx.cs, bx2, th);
+  hc_sgemm_args g{};
+  g.M = M, g.N = N, g.K = K, g.batch = 1;
+  g.trans_a = A.trans, g.trans_b = Bop.trans;
+  g.alpha = 1.0f, g.beta = 0.0f;
+  g.A = A.p, g.lda = A.ld;
+  g.B = Bop.p, g.ldb = Bop.ld;
+  g.C = static_cast<float *>(dw.data), g.ldc = N;
+  g.a_sums = db ? sums.data() : nullptr;
+  runGemm(g, bf16, th);
+  if (db)
+    for (int64_t m = 0; m < M; ++m) {
+      double s = 0;
+      for (int64_t c = 0; c < chunks; ++c)
+        s += sums[static_cast<size_t>(c * M + m)];
+      storeD(db->data, db->dtype, m, s);
+    }
+}
+
 } // namespace
 } // namespace hc::rt::gop
 
@@ -156,22 +196,15 @@ HCRT_OP_DEF(linear_grad_input) {
 // dw [out, in] = dy^T x, summed over all leading dims.
 HCRT_OP_DEF(linear_grad_weight) {
   (void)nin, (void)nout;
-  const hcrt_tensor &dy = ins[0], &x = ins[1];
-  hcrt_tensor &dw = outs[0];
-  Buf<float> bg, bx, bg2, bx2;
-  const float *pg, *px;
-  Mat mg = matOrPack(dy, dy.rank - 1, bg, threads, pg);
-  Mat mx = matOrPack(x, x.rank - 1, bx, threads, px);
-  const int64_t M = mg.cols, N = mx.cols, K = mg.rows;
-  if (K <= 0) {  // no rows: dW = 0
-    float *o = static_cast<float *>(dw.data);
-    std::fill(o, o + M * N, 0.0f);
-    return;
-  }
-  GemmOperand A = gemmOperandOrPack(pg, M, K, mg.cs, mg.rs, bg2, threads);
-  GemmOperand Bop = gemmOperandOrPack(px, K, N, mx.rs, mx.cs, bx2, threads);
-  gemm(M, N, K, A, Bop, static_cast<float *>(dw.data), nullptr, bf16Of(attrs),
-       threads);
+  linearGradWeight(ins[0], ins[1], outs[0], nullptr, bf16Of(attrs), threads);
+}
+
+// dw as linear_grad_weight, and db [out] = dy summed over all leading dims,
+// added up by the GEMM as it reads dY (hc_sgemm_args::a_sums): the same
+// bits as reduce_sum's column sums, without their pass over dY.
+HCRT_OP_DEF(linear_grad_weight_bias) {
+  (void)nin, (void)nout;
+  linearGradWeight(ins[0], ins[1], outs[0], &outs[1], bf16Of(attrs), threads);
 }
 
 // NumPy matmul: 1-D operands promoted (and their dim dropped), batch dims

@@ -254,6 +254,13 @@ void copyStrided(int rank, const int64_t *shape, void *dst,
                  const int64_t *dstSt, const void *src, const int64_t *srcSt,
                  int esz, hc_threads t);
 
+// out[o, c] = sum over rows r of x[o * so + r * ld + c] / div, c contiguous
+// (bias and adaLN gate gradients): double sums over HC_SUM_CHUNK row
+// chunks added in order, the same bits at any thread count.
+void columnSums(const float *x, int64_t outer, int64_t so, int64_t rows,
+                int64_t ld, int64_t cols, hcrt_tensor &out, double div,
+                hc_threads th);
+
 // Copies the strided view `t` into contiguous `dst` (same dtype).
 inline void copyToContiguous(const hcrt_tensor &t, void *dst, hc_threads th) {
   int64_t st[HCRT_MAX_RANK];

@@ -98,7 +98,30 @@ struct Problem {
   float *C;
   int64_t ldc;
   EpiCtx epi;
+  double *aSums = nullptr;  // hc_sgemm_args::a_sums (this entry's)
 };
+
+// op(A)[m0:m1, k0:k1) added to the row sums (hc_sgemm_args::a_sums), the
+// ks of each chunk in order.
+void addRowSums(const Problem &p, int64_t m0, int64_t m1, int64_t k0,
+                int64_t k1) {
+  const OpsTable &o = ops();
+  for (int64_t k = k0; k < k1;) {
+    const int64_t chunk = k / HC_SUM_CHUNK;
+    const int64_t end = std::min(k1, (chunk + 1) * HC_SUM_CHUNK);
+    double *acc = p.aSums + chunk * p.M;
+    if (p.transA)  // (m, k) at A[k * lda + m]: source rows, m contiguous
+      o.colsum_f64(end - k, m1 - m0, p.A + k * p.lda + m0, p.lda, acc + m0);
+    else
+      for (int64_t m = m0; m < m1; ++m) {
+        double s = acc[m];
+        for (int64_t j = k; j < end; ++j)
+          s += static_cast<double>(p.A[m * p.lda + j]);
+        acc[m] = s;
+      }
+    k = end;
+  }
+}
 
 // Asks for the lines of C's mr x nr tile at c (rows ldc apart) into L2,
 // for writing.
@@ -378,6 +401,10 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       }
     }
   }
+  // The row sums of A's block, while it is in cache from the products
+  // above: the call that owns column 0 adds them (once per row and k).
+  if (p.aSums && jc == 0)
+    addRowSums(p, ic, ic + mc, pc, pc + kc);
 }
 
 // C = its epilogue of alpha * 0 (K = 0) for rows [m0, m1), cols [n0, n1).
@@ -524,6 +551,7 @@ void gemmKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
       q.ldc = p.N;
       q.epi = EpiCtx();
     }
+    q.aSums = nullptr;  // k ranges cut chunks: summed apart below
     if (q.K > 0)
       runBlock(k, bl, q, 0, p.M, 0, p.N);
     else if (i > 0)
@@ -542,6 +570,8 @@ void gemmKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
           c[n] += s[n];
       }
     }
+    if (p.aSums && m1 > m0)
+      addRowSums(p, m0, m1, 0, p.K);
   });
 }
 
@@ -752,6 +782,8 @@ Problem problemOf(const hc_sgemm_args &g, int64_t b) {
   p.B = g.B + b * g.stride_b, p.ldb = g.ldb;
   p.C = g.C + b * g.stride_c, p.ldc = g.ldc;
   p.epi = resolveEpi(g, b);
+  if (g.a_sums)
+    p.aSums = g.a_sums + b * ((g.K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK) * g.M;
   return p;
 }
 

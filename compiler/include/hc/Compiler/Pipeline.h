@@ -29,6 +29,9 @@ struct PipelineOptions {
   // GELU and its gradient into GEMM epilogues after autodiff (opt-in: on
   // the machines measured the separate vectorized passes are faster)
   bool fuseGemmEpilogues = false;
+  // A weight gradient and the bias gradient that sums its dY as one call
+  // after autodiff (hc-fuse-bias-grads; same bits, one pass over dY fewer)
+  bool fuseBiasGrads = true;
   // "fp32" or "bf16" (hc-bf16-gemms: GEMM-class ops take bf16-rounded
   // inputs, fp32 accumulation; everything else stays fp32)
   std::string precision = "fp32";

@@ -110,6 +110,19 @@ def FuseGemmEpilogues : Pass<"hc-fuse-gemm-epilogues", "mlir::func::FuncOp"> {
   let dependentDialects = ["hc::graph::HCDialect"];
 }
 
+def FuseBiasGrads : Pass<"hc-fuse-bias-grads", "mlir::func::FuncOp"> {
+  let summary = "after autodiff: the bias gradient's sum into the weight gradient's GEMM";
+  let description = [{
+    `hc.linear_grad_weight %dy, %x` and `hc.reduce_sum %dy` over every dim
+    but the last (keepdims false, float32) become one
+    `hc.linear_grad_weight_bias %dy, %x` with both results: the GEMM adds up
+    the bias gradient while it reads dY, in reduce_sum's order (the same
+    bits, one pass over dY fewer). `hc-compile --fuse-bias-grads off` keeps
+    them apart.
+  }];
+  let dependentDialects = ["hc::graph::HCDialect"];
+}
+
 def Bf16Gemms : Pass<"hc-bf16-gemms", "mlir::func::FuncOp"> {
   let summary = "bf16 mixed precision: GEMM-class ops take bf16-rounded inputs";
   let description = [{

@@ -144,7 +144,19 @@ typedef struct hc_sgemm_args {
   float *C;
   int64_t ldc, stride_c;
   const hc_epilogue *epi;  // NULL: no epilogue
+  // Non-NULL: op(A)'s rows summed over k as well, in double, per chunk of
+  // HC_SUM_CHUNK ks: a_sums[(k / HC_SUM_CHUNK) * M + m] += op(A)[m, k], each
+  // chunk's ks in order (entry b's at a_sums + b * ceil(K / HC_SUM_CHUNK) *
+  // M). The caller zero-fills it and adds the chunks in order: a weight
+  // gradient's bias gradient (A = dY^T) from the GEMM's own pass over dY,
+  // the same bits as a separate column sum.
+  double *a_sums;
 } hc_sgemm_args;
+
+// The row chunk of every double column sum of the runtime (bias gradients,
+// hc_sgemm_args::a_sums): each chunk summed apart, then the chunks in order,
+// so the result does not depend on the partition.
+#define HC_SUM_CHUNK 256
 
 // The fast path: packed, cache-blocked (blocking from hwloc's cache sizes),
 // micro-kernels chosen by hcrt_isa(), 2-D partition over the thread range.
