@@ -124,18 +124,19 @@ def FuseBiasGrads : Pass<"hc-fuse-bias-grads", "mlir::func::FuncOp"> {
 }
 
 def Bf16Gemms : Pass<"hc-bf16-gemms", "mlir::func::FuncOp"> {
-  let summary = "bf16 mixed precision: GEMM-class ops take bf16-rounded inputs";
+  let summary = "bf16 mixed precision: product ops take bf16-rounded inputs";
   let description = [{
     `hc-compile --precision bf16`, after autodiff, the optimizer and the
-    epilogue fusion: every float32 `hc.linear`, `hc.linear_grad_input`,
-    `hc.linear_grad_weight`, `hc.matmul`, `hc.linear_gelu` and
-    `hc.linear_grad_input_gelu` gets `precision = "bf16"`: its two GEMM
-    operands are rounded to bf16 (round to nearest even) and the products
-    summed in float32. Lowering copies the attribute onto the `hcs.call`
-    (a flag in kernels.def); the runtime then runs hc_gemm_bf16, the
-    evaluators round the same two operands. Everything else (norms,
-    softmax, attention, the loss, the optimizer, parameters and optimizer
-    state) stays float32. An extension beyond the paper.
+    fusions after it: every all-float32 op whose kernel has the `precision`
+    flag in `kernels.def` (the GEMMs: `hc.linear`, its gradients, the fused
+    weight-and-bias gradient, `hc.matmul`, the epilogue-fused GEMMs; flash
+    attention and its gradient) gets `precision = "bf16"`: its products
+    round their operands to bf16 (round to nearest even) and sum in
+    float32. Lowering copies the attribute onto the `hcs.call`; the runtime
+    then runs the bf16 kernels, the evaluators round the same operands.
+    Everything else (norms, softmax, the loss, the optimizer, parameters and
+    optimizer state, a bias gradient's sum) stays float32. An extension
+    beyond the paper.
   }];
   let dependentDialects = ["hc::graph::HCDialect"];
 }
