@@ -224,9 +224,10 @@ const GemmKernel &gemmAvx512();
 const GemmKernel &gemmAvx512Bf16();
 // sgemmInCache with a given kernel.
 void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g);
-// hc_sgemm's driver (gemm.cpp) with a given kernel.
+// hc_sgemm's driver (gemm.cpp) with a given kernel; aSums: op(A)'s row
+// sums too (hc_sgemm_row_sums), or null.
 void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
-                    hc_threads threads);
+                    hc_threads threads, double *aSums);
 bool cpuHasAvx512Bf16();
 
 // float -> bf16 -> float, round to nearest even (NaN stays NaN, quiet).

@@ -518,7 +518,7 @@ TEST(Gemm, FewRowsLongKStreamB) {
 }
 
 namespace {
-// hc_sgemm_args::a_sums: op(A)'s row sums per HC_SUM_CHUNK ks, each chunk's
+// hc_sgemm_row_sums: op(A)'s row sums per HC_SUM_CHUNK ks, each chunk's
 // ks summed in order in double: compared bit for bit with that sum done
 // here, and C bit for bit with the same call without the sums.
 void expectRowSums(int64_t M, int64_t N, int64_t K, int ta, int64_t batch,
@@ -542,9 +542,12 @@ void expectRowSums(int64_t M, int64_t N, int64_t K, int ta, int64_t batch,
     g.A = A.data(), g.lda = lda, g.stride_a = sa;
     g.B = B.data(), g.ldb = N, g.stride_b = K * N;
     g.C = with ? C2.data() : C1.data(), g.ldc = N, g.stride_c = M * N;
-    g.a_sums = with ? sums.data() : nullptr;
-    if (bf16)
+    if (bf16 && with)
+      hc_gemm_bf16_row_sums(&g, sums.data(), threads(nthreads));
+    else if (bf16)
       hc_gemm_bf16(&g, threads(nthreads));
+    else if (with)
+      hc_sgemm_row_sums(&g, sums.data(), threads(nthreads));
     else
       hc_sgemm(&g, threads(nthreads));
   }

@@ -159,8 +159,12 @@ void linearGradWeight(const hcrt_tensor &dy, const hcrt_tensor &x,
   g.A = A.p, g.lda = A.ld;
   g.B = Bop.p, g.ldb = Bop.ld;
   g.C = static_cast<float *>(dw.data), g.ldc = N;
-  g.a_sums = db ? sums.data() : nullptr;
-  runGemm(g, bf16, th);
+  if (!db)
+    runGemm(g, bf16, th);
+  else if (bf16)
+    hc_gemm_bf16_row_sums(&g, sums.data(), th);
+  else
+    hc_sgemm_row_sums(&g, sums.data(), th);
   if (db)
     for (int64_t m = 0; m < M; ++m) {
       double s = 0;
@@ -200,7 +204,7 @@ HCRT_OP_DEF(linear_grad_weight) {
 }
 
 // dw as linear_grad_weight, and db [out] = dy summed over all leading dims,
-// added up by the GEMM as it reads dY (hc_sgemm_args::a_sums): the same
+// added up by the GEMM as it reads dY (hc_sgemm_row_sums): the same
 // bits as reduce_sum's column sums, without their pass over dY.
 HCRT_OP_DEF(linear_grad_weight_bias) {
   (void)nin, (void)nout;

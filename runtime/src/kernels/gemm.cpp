@@ -98,10 +98,10 @@ struct Problem {
   float *C;
   int64_t ldc;
   EpiCtx epi;
-  double *aSums = nullptr;  // hc_sgemm_args::a_sums (this entry's)
+  double *aSums = nullptr;  // hc_sgemm_row_sums' sums (this entry's)
 };
 
-// op(A)[m0:m1, k0:k1) added to the row sums (hc_sgemm_args::a_sums), the
+// op(A)[m0:m1, k0:k1) added to the row sums (hc_sgemm_row_sums), the
 // ks of each chunk in order.
 void addRowSums(const Problem &p, int64_t m0, int64_t m1, int64_t k0,
                 int64_t k1) {
@@ -773,7 +773,7 @@ void gemmViaTemp(const GemmKernel &k, const Blocking &bl, Problem p, Range r) {
 }
 
 // Entry b of a batched call.
-Problem problemOf(const hc_sgemm_args &g, int64_t b) {
+Problem problemOf(const hc_sgemm_args &g, int64_t b, double *aSums) {
   Problem p;
   p.M = g.M, p.N = g.N, p.K = g.K;
   p.transA = g.trans_a, p.transB = g.trans_b;
@@ -782,8 +782,8 @@ Problem problemOf(const hc_sgemm_args &g, int64_t b) {
   p.B = g.B + b * g.stride_b, p.ldb = g.ldb;
   p.C = g.C + b * g.stride_c, p.ldc = g.ldc;
   p.epi = resolveEpi(g, b);
-  if (g.a_sums)
-    p.aSums = g.a_sums + b * ((g.K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK) * g.M;
+  if (aSums)
+    p.aSums = aSums + b * ((g.K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK) * g.M;
   return p;
 }
 
@@ -810,7 +810,7 @@ void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g) {
   Blocking bl = blocking(k);
   if (bl.directA == 1)
     bl.directA = 2;
-  const Problem p = problemOf(g, 0);
+  const Problem p = problemOf(g, 0, nullptr);
   if (needsTempC(bl, p))
     gemmViaTemp(k, bl, p, Range{0, 1});
   else
@@ -820,7 +820,7 @@ void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g) {
 // hc_sgemm's driver with the kernel `k` (hc_gemm_bf16 runs it with a bf16
 // kernel: gemm_bf16.cpp).
 void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
-                    hc_threads threads) {
+                    hc_threads threads, double *aSums) {
   const int64_t M = g->M, N = g->N, K = g->K;
   const int64_t batch = g->batch <= 0 ? 1 : g->batch;
   if (M <= 0 || N <= 0)
@@ -831,7 +831,7 @@ void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
   const double macs = static_cast<double>(M) * N * std::max<int64_t>(K, 1);
   if (macs * batch < 262144.0)
     r.count = 1;
-  auto problem = [&](int64_t b) { return problemOf(*g, b); };
+  auto problem = [&](int64_t b) { return problemOf(*g, b, aSums); };
   auto needsTemp = [&](const Problem &p) { return needsTempC(bl, p); };
   // Many small entries (attention heads): whole entries per thread.
   if (batch >= 2 * r.count && r.count > 1 && macs < 4.0e6) {
@@ -860,5 +860,10 @@ void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
 } // namespace hc::rt
 
 extern "C" void hc_sgemm(const hc_sgemm_args *g, hc_threads threads) {
-  hc::rt::gemmWithKernel(hc::rt::kernel(), g, threads);
+  hc::rt::gemmWithKernel(hc::rt::kernel(), g, threads, nullptr);
+}
+
+extern "C" void hc_sgemm_row_sums(const hc_sgemm_args *g, double *aSums,
+                                  hc_threads threads) {
+  hc::rt::gemmWithKernel(hc::rt::kernel(), g, threads, aSums);
 }

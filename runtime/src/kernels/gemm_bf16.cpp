@@ -92,7 +92,11 @@ using namespace hc::rt;
 extern "C" {
 
 void hc_gemm_bf16(const hc_sgemm_args *g, hc_threads threads) {
-  gemmWithKernel(kernelBf16(), g, threads);
+  gemmWithKernel(kernelBf16(), g, threads, nullptr);
+}
+
+void hc_gemm_bf16_row_sums(const hc_sgemm_args *g, double *aSums, hc_threads threads) {
+  gemmWithKernel(kernelBf16(), g, threads, aSums);
 }
 
 int32_t hcrt_bf16_native(void) { return native() ? 1 : 0; }

@@ -144,18 +144,11 @@ typedef struct hc_sgemm_args {
   float *C;
   int64_t ldc, stride_c;
   const hc_epilogue *epi;  // NULL: no epilogue
-  // Non-NULL: op(A)'s rows summed over k as well, in double, per chunk of
-  // HC_SUM_CHUNK ks: a_sums[(k / HC_SUM_CHUNK) * M + m] += op(A)[m, k], each
-  // chunk's ks in order (entry b's at a_sums + b * ceil(K / HC_SUM_CHUNK) *
-  // M). The caller zero-fills it and adds the chunks in order: a weight
-  // gradient's bias gradient (A = dY^T) from the GEMM's own pass over dY,
-  // the same bits as a separate column sum.
-  double *a_sums;
 } hc_sgemm_args;
 
 // The row chunk of every double column sum of the runtime (bias gradients,
-// hc_sgemm_args::a_sums): each chunk summed apart, then the chunks in order,
-// so the result does not depend on the partition.
+// hc_sgemm_row_sums): each chunk summed apart, then the chunks in order, so
+// the result does not depend on the partition.
 #define HC_SUM_CHUNK 256
 
 // The fast path: packed, cache-blocked (blocking from hwloc's cache sizes),
@@ -181,6 +174,15 @@ void hc_sgemm_ref(const hc_sgemm_args *args);
 void hc_gemm_bf16(const hc_sgemm_args *args, hc_threads threads);
 // Reference of the same contract (single thread, double accumulation).
 void hc_gemm_bf16_ref(const hc_sgemm_args *args);
+// hc_sgemm / hc_gemm_bf16 that also sum op(A)'s rows over k, in double, per
+// chunk of HC_SUM_CHUNK ks: a_sums[(k / HC_SUM_CHUNK) * M + m] += op(A)[m, k],
+// each chunk's ks in order, from the float32 operand (not its bf16
+// rounding); entry b's at a_sums + b * ceil(K / HC_SUM_CHUNK) * M. The
+// caller zero-fills a_sums and adds the chunks in order. A weight gradient's
+// bias gradient (A = dY^T) from the GEMM's own pass over dY: the same bits
+// as a separate column sum in HC_SUM_CHUNK chunks. C is as without them.
+void hc_sgemm_row_sums(const hc_sgemm_args *args, double *a_sums, hc_threads threads);
+void hc_gemm_bf16_row_sums(const hc_sgemm_args *args, double *a_sums, hc_threads threads);
 int32_t hcrt_bf16_native(void);
 int32_t hcrt_set_bf16_native(int32_t on);
 // Convenience: no batch, no epilogue.
