@@ -74,16 +74,22 @@ Mat matOrPack(const hcrt_tensor &t, int split, Buf<float> &buf, hc_threads th,
 // The precision flag of a GEMM-class call (kernels.def).
 bool bf16Of(const hcrt_attrs *attrs) { return attrInt(attrs, 0, 0) != 0; }
 
-void runGemm(const hc_sgemm_args &g, bool bf16, hc_threads th) {
-  if (bf16)
+// aSums: op(A)'s row sums too (hc_sgemm_row_sums), or null.
+void runGemm(const hc_sgemm_args &g, bool bf16, hc_threads th,
+             double *aSums = nullptr) {
+  if (bf16 && aSums)
+    hc_gemm_bf16_row_sums(&g, aSums, th);
+  else if (bf16)
     hc_gemm_bf16(&g, th);
+  else if (aSums)
+    hc_sgemm_row_sums(&g, aSums, th);
   else
     hc_sgemm(&g, th);
 }
 
 void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
           const GemmOperand &b, float *c, const hc_epilogue *epi, bool bf16,
-          hc_threads th) {
+          hc_threads th, double *aSums = nullptr) {
   if (M <= 0 || N <= 0)
     return;
   hc_sgemm_args g{};
@@ -94,7 +100,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
   g.B = b.p, g.ldb = b.ld;
   g.C = c, g.ldc = N;
   g.epi = epi;
-  runGemm(g, bf16, th);
+  runGemm(g, bf16, th, aSums);
 }
 
 // y [..., out] = x [..., in] W^T (+ b), with `epi` (the bias is added to
@@ -152,19 +158,8 @@ void linearGradWeight(const hcrt_tensor &dy, const hcrt_tensor &x,
   std::vector<double> sums(db ? static_cast<size_t>(chunks * M) : 0, 0.0);
   GemmOperand A = gemmOperandOrPack(pg, M, K, mg.cs, mg.rs, bg2, th);
   GemmOperand Bop = gemmOperandOrPack(px, K, N, mx.rs, mx.cs, bx2, th);
-  hc_sgemm_args g{};
-  g.M = M, g.N = N, g.K = K, g.batch = 1;
-  g.trans_a = A.trans, g.trans_b = Bop.trans;
-  g.alpha = 1.0f, g.beta = 0.0f;
-  g.A = A.p, g.lda = A.ld;
-  g.B = Bop.p, g.ldb = Bop.ld;
-  g.C = static_cast<float *>(dw.data), g.ldc = N;
-  if (!db)
-    runGemm(g, bf16, th);
-  else if (bf16)
-    hc_gemm_bf16_row_sums(&g, sums.data(), th);
-  else
-    hc_sgemm_row_sums(&g, sums.data(), th);
+  gemm(M, N, K, A, Bop, static_cast<float *>(dw.data), nullptr, bf16, th,
+       db ? sums.data() : nullptr);
   if (db)
     for (int64_t m = 0; m < M; ++m) {
       double s = 0;
