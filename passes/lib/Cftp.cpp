@@ -165,6 +165,9 @@ void Planner::commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
         outs.push_back(sliceOf(b, v, s.outs[i], op->getLoc()));
       auto sub = b.create<hs::CallOp>(op->getLoc(), call.getKernelAttr(), ins,
                                       outs, call.getAttrs());
+      // The whole call's marks (a recomputation's hcs.recompute) go with
+      // every piece.
+      sub->setDiscardableAttrs(op->getDiscardableAttrDictionary());
       sub->setAttr("cluster", b.getI64IntegerAttr(s.k));
       sub->setAttr("split", b.getStringAttr(part->how));
     }

@@ -217,3 +217,36 @@ func.func @step() attributes {hcs.memory = #hcs.memory_plan<budget = 0, reserve 
   hcs.loss %l : memref<f32>
   return
 }
+
+// -----
+
+// A call hc-automem marked as a recomputation (hcs.recompute) keeps the mark
+// on every piece of its cut.
+// CHECK-LABEL: func.func @step()
+// CHECK: hcs.call "linear"({{.*}}) {} {cluster = 0 : i64, hcs.recompute, split = "rows"}
+// CHECK: hcs.call "linear"({{.*}}) {} {cluster = 1 : i64, hcs.recompute, split = "rows"}
+func.func @step() {
+  %x = hcs.input "x" {index = 0 : i64} : memref<4x8xf32>
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<16x8xf32>
+  %b = hcs.buffer "param" {name = "b", offset = 512 : i64} : memref<16xf32>
+  %dw = hcs.buffer "grad" {name = "grad:w", offset = 0 : i64} : memref<16x8xf32>
+  %db = hcs.buffer "grad" {name = "grad:b", offset = 512 : i64} : memref<16xf32>
+  %y = hcs.buffer "act" : memref<4x16xf32>
+  hcs.call "linear"(%x, %w, %b) -> (%y) {} {hcs.recompute} : (memref<4x8xf32>, memref<16x8xf32>, memref<16xf32>) -> memref<4x16xf32>
+  %z = hcs.buffer "act" : memref<4x16xf32>
+  hcs.call "gelu"(%y) -> (%z) {approximate = "tanh"} : (memref<4x16xf32>) -> memref<4x16xf32>
+  %t = hcs.buffer "act" : memref<4x16xf32>
+  hcs.call "copy"(%z) -> (%t) {} : (memref<4x16xf32>) -> memref<4x16xf32>
+  %l = hcs.buffer "act" : memref<f32>
+  hcs.call "mse_loss"(%z, %t) -> (%l) {} : (memref<4x16xf32>, memref<4x16xf32>) -> memref<f32>
+  %one = hcs.constant dense<1.0> : tensor<f32> : memref<f32>
+  %dz = hcs.buffer "act" : memref<4x16xf32>
+  hcs.call "mse_loss_grad"(%one, %z, %t) -> (%dz) {} : (memref<f32>, memref<4x16xf32>, memref<4x16xf32>) -> memref<4x16xf32>
+  hcs.call "linear_grad_weight"(%dz, %x) -> (%dw) {} : (memref<4x16xf32>, memref<4x8xf32>) -> memref<16x8xf32>
+  hcs.call "reduce_sum"(%dz) -> (%db) {axes = array<i64: 0>, keepdims = false} : (memref<4x16xf32>) -> memref<16xf32>
+  %all = hcs.buffer "grad" {offset = 0 : i64} : memref<144xf32>
+  %tok = hcs.allreduce_start %all {bucket_id = 0 : i64} : memref<144xf32>
+  hcs.wait %tok
+  hcs.loss %l : memref<f32>
+  return
+}

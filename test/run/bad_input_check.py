@@ -116,7 +116,7 @@ def case_check_finite(c):
     for kernel, want in (("linear", "kernel linear (forward) of ONNX node '/dit/x_embedder/proj/Conv' wrote nan "
                                     "into an activation"),
                          ("gelu_grad", "kernel gelu_grad (backward) of ONNX node '/dit/blocks.1/mlp/act/"),
-                         ("linear_grad_weight", "(backward) of ONNX node '/dit/final_layer/linear/Add' wrote nan "
+                         ("linear_grad_weight_bias", "(backward) of ONNX node '/dit/final_layer/linear/Add' wrote nan "
                                                 "into grad:final_layer.linear.weight")):
         p = c.refused("hc-run", run, ["--check-finite: step 1, rank 0: ", want], code=1,
                       env={"HC_CHECK_FINITE_PLANT": kernel})

@@ -35,8 +35,10 @@ def check_profile(c, path, batch, np_):
     kinds = {k["kernel"]: k for k in j["kinds"]}
     m = j["machine"]
     check(m["fma_peak_gflops"] > 0 and m["triad_gbs"] > 0 and m["threads"] >= 1, "machine %s" % m)
-    for k in ("linear", "linear_grad_input", "linear_grad_weight", "attention", "attention_grad", "adamw",
-              "layer_norm", "modulate"):
+    # (every weight gradient here has its bias gradient beside it: one
+    # linear_grad_weight_bias call, hc-fuse-bias-grads)
+    for k in ("linear", "linear_grad_input", "linear_grad_weight_bias", "attention", "attention_grad",
+              "adamw", "layer_norm", "modulate"):
         check(k in kinds and kinds[k]["calls_per_step"] >= 1, "kind %s missing: %s" % (k, sorted(kinds)))
     total = sum(k["seconds_per_step"] for k in j["kinds"])
     check(abs(total - j["profiled_s"]) <= 1e-9 + 1e-6 * total and total <= j["step_s"] * 1.02 + 1e-4,
@@ -46,8 +48,8 @@ def check_profile(c, path, batch, np_):
           % (lin, forward_linear_flops(batch)))
     # Backward: every weight gets its gradient (2 M out in each), the input
     # gradient skips the patch embedding (its input x_t needs none).
-    check(kinds["linear_grad_weight"]["flops_per_step"] == lin, "dW flops %g vs forward %g"
-          % (kinds["linear_grad_weight"]["flops_per_step"], lin))
+    check(kinds["linear_grad_weight_bias"]["flops_per_step"] == lin, "dW flops %g vs forward %g"
+          % (kinds["linear_grad_weight_bias"]["flops_per_step"], lin))
     check(kinds["linear_grad_input"]["flops_per_step"] <= lin, "dX flops %g exceed forward %g"
           % (kinds["linear_grad_input"]["flops_per_step"], lin))
     model = 3 * (lin + kinds["attention"]["flops_per_step"])

@@ -556,7 +556,8 @@ void expectRowSums(int64_t M, int64_t N, int64_t K, int ta, int64_t batch,
                          " batch=" + std::to_string(batch) + (bf16 ? " bf16" : " fp32") +
                          " threads=" + std::to_string(nthreads) + " isa=" +
                          hcrt_isa_name(hcrt_isa());
-  EXPECT_EQ(0, std::memcmp(C1.data(), C2.data(), sizeof(float) * C1.size())) << at;
+  EXPECT_TRUE(C1.empty() || std::memcmp(C1.data(), C2.data(), sizeof(float) * C1.size()) == 0)
+      << at;
   int64_t bad = 0;
   for (size_t i = 0; i < sums.size(); ++i)
     bad += std::memcmp(&sums[i], &want[i], sizeof(double)) != 0;
@@ -570,7 +571,7 @@ TEST(Gemm, RowSumsOfA) {
   // the K split (sums apart after it), the shared panel with tiny blocks
   // (k blocks cutting chunks), batches; fp32 and bf16 kernels.
   struct S { int64_t M, N, K; };
-  const S shapes[] = {{37, 41, 1031}, {168, 50, 700}, {5, 3, 2001}, {211, 97, 163}, {1, 30, 1}, {1, 300, 1001}};
+  const S shapes[] = {{37, 41, 1031}, {168, 50, 700}, {5, 3, 2001}, {211, 97, 163}, {1, 30, 1}, {1, 300, 1001}, {7, 0, 600}};
   uint32_t seed = 11000;
   auto grid = [&](int nthreads) {
     for (int32_t isa : availableIsas()) {

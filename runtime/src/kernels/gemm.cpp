@@ -823,8 +823,12 @@ void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
                     hc_threads threads, double *aSums) {
   const int64_t M = g->M, N = g->N, K = g->K;
   const int64_t batch = g->batch <= 0 ? 1 : g->batch;
-  if (M <= 0 || N <= 0)
+  if (M <= 0 || N <= 0) {
+    if (aSums && M > 0)  // no product to read A: its row sums alone
+      for (int64_t b = 0; b < batch; ++b)
+        addRowSums(problemOf(*g, b, aSums), 0, M, 0, K);
     return;
+  }
   const Blocking bl = blocking(k);
   Range r = resolve(threads);
   // Small products stay on one thread (waking others costs more).
