@@ -57,7 +57,7 @@ public:
   Planner(func::FuncOp f, int clusters, std::vector<int> threads, Rates rates)
       : f(f), K(clusters), threads(std::move(threads)), rates(std::move(rates)),
         clock(K, 0.0), count(K, 0), seen(K, std::vector<int64_t>(K, 0)),
-        log(K) {}
+        log(K), laneFree(K, 0.0) {}
   LogicalResult run();
 
 private:
@@ -69,7 +69,7 @@ private:
   bool cutCopy(Operation *copy);
   void cutWait(hs::WaitOp wait);
   void place(Operation *op, int k, double dur, double notBefore);
-  double startCopy(double start, int64_t bytes);
+  double startCopy(int lane, double start, int64_t bytes, bool piece);
 
   func::FuncOp f;
   int K;
@@ -81,7 +81,7 @@ private:
   std::vector<std::vector<int64_t>> seen;  // seen[k][j]: k waited for j's count
   std::vector<std::vector<Done>> log;
   llvm::DenseMap<Value, double> copyDone;  // a tier copy's token -> its end
-  double engineFree = 0;                   // the copy engine's queue drains
+  std::vector<double> laneFree;            // each copy lane's queue drains
   // A tier copy cut by clusters: its token -> each cluster's piece's token.
   llvm::DenseMap<Value, SmallVector<Value>> pieces;
   SmallVector<Operation *> cutCopies;      // erased once their waits are cut
@@ -182,12 +182,15 @@ void Planner::commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
   }
 }
 
-// The copy engine is one FIFO: a copy started at `start` ends when those
-// queued before it and its own bytes are done.
-double Planner::startCopy(double start, int64_t bytes) {
-  engineFree = std::max(engineFree, start) +
-               static_cast<double>(bytes) / (diskTier ? rates.diskBytes : rates.copyBytes);
-  return engineFree;
+// The copy engine has one FIFO lane per cluster stream (copy_engine.h): a
+// copy started at `start` on lane k ends when those queued before it on
+// that lane and its own bytes are done. The pieces of a cut copy run on
+// all lanes at once and share the disk: each moves at 1 / K of its rate.
+double Planner::startCopy(int lane, double start, int64_t bytes, bool piece) {
+  const double rate = diskTier ? rates.diskBytes / (piece ? K : 1) : rates.copyBytes;
+  double &free = laneFree[static_cast<size_t>(lane)];
+  free = std::max(free, start) + static_cast<double>(bytes) / rate;
+  return free;
 }
 
 // `op` (just created, a copy's piece or its wait) goes to cluster k's stream,
@@ -251,7 +254,7 @@ bool Planner::cutCopy(Operation *copy) {
     piece->setOperand(1, to);
     place(piece, k, rates.kernel.call, 0);
     copyDone[piece->getResult(0)] =
-        startCopy(log[k].back().finish, hs::byteSize(pieceType));
+        startCopy(k, log[k].back().finish, hs::byteSize(pieceType), true);
     tokens.push_back(piece->getResult(0));
     ++nCopies;
   }
@@ -389,7 +392,8 @@ LogicalResult Planner::run() {
     if (isa<hs::OffloadOp, hs::PrefetchOp>(op)) {
       // Started where it stands in stream 0; the engine runs it meanwhile.
       copyDone[op->getResult(0)] = startCopy(
-          best.front().finish, hs::byteSize(cast<MemRefType>(op->getOperand(0).getType())));
+          best.front().k, best.front().finish,
+          hs::byteSize(cast<MemRefType>(op->getOperand(0).getType())), false);
       ++nCopies;
     }
   }

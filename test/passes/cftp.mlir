@@ -220,6 +220,45 @@ func.func @step() attributes {hcs.memory = #hcs.memory_plan<budget = 0, reserve 
 
 // -----
 
+// Each cluster's pieces of a cut copy queue on its own copy lane: both
+// clusters' offloads end together, neither stream lags the other, and the
+// linear after them is cut. (With one FIFO for both, cluster 1's piece
+// ended a piece's disk time after cluster 0's, and the model ran the
+// linear whole on cluster 0 while cluster 1 waited: 19 of S/2's linears
+// under a 60% budget.)
+// CHECK-LABEL: func.func @step()
+// CHECK-SAME: copies = 4 : i64
+// CHECK: %[[O0:.*]] = hcs.offload {{.*}} {cluster = 0 : i64}
+// CHECK: %[[O1:.*]] = hcs.offload {{.*}} {cluster = 1 : i64}
+// CHECK-NEXT: hcs.wait %[[O0]] {cluster = 0 : i64}
+// CHECK-NEXT: hcs.wait %[[O1]] {cluster = 1 : i64}
+// CHECK-NOT: hcs.call
+// CHECK: hcs.call "linear"({{.*}}) {} {cluster = 0 : i64, split = "rows"}
+// CHECK: hcs.call "linear"({{.*}}) {} {cluster = 1 : i64, split = "rows"}
+func.func @step() attributes {hcs.memory = #hcs.memory_plan<budget = 0, reserve = 0, tiers = [#hcs.tier<arenas = ["act"], capacity = 0, kind = "DRAM", name = "fast">, #hcs.tier<arenas = ["offload"], capacity = 0, kind = "disk", name = "disk">], offload_dir = "/tmp", recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {
+  %x = hcs.input "x" {index = 0 : i64} : memref<64x8192xf32>
+  %a = hcs.buffer "act" : memref<64x8192xf32>
+  hcs.call "gelu"(%x) -> (%a) {approximate = "tanh"} : (memref<64x8192xf32>) -> memref<64x8192xf32>
+  %o = hcs.buffer "offload" : memref<64x8192xf32>
+  %t0 = hcs.offload %a to %o : memref<64x8192xf32> to memref<64x8192xf32>
+  hcs.wait %t0
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<512x512xf32>
+  %h = hcs.input "h" {index = 1 : i64} : memref<64x512xf32>
+  %y = hcs.buffer "act" : memref<64x512xf32>
+  hcs.call "linear"(%h, %w) -> (%y) {} : (memref<64x512xf32>, memref<512x512xf32>) -> memref<64x512xf32>
+  %c = hcs.buffer "act" : memref<64x8192xf32>
+  %t1 = hcs.prefetch %o to %c : memref<64x8192xf32> to memref<64x8192xf32>
+  hcs.wait %t1
+  %l = hcs.buffer "act" : memref<f32>
+  hcs.call "reduce_mean"(%y) -> (%l) {axes = array<i64: 0, 1>, keepdims = false} : (memref<64x512xf32>) -> memref<f32>
+  %l2 = hcs.buffer "act" : memref<f32>
+  hcs.call "reduce_mean"(%c) -> (%l2) {axes = array<i64: 0, 1>, keepdims = false} : (memref<64x8192xf32>) -> memref<f32>
+  hcs.loss %l : memref<f32>
+  return
+}
+
+// -----
+
 // A call hc-automem marked as a recomputation (hcs.recompute) keeps the mark
 // on every piece of its cut.
 // CHECK-LABEL: func.func @step()

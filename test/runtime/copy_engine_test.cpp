@@ -1,7 +1,8 @@
 // The copy engine (hc/runtime/copy_engine.h): memory and disk copies in
-// order on the copy thread, bytes intact (odd sizes, a disk tail shorter
-// than a block, neighbours in the file left alone), the statistics, the
-// disk tier's refusals, and a failed copy failing its wait.
+// order on a lane's copy thread, lanes side by side, bytes intact (odd
+// sizes, a disk tail shorter than a block, neighbours in the file left
+// alone), the statistics, the disk tier's refusals, and a failed copy
+// failing its wait and every later one on any lane.
 #include "hc/runtime/copy_engine.h"
 
 #include <gtest/gtest.h>
@@ -37,8 +38,8 @@ TEST(CopyEngine, MemoryCopiesArriveInOrderAndCount) {
   hcrt_copy_stats_take(&before);
   const size_t n = (9u << 20) + 37;  // past two 4 MiB chunks, odd tail
   std::vector<char> a = randomBytes(n, 1), b(n), c(n);
-  int64_t t1 = hcrt_copy_start(HCRT_COPY_TO_SLOW, b.data(), a.data(), n, -1, 0);
-  int64_t t2 = hcrt_copy_start(HCRT_COPY_FROM_SLOW, c.data(), b.data(), n, -1, 0);
+  int64_t t1 = hcrt_copy_start(0, HCRT_COPY_TO_SLOW, b.data(), a.data(), n, -1, 0);
+  int64_t t2 = hcrt_copy_start(0, HCRT_COPY_FROM_SLOW, c.data(), b.data(), n, -1, 0);
   EXPECT_LT(t1, t2);
   char err[256] = {};
   ASSERT_EQ(hcrt_copy_wait(t2, err, sizeof err), 0) << err;
@@ -54,6 +55,38 @@ TEST(CopyEngine, MemoryCopiesArriveInOrderAndCount) {
   EXPECT_EQ(s.copies, 0) << "taking the statistics zeroes them";
 }
 
+// Each lane keeps its own order (a chain whose second copy reads what the
+// first wrote), tickets name their lane, and a lane out of range is lane 0.
+TEST(CopyEngine, LanesKeepTheirOwnOrder) {
+  const int lanes[] = {0, 1, 2, HCRT_COPY_LANES - 1, HCRT_COPY_LANES, -3};
+  const size_t n = (5u << 20) + 11;
+  std::vector<std::vector<char>> src, mid, dst;
+  std::vector<int64_t> first, second;
+  for (int i = 0; i < 6; ++i) {
+    src.push_back(randomBytes(n, 10 + i));
+    mid.emplace_back(n);
+    dst.emplace_back(n);
+  }
+  for (int i = 0; i < 6; ++i) {
+    first.push_back(hcrt_copy_start(lanes[i], HCRT_COPY_TO_SLOW, mid[i].data(),
+                                    src[i].data(), n, -1, 0));
+    second.push_back(hcrt_copy_start(lanes[i], HCRT_COPY_FROM_SLOW, dst[i].data(),
+                                     mid[i].data(), n, -1, 0));
+  }
+  char err[256] = {};
+  for (int i = 5; i >= 0; --i) {
+    const int lane = lanes[i] >= 0 && lanes[i] < HCRT_COPY_LANES ? lanes[i] : 0;
+    EXPECT_EQ(first[i] % HCRT_COPY_LANES, lane);
+    EXPECT_EQ(second[i] % HCRT_COPY_LANES, lane);
+    EXPECT_LT(first[i], second[i]);
+    ASSERT_EQ(hcrt_copy_wait(second[i], err, sizeof err), 0) << err;
+    EXPECT_EQ(std::memcmp(src[i].data(), dst[i].data(), n), 0) << "lane " << lanes[i];
+  }
+  hcrt_copy_stats s;
+  hcrt_copy_stats_take(&s);
+  EXPECT_EQ(s.copies, 12);
+}
+
 TEST(CopyEngine, DiskRoundTripKeepsEveryByteAndItsNeighbours) {
   std::string dir = tempDir();
   char err[512] = {};
@@ -65,10 +98,10 @@ TEST(CopyEngine, DiskRoundTripKeepsEveryByteAndItsNeighbours) {
   EXPECT_GE(hcrt_disk_direct(disk), 0);
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the tier's file has no name";
   std::vector<char> a = randomBytes(n1, 2), b = randomBytes(n2, 3), a2(n1), b2(n2);
-  int64_t w1 = hcrt_copy_start(HCRT_COPY_TO_DISK, nullptr, a.data(), n1, disk, off1);
-  int64_t w2 = hcrt_copy_start(HCRT_COPY_TO_DISK, nullptr, b.data(), n2, disk, off2);
-  int64_t r1 = hcrt_copy_start(HCRT_COPY_FROM_DISK, a2.data(), nullptr, n1, disk, off1);
-  int64_t r2 = hcrt_copy_start(HCRT_COPY_FROM_DISK, b2.data(), nullptr, n2, disk, off2);
+  int64_t w1 = hcrt_copy_start(0, HCRT_COPY_TO_DISK, nullptr, a.data(), n1, disk, off1);
+  int64_t w2 = hcrt_copy_start(0, HCRT_COPY_TO_DISK, nullptr, b.data(), n2, disk, off2);
+  int64_t r1 = hcrt_copy_start(0, HCRT_COPY_FROM_DISK, a2.data(), nullptr, n1, disk, off1);
+  int64_t r2 = hcrt_copy_start(0, HCRT_COPY_FROM_DISK, b2.data(), nullptr, n2, disk, off2);
   ASSERT_EQ(hcrt_copy_wait(r2, err, sizeof err), 0) << err;
   (void)w1, (void)w2, (void)r1;
   EXPECT_EQ(std::memcmp(a.data(), a2.data(), n1), 0);
@@ -114,11 +147,13 @@ TEST(CopyEngine, ZFailedCopyFailsItsWaitAndEveryLaterOne) {
   std::vector<char> buf(4096, 1);
   // Past the reserved size is fine for a file; a closed file is not.
   hcrt_disk_close(disk);
-  int64_t t = hcrt_copy_start(HCRT_COPY_TO_DISK, nullptr, buf.data(), 4096, disk, 0);
+  int64_t t = hcrt_copy_start(0, HCRT_COPY_TO_DISK, nullptr, buf.data(), 4096, disk, 0);
   EXPECT_EQ(hcrt_copy_wait(t, err, sizeof err), -1);
   EXPECT_NE(std::string(err).find("write of 4096 bytes at 0 failed"), std::string::npos) << err;
   std::vector<char> other(64);
-  int64_t t2 = hcrt_copy_start(HCRT_COPY_TO_SLOW, other.data(), buf.data(), 64, -1, 0);
+  int64_t t2 = hcrt_copy_start(0, HCRT_COPY_TO_SLOW, other.data(), buf.data(), 64, -1, 0);
   EXPECT_EQ(hcrt_copy_wait(t2, err, sizeof err), -1);
+  int64_t t3 = hcrt_copy_start(5, HCRT_COPY_TO_SLOW, other.data(), buf.data(), 64, -1, 0);
+  EXPECT_EQ(hcrt_copy_wait(t3, err, sizeof err), -1) << "another lane fails too";
   std::filesystem::remove_all(dir);
 }

@@ -1,5 +1,5 @@
-// The copy engine (hc/runtime/copy_engine.h): one copy thread, a FIFO of
-// copies, and the disk tier's files.
+// The copy engine (hc/runtime/copy_engine.h): lanes of a FIFO of copies and
+// a copy thread each, and the disk tier's files.
 #include "hc/runtime/copy_engine.h"
 
 #include "internal.h"
@@ -37,7 +37,7 @@ struct Disk {
 };
 
 struct Copy {
-  int64_t ticket;
+  int64_t seq;  // the lane's sequence number (1, 2, ...)
   int32_t kind;
   char *dst;
   const char *src;
@@ -46,32 +46,42 @@ struct Copy {
   int64_t offset;
 };
 
-struct Engine {
-  std::mutex mu;
-  std::condition_variable work, done;
+// One FIFO of copies and its thread. A lane's copies run one at a time in
+// the order queued; lanes run side by side.
+struct Lane {
+  std::condition_variable work;
   std::deque<Copy> queue;
   std::thread thread;
-  bool started = false, stop = false;
+  bool started = false;
   int64_t issued = 0;
   std::atomic<int64_t> finished{0};
+  char *staging = nullptr;  // kChunk bytes, kBlock-aligned (direct I/O)
+};
+
+struct Engine {
+  std::mutex mu;
+  std::condition_variable done;
+  Lane lanes[HCRT_COPY_LANES];
+  bool stop = false;
   std::string failure;  // the first failed copy's message; sticky
   std::vector<Disk> disks;
   std::string overrideDir;
   hcrt_copy_stats stats{};
-  char *staging = nullptr;  // kChunk bytes, kBlock-aligned (direct I/O)
 
   ~Engine() {
     {
       std::lock_guard<std::mutex> lk(mu);
       stop = true;
     }
-    work.notify_all();
-    if (thread.joinable())
-      thread.join();
+    for (Lane &l : lanes) {
+      l.work.notify_all();
+      if (l.thread.joinable())
+        l.thread.join();
+      std::free(l.staging);
+    }
     for (Disk &d : disks)
       if (d.fd >= 0)
         close(d.fd);
-    std::free(staging);
   }
 };
 
@@ -79,6 +89,9 @@ Engine &engine() {
   static Engine e;
   return e;
 }
+
+// A ticket names its lane and its place in the lane's FIFO.
+int64_t ticketOf(int32_t lane, int64_t seq) { return seq * HCRT_COPY_LANES + lane; }
 
 std::string errnoText(int err) { return std::strerror(err); }
 
@@ -114,7 +127,8 @@ bool readAll(int fd, char *p, int64_t n, int64_t at) {
 }
 
 // One chunk of a copy; false + a message on failure.
-bool copyChunk(Engine &e, const Copy &c, int64_t at, int64_t n, std::string &error) {
+bool copyChunk(Engine &e, const Copy &c, char *staging, int64_t at, int64_t n,
+               std::string &error) {
   if (c.kind == HCRT_COPY_TO_SLOW || c.kind == HCRT_COPY_FROM_SLOW) {
     std::memcpy(c.dst + at, c.src + at, static_cast<size_t>(n));
     return true;
@@ -125,8 +139,8 @@ bool copyChunk(Engine &e, const Copy &c, int64_t at, int64_t n, std::string &err
   bool ok;
   if (c.kind == HCRT_COPY_TO_DISK) {
     if (d.direct) {
-      std::memcpy(e.staging, c.src + at, static_cast<size_t>(n));
-      ok = writeAll(d.fd, e.staging, padded, fileAt);
+      std::memcpy(staging, c.src + at, static_cast<size_t>(n));
+      ok = writeAll(d.fd, staging, padded, fileAt);
     } else {
       ok = writeAll(d.fd, c.src + at, n, fileAt);
       // Written back and dropped: offloaded data must leave RAM.
@@ -139,9 +153,9 @@ bool copyChunk(Engine &e, const Copy &c, int64_t at, int64_t n, std::string &err
     }
   } else {
     if (d.direct) {
-      ok = readAll(d.fd, e.staging, padded, fileAt);
+      ok = readAll(d.fd, staging, padded, fileAt);
       if (ok)
-        std::memcpy(c.dst + at, e.staging, static_cast<size_t>(n));
+        std::memcpy(c.dst + at, staging, static_cast<size_t>(n));
     } else {
       ok = readAll(d.fd, c.dst + at, n, fileAt);
       if (ok)
@@ -156,55 +170,65 @@ bool copyChunk(Engine &e, const Copy &c, int64_t at, int64_t n, std::string &err
   return ok;
 }
 
-void copyLoop(Engine *e, bool pinned) {
+void copyLoop(Engine *e, Lane *lane, bool pinned) {
   for (;;) {
     Copy c;
     bool ok;
     {
       std::unique_lock<std::mutex> lk(e->mu);
-      e->work.wait(lk, [&] { return e->stop || !e->queue.empty(); });
+      lane->work.wait(lk, [&] { return e->stop || !lane->queue.empty(); });
       if (e->stop)
         return;
-      c = e->queue.front();
+      c = lane->queue.front();
       ok = e->failure.empty();  // after a failure, nothing more is copied
     }
     const auto t0 = Clock::now();
     std::string error;
     for (int64_t at = 0; ok && at < c.bytes; at += kChunk) {
-      ok = copyChunk(*e, c, at, std::min(kChunk, c.bytes - at), error);
+      ok = copyChunk(*e, c, lane->staging, at, std::min(kChunk, c.bytes - at), error);
       if (!pinned)
         sched_yield();  // sharing a compute core: let the step's thread run
     }
     const double busy = std::chrono::duration<double>(Clock::now() - t0).count();
     {
       std::lock_guard<std::mutex> lk(e->mu);
-      e->queue.pop_front();
+      lane->queue.pop_front();
       if (!ok && e->failure.empty())
         e->failure = error.empty() ? "a copy before it failed" : error;
       e->stats.bytes[c.kind] += ok ? c.bytes : 0;
       e->stats.copies += ok;
       e->stats.busy_s += busy;
-      e->finished.store(c.ticket, std::memory_order_release);
+      lane->finished.store(c.seq, std::memory_order_release);
     }
     e->done.notify_all();
   }
 }
 
-void startThread(Engine &e) {
-  if (e.started)
+// Lane `k`'s thread, on first use: on a core the budget reserved (lanes
+// share them round robin), else unpinned.
+void startLane(Engine &e, int32_t k) {
+  Lane &l = e.lanes[k];
+  if (l.started)
     return;
-  e.started = true;
-  if (!e.staging)
-    e.staging = static_cast<char *>(std::aligned_alloc(kBlock, kChunk));
+  l.started = true;
+  if (!l.staging)
+    l.staging = static_cast<char *>(std::aligned_alloc(kBlock, kChunk));
   std::vector<int> reserved = hc::rt::reservedCores();
   const bool pin = !reserved.empty();
-  e.thread = std::thread(copyLoop, &e, pin);
+  l.thread = std::thread(copyLoop, &e, &l, pin);
   if (pin) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(reserved.back(), &set);
-    pthread_setaffinity_np(e.thread.native_handle(), sizeof set, &set);
+    CPU_SET(reserved[reserved.size() - 1 - static_cast<size_t>(k) % reserved.size()], &set);
+    pthread_setaffinity_np(l.thread.native_handle(), sizeof set, &set);
   }
+}
+
+bool queuesEmpty(const Engine &e) {
+  for (const Lane &l : e.lanes)
+    if (!l.queue.empty())
+      return false;
+  return true;
 }
 
 } // namespace
@@ -270,7 +294,7 @@ void hcrt_disk_close(int32_t disk) {
   Engine &e = engine();
   std::unique_lock<std::mutex> lk(e.mu);
   // Copies still queued may use the file: let them finish first.
-  e.done.wait(lk, [&] { return e.queue.empty(); });
+  e.done.wait(lk, [&] { return queuesEmpty(e); });
   if (disk >= 0 && static_cast<size_t>(disk) < e.disks.size() && e.disks[disk].fd >= 0) {
     close(e.disks[disk].fd);
     e.disks[disk].fd = -1;
@@ -285,27 +309,32 @@ int32_t hcrt_disk_direct(int32_t disk) {
   return e.disks[disk].direct ? 1 : 0;
 }
 
-int64_t hcrt_copy_start(int32_t kind, void *dst, const void *src, int64_t bytes,
-                        int32_t disk, int64_t offset) {
+int64_t hcrt_copy_start(int32_t lane, int32_t kind, void *dst, const void *src,
+                        int64_t bytes, int32_t disk, int64_t offset) {
   Engine &e = engine();
-  int64_t ticket;
+  if (lane < 0 || lane >= HCRT_COPY_LANES)
+    lane = 0;
+  Lane &l = e.lanes[lane];
+  int64_t seq;
   {
     std::lock_guard<std::mutex> lk(e.mu);
-    startThread(e);
-    ticket = ++e.issued;
-    e.queue.push_back(Copy{ticket, kind, static_cast<char *>(dst),
+    startLane(e, lane);
+    seq = ++l.issued;
+    l.queue.push_back(Copy{seq, kind, static_cast<char *>(dst),
                            static_cast<const char *>(src), bytes, disk, offset});
   }
-  e.work.notify_one();
-  return ticket;
+  l.work.notify_one();
+  return ticketOf(lane, seq);
 }
 
 int32_t hcrt_copy_wait(int64_t ticket, char *error, size_t size) {
   Engine &e = engine();
-  if (e.finished.load(std::memory_order_acquire) < ticket) {
+  Lane &l = e.lanes[ticket % HCRT_COPY_LANES];
+  const int64_t seq = ticket / HCRT_COPY_LANES;
+  if (l.finished.load(std::memory_order_acquire) < seq) {
     const auto t0 = Clock::now();
     std::unique_lock<std::mutex> lk(e.mu);
-    e.done.wait(lk, [&] { return e.finished.load(std::memory_order_acquire) >= ticket; });
+    e.done.wait(lk, [&] { return l.finished.load(std::memory_order_acquire) >= seq; });
     e.stats.stall_s += std::chrono::duration<double>(Clock::now() - t0).count();
   }
   std::lock_guard<std::mutex> lk(e.mu);

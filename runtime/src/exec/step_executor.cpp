@@ -417,8 +417,9 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
                        : c.kernel == HCRT_COPY_FROM_DISK ? P->descs[from].byte_offset
                                                          : 0;
       s->copying[c.attrs] = true;
+      // On its stream's lane: a cluster's copies queue behind its own only.
       s->tickets[c.attrs] = hcrt_copy_start(
-          c.kernel, c.kernel == HCRT_COPY_TO_DISK ? nullptr : s->tensors[to].data,
+          c.cluster, c.kernel, c.kernel == HCRT_COPY_TO_DISK ? nullptr : s->tensors[to].data,
           c.kernel == HCRT_COPY_FROM_DISK ? nullptr : s->tensors[from].data, bytes,
           s->disk, offset);
     } else if (c.kind == HCRT_ENTRY_COPY_WAIT) {

@@ -1,12 +1,15 @@
 // The copy engine: hc-automem's tier copies (hcs.offload / hcs.prefetch)
-// run on one copy thread while the step computes, between DRAM buffers or
-// to and from the disk tier, a file in the offload folder. The step starts
-// a copy and later waits for it (the plan's hcs.wait); the time it waits is
+// run on copy threads while the step computes, between DRAM buffers or to
+// and from the disk tier, a file in the offload folder. The step starts a
+// copy and later waits for it (the plan's hcs.wait); the time it waits is
 // the copy's exposed part. Plain C: generated code includes it.
 //
-// The copy thread runs on a core the core budget reserved (hc-run
-// --comm-cores) when there is one, else unpinned, yielding between 4 MiB
-// chunks. Disk I/O is direct (O_DIRECT, through an aligned staging buffer)
+// Lanes: one FIFO and one copy thread per lane; the step executor queues
+// each CFTP cluster stream's copies on the lane of its cluster, so a
+// stream's copies never wait behind another stream's (hc-cftp's cost model
+// prices each lane's queue apart). Each copy thread runs on a core the
+// core budget reserved (hc-run --comm-cores) when there is one, else
+// unpinned, yielding between 4 MiB chunks. Disk I/O is direct (O_DIRECT, through an aligned staging buffer)
 // where the file system allows it; elsewhere buffered, with each range
 // written back and dropped from the page cache (sync_file_range +
 // POSIX_FADV_DONTNEED), so offloaded data does not quietly stay in RAM.
@@ -37,16 +40,21 @@ void hcrt_disk_close(int32_t disk);
 // cache dropped (0), or is not open (-1).
 int32_t hcrt_disk_direct(int32_t disk);
 
-// Queues a copy of `bytes`: memory to memory (TO_SLOW, FROM_SLOW: `dst`,
-// `src`), memory to the disk file (TO_DISK: `src`, `disk`, `offset`) or back
-// (FROM_DISK: `dst`, `disk`, `offset`). Disk offsets are multiples of 4096;
-// the file's bytes from `offset` up to the next multiple of 4096 past
-// `bytes` belong to the copy. Copies run one at a time in the order queued.
-// Returns a ticket (> 0).
-int64_t hcrt_copy_start(int32_t kind, void *dst, const void *src, int64_t bytes,
-                        int32_t disk, int64_t offset);
+#define HCRT_COPY_LANES 64
+
+// Queues a copy of `bytes` on `lane` (0 .. HCRT_COPY_LANES - 1; others
+// mean 0): memory to memory (TO_SLOW, FROM_SLOW: `dst`, `src`), memory to
+// the disk file (TO_DISK: `src`, `disk`, `offset`) or back (FROM_DISK:
+// `dst`, `disk`, `offset`). Disk offsets are multiples of 4096; the file's
+// bytes from `offset` up to the next multiple of 4096 past `bytes` belong
+// to the copy. A lane's copies run one at a time in the order queued;
+// copies on different lanes run at once, so they must not touch the same
+// bytes (the plan's verifier proves it). Returns a ticket (> 0).
+int64_t hcrt_copy_start(int32_t lane, int32_t kind, void *dst, const void *src,
+                        int64_t bytes, int32_t disk, int64_t offset);
 // Blocks until copy `ticket` is done. 0, or -1 with one line in `error`
-// when it (or a copy before it) failed: the step must not go on.
+// when any copy so far failed (after a failure no lane copies any more):
+// the step must not go on.
 int32_t hcrt_copy_wait(int64_t ticket, char *error, size_t size);
 
 typedef struct {
