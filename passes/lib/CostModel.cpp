@@ -157,7 +157,7 @@ double callSeconds(hs::CallOp call, const MachineRates &rates) {
                        rates.kernel, rates.threads, call.getAttrs());
 }
 
-// A tier copy is handed to the copy thread and waited for: priced like a
+// A tier copy is handed to a copy lane and waited for: priced like a
 // kernel call's dispatch on top of its bytes, so tiny buffers are not
 // moved for free where recomputing them pays a call.
 double copySeconds(int64_t bytes, const MachineRates &rates) {

@@ -536,7 +536,7 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
         if (std::isfinite(gradNorm))
           m["grad_norm"] = gradNorm;
         // Tier copies (hc-automem), per step, rank 0's view: megabytes moved
-        // (to and from DRAM, to and from disk), the copy thread's busy time,
+        // (to and from DRAM, to and from disk), the copy threads' busy time,
         // the time the step waited for copies (stall) and the share of the
         // copying hidden under compute.
         hcrt_copy_stats cs;

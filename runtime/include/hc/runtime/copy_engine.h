@@ -60,7 +60,7 @@ int32_t hcrt_copy_wait(int64_t ticket, char *error, size_t size);
 typedef struct {
   int64_t bytes[HCRT_COPY_KINDS];  // moved, per kind
   int64_t copies;                  // completed
-  double busy_s;                   // the copy thread's time copying
+  double busy_s;                   // the copy threads' time copying (summed)
   double stall_s;                  // time steps spent in hcrt_copy_wait
 } hcrt_copy_stats;
 
