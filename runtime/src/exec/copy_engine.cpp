@@ -329,6 +329,8 @@ int64_t hcrt_copy_start(int32_t lane, int32_t kind, void *dst, const void *src,
 
 int32_t hcrt_copy_wait(int64_t ticket, char *error, size_t size) {
   Engine &e = engine();
+  if (ticket <= 0)  // no copy was started under it: nothing to wait for
+    ticket = 0;
   Lane &l = e.lanes[ticket % HCRT_COPY_LANES];
   const int64_t seq = ticket / HCRT_COPY_LANES;
   if (l.finished.load(std::memory_order_acquire) < seq) {
