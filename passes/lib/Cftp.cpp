@@ -390,7 +390,8 @@ LogicalResult Planner::run() {
     }
     commit(op, call, best, bestPart);
     if (isa<hs::OffloadOp, hs::PrefetchOp>(op)) {
-      // Started where it stands in stream 0; the engine runs it meanwhile.
+      // Started where it stands, on its stream's lane; the lane runs it
+      // meanwhile.
       copyDone[op->getResult(0)] = startCopy(
           best.front().k, best.front().finish,
           hs::byteSize(cast<MemRefType>(op->getOperand(0).getType())), false);

@@ -9,8 +9,9 @@
 // stream's copies never wait behind another stream's (hc-cftp's cost model
 // prices each lane's queue apart). Each copy thread runs on a core the
 // core budget reserved (hc-run --comm-cores) when there is one, else
-// unpinned, yielding between 4 MiB chunks. Disk I/O is direct (O_DIRECT, through an aligned staging buffer)
-// where the file system allows it; elsewhere buffered, with each range
+// unpinned, yielding between 4 MiB chunks. Disk I/O is direct (O_DIRECT,
+// through an aligned staging buffer per lane) where the file system
+// allows it; elsewhere buffered, with each range
 // written back and dropped from the page cache (sync_file_range +
 // POSIX_FADV_DONTNEED), so offloaded data does not quietly stay in RAM.
 #ifndef HC_RUNTIME_COPY_ENGINE_H
@@ -49,7 +50,8 @@ int32_t hcrt_disk_direct(int32_t disk);
 // bytes from `offset` up to the next multiple of 4096 past `bytes` belong
 // to the copy. A lane's copies run one at a time in the order queued;
 // copies on different lanes run at once, so they must not touch the same
-// bytes (the plan's verifier proves it). Returns a ticket (> 0).
+// bytes (hc-verify-plan's in-flight check proves it). Returns a ticket
+// (> 0).
 int64_t hcrt_copy_start(int32_t lane, int32_t kind, void *dst, const void *src,
                         int64_t bytes, int32_t disk, int64_t offset);
 // Blocks until copy `ticket` is done. 0, or -1 with one line in `error`
