@@ -56,9 +56,10 @@ TEST(CopyEngine, MemoryCopiesArriveInOrderAndCount) {
 }
 
 // Each lane keeps its own order (a chain whose second copy reads what the
-// first wrote), tickets name their lane, and a lane out of range is lane 0.
+// first wrote), tickets name their lane, a lane past the last wraps around
+// and a negative one is lane 0.
 TEST(CopyEngine, LanesKeepTheirOwnOrder) {
-  const int lanes[] = {0, 1, 2, HCRT_COPY_LANES - 1, HCRT_COPY_LANES, -3};
+  const int lanes[] = {0, 1, 2, HCRT_COPY_LANES - 1, HCRT_COPY_LANES + 1, -3};
   const size_t n = (5u << 20) + 11;
   std::vector<std::vector<char>> src, mid, dst;
   std::vector<int64_t> first, second;
@@ -75,7 +76,7 @@ TEST(CopyEngine, LanesKeepTheirOwnOrder) {
   }
   char err[256] = {};
   for (int i = 5; i >= 0; --i) {
-    const int lane = lanes[i] >= 0 && lanes[i] < HCRT_COPY_LANES ? lanes[i] : 0;
+    const int lane = lanes[i] < 0 ? 0 : lanes[i] % HCRT_COPY_LANES;
     EXPECT_EQ(first[i] % HCRT_COPY_LANES, lane);
     EXPECT_EQ(second[i] % HCRT_COPY_LANES, lane);
     EXPECT_LT(first[i], second[i]);

@@ -312,8 +312,8 @@ int32_t hcrt_disk_direct(int32_t disk) {
 int64_t hcrt_copy_start(int32_t lane, int32_t kind, void *dst, const void *src,
                         int64_t bytes, int32_t disk, int64_t offset) {
   Engine &e = engine();
-  if (lane < 0 || lane >= HCRT_COPY_LANES)
-    lane = 0;
+  // More streams than lanes share them (each lane keeps its FIFO order).
+  lane = lane < 0 ? 0 : lane % HCRT_COPY_LANES;
   Lane &l = e.lanes[lane];
   int64_t seq;
   {

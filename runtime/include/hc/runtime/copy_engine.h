@@ -43,8 +43,8 @@ int32_t hcrt_disk_direct(int32_t disk);
 
 #define HCRT_COPY_LANES 64
 
-// Queues a copy of `bytes` on `lane` (0 .. HCRT_COPY_LANES - 1; others
-// mean 0): memory to memory (TO_SLOW, FROM_SLOW: `dst`, `src`), memory to
+// Queues a copy of `bytes` on `lane` (taken modulo HCRT_COPY_LANES, so
+// more streams than lanes share them; a negative one is lane 0): memory to memory (TO_SLOW, FROM_SLOW: `dst`, `src`), memory to
 // the disk file (TO_DISK: `src`, `disk`, `offset`) or back (FROM_DISK:
 // `dst`, `disk`, `offset`). Disk offsets are multiples of 4096; the file's
 // bytes from `offset` up to the next multiple of 4096 past `bytes` belong
