@@ -5,7 +5,7 @@
 
 namespace hc {
 
-void addFusionPipeline(mlir::OpPassManager &pm) {
+void addFusionPipeline(mlir::OpPassManager &pm, bool modulatedLayerNorm) {
   auto &fn = pm.nest<mlir::func::FuncOp>();
   fn.addPass(createFuseChunk());
   fn.addPass(createFuseLinear());
@@ -13,6 +13,8 @@ void addFusionPipeline(mlir::OpPassManager &pm) {
   fn.addPass(createFuseSilu());
   fn.addPass(createFuseGelu());
   fn.addPass(createFuseModulate());
+  if (modulatedLayerNorm)
+    fn.addPass(createFuseModulatedLayerNorm());
   fn.addPass(createFuseGatedResidual());
   fn.addPass(createFuseAttention());
   fn.addPass(createFuseMseLoss());

@@ -117,7 +117,7 @@ struct OpsTable {
   void (*mse_bwd)(int64_t, const float *, const float *, float, float *);
   // (rows, cols, x, ld, acc): acc[c] += the column sums, in double
   void (*colsum_f64)(int64_t, int64_t, const float *, int64_t, double *);
-  // (rows, D, x, ldx, eps, mean, rstd)
+  // (rows, D, x, ldx, eps, mean, rstd): the forward's float statistics
   void (*layernorm_stats_rows)(int64_t, int64_t, const float *, int64_t,
                                double, float *, float *);
   // (n, x, shift, scale, y)

@@ -34,6 +34,30 @@ func.func @modulate_shape(%x: tensor<2x5x8xf32>, %c: tensor<2x7xf32>) {
 
 // -----
 
+func.func @modulated_layer_norm_shape(%x: tensor<2x5x8xf32>, %c: tensor<2x7xf32>) {
+  // expected-error @+1 {{shift and scale must be [B, D] = [2, 8]}}
+  %0 = hc.modulated_layer_norm %x, %c, %c {epsilon = 1.0e-6 : f64} : (tensor<2x5x8xf32>, tensor<2x7xf32>, tensor<2x7xf32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @modulated_layer_norm_epsilon(%x: tensor<2x5x8xf32>, %c: tensor<2x8xf32>) {
+  // expected-error @+1 {{epsilon must be >= 0}}
+  %0 = hc.modulated_layer_norm %x, %c, %c {epsilon = -1.0 : f64} : (tensor<2x5x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @modulated_layer_norm_grad_shape(%x: tensor<2x5x8xf32>, %c: tensor<2x7xf32>) {
+  // expected-error @+1 {{needs dy, x [B, N, D] and scale [B, D]}}
+  %0:3 = hc.modulated_layer_norm_grad %x, %x, %c {epsilon = 1.0e-6 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x7xf32>) -> (tensor<2x5x8xf32>, tensor<2x7xf32>, tensor<2x7xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_heads(%qkv: tensor<2x5x24xf32>) {
   // expected-error @+1 {{qkv's last dim 24 is not 3 * num_heads(5) * head_dim}}
   %0:2 = hc.attention %qkv {num_heads = 5 : i64, scale = 0.5 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x5x5xf32>)

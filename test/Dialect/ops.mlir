@@ -11,6 +11,10 @@ func.func @block(%x: tensor<2x5x8xf32>, %c: tensor<2x8xf32>, %wqkv: tensor<24x8x
   %na = hc.layer_norm %x scale %g shift %g {epsilon = 1.0e-5 : f64, axis = 2 : i64} : (tensor<2x5x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
   // CHECK: hc.modulate
   %m = hc.modulate %n, %c, %c : (tensor<2x5x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x5x8xf32>
+  // CHECK: hc.modulated_layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64} : (tensor<2x5x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x5x8xf32>
+  %mn = hc.modulated_layer_norm %x, %c, %c {epsilon = 1.0e-6 : f64} : (tensor<2x5x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x5x8xf32>
+  // CHECK: hc.modulated_layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
+  %mng:3 = hc.modulated_layer_norm_grad %mn, %x, %c {epsilon = 1.0e-6 : f64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
   %qkv = hc.linear %m, %wqkv : (tensor<2x5x8xf32>, tensor<24x8xf32>) -> tensor<2x5x24xf32>
   // CHECK: hc.attention %{{.*}} {num_heads = 2 : i64, scale = 5.000000e-01 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)
   %a:2 = hc.attention %qkv {num_heads = 2 : i64, scale = 0.5 : f64} : (tensor<2x5x24xf32>) -> (tensor<2x5x8xf32>, tensor<2x2x5xf32>)

@@ -34,12 +34,15 @@ def main():
 
     ir = run([os.path.join(a.bin, "hc-compile"), model, "--batch", "2", "--emit=hc"])
     ops = collections.Counter(re.findall(r"= (hc\.[a-z_]+)", ir))
-    # Per block: 2 norms, 1 attention, 1 GELU, 5 linears (qkv, proj, fc1,
-    # fc2, adaLN), 2 modulates. Outside: patch embed + 2 timestep linears,
-    # final norm + modulate + 2 linears, t-embedder SiLU + shared adaLN SiLU.
-    want = {"hc.layer_norm": 2 * depth + 1, "hc.gelu": depth,
+    # Per block: 2 modulated norms (each norm with its modulate,
+    # hc-fuse-modulated-layer-norm), 1 attention, 1 GELU, 5 linears (qkv,
+    # proj, fc1, fc2, adaLN). Outside: patch embed + 2 timestep linears,
+    # final modulated norm + 2 linears, t-embedder SiLU + shared adaLN SiLU.
+    # No norm or modulate is left apart.
+    want = {"hc.modulated_layer_norm": 2 * depth + 1, "hc.layer_norm": 0,
+            "hc.modulate": 0, "hc.gelu": depth,
             "hc.attention": depth, "hc.linear": 5 * depth + 5,
-            "hc.modulate": 2 * depth + 1, "hc.silu": 2, "hc.mse_loss": 1}
+            "hc.silu": 2, "hc.mse_loss": 1}
     # Conditionings (models/conditioning.py): tokens add a cross-attention
     # and its q, kv and proj linears per block and their embedder's
     # Linear-GELU-Linear; a vector its Linear-SiLU-Linear; a field nothing.

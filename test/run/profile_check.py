@@ -38,7 +38,7 @@ def check_profile(c, path, batch, np_):
     # (every weight gradient here has its bias gradient beside it: one
     # linear_grad_weight_bias call, hc-fuse-bias-grads)
     for k in ("linear", "linear_grad_input", "linear_grad_weight_bias", "attention", "attention_grad",
-              "adamw", "layer_norm", "modulate"):
+              "adamw", "modulated_layer_norm", "modulated_layer_norm_grad"):
         check(k in kinds and kinds[k]["calls_per_step"] >= 1, "kind %s missing: %s" % (k, sorted(kinds)))
     total = sum(k["seconds_per_step"] for k in j["kinds"])
     check(abs(total - j["profiled_s"]) <= 1e-9 + 1e-6 * total and total <= j["step_s"] * 1.02 + 1e-4,

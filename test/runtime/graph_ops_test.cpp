@@ -435,6 +435,83 @@ TEST(GraphOps, Modulate) {
       }
 }
 
+// -------------------------------------------------- modulated layer norm ----
+// Against float64: y = x_hat (1 + scale) + shift and its adjoints, the
+// statistics in float (the forward's, recomputed by the backward); dshift,
+// dscale float sums over N. Each sample's sums do not depend on the thread
+// count: the team's outputs equal one thread's bit for bit.
+TEST(GraphOps, ModulatedLayerNorm) {
+  const Shape shapes[] = {{2, 7, 5}, {1, 1, 1}, {3, 19, 300}, {5, 3, 64}, {2, 64, 33}};
+  uint32_t seed = 1300;
+  const double eps = 1e-6;
+  for (const Shape &s : shapes)
+    for (Layout l : kAllLayouts) {
+      const int64_t B = s[0], N = s[1], D = s[2];
+      TT x = make(s, l, seed++, -2, 3);
+      TT sh = make({B, D}, l == kContig ? kContig : kBroadcast, seed++);
+      TT sc = make({B, D}, l == kPadded ? kTransposed : kContig, seed++);
+      TT dy = make(s, l == kContig ? kTransposed : kContig, seed++);
+      std::vector<float> first[3];
+      for (int th : kThreads) {
+        TT y = output(s), dx = output(s), dsh = output({B, D}), dsc = output({B, D});
+        run(hcrt_op_modulated_layer_norm, {&x, &sh, &sc}, {&y}, attrs({}, {eps}), th);
+        run(hcrt_op_modulated_layer_norm_grad, {&dy, &x, &sc}, {&dx, &dsh, &dsc}, attrs({}, {eps}), th);
+        Checker c{tag("modulated_layer_norm", th, {&x, &sh, &sc})},
+            cg{tag("modulated_layer_norm_grad", th, {&dy, &x, &sc})};
+        std::vector<double> xh(B * N * D), ws(B * D, 0), wc(B * D, 0), ms(B * D, 0), mc(B * D, 0);
+        for (int64_t r = 0; r < B * N; ++r) {
+          const int64_t b = r / N;
+          const double *v = &x.v[r * D], *g = &dy.v[r * D];
+          double mean = 0, var = 0;
+          for (int64_t k = 0; k < D; ++k)
+            mean += v[k];
+          mean /= D;
+          for (int64_t k = 0; k < D; ++k)
+            var += (v[k] - mean) * (v[k] - mean);
+          var /= D;
+          const double rstd = 1 / std::sqrt(var + eps);
+          double m1 = 0, m2 = 0, mag = 0;
+          std::vector<double> gx(D);
+          for (int64_t k = 0; k < D; ++k) {
+            const double f = 1 + sc.v[b * D + k], h = (v[k] - mean) * rstd;
+            xh[r * D + k] = h;
+            const double want = h * f + sh.v[b * D + k];
+            c.check(y.out(r * D + k), want,
+                    8 * (D + 16) * kU * (1 + std::fabs(h)) * (1 + std::fabs(f)) + kU * std::fabs(want),
+                    r * D + k);
+            gx[k] = g[k] * f;
+            m1 += gx[k], m2 += gx[k] * h;
+            mag += std::fabs(gx[k]) * (1 + std::fabs(h));
+            ws[b * D + k] += g[k], ms[b * D + k] += std::fabs(g[k]);
+            wc[b * D + k] += g[k] * h, mc[b * D + k] += std::fabs(g[k]) * (1 + std::fabs(h));
+          }
+          m1 /= D, m2 /= D;
+          for (int64_t k = 0; k < D; ++k) {
+            const double want = rstd * (gx[k] - m1 - xh[r * D + k] * m2);
+            const double tol = 16 * (D + 16) * kU * std::max(1.0, rstd) * (1 + std::fabs(want) + mag / D);
+            cg.check(dx.out(r * D + k), want, tol, r * D + k);
+          }
+        }
+        for (int64_t i = 0; i < B * D; ++i) {
+          cg.check(dsh.out(i), ws[i], (N + 2) * kU * ms[i], 1000000 + i);
+          cg.check(dsc.out(i), wc[i], (N + 8 * (D + 16)) * kU * mc[i], 2000000 + i);
+        }
+        const TT *outs[3] = {&dx, &dsh, &dsc};
+        for (int o = 0; o < 3; ++o) {
+          std::vector<float> got(outs[o]->n());
+          for (int64_t i = 0; i < outs[o]->n(); ++i)
+            got[i] = static_cast<float>(outs[o]->out(i));
+          if (th == kThreads[0])
+            first[o] = got;
+          else
+            EXPECT_EQ(0, std::memcmp(first[o].data(), got.data(), got.size() * sizeof(float)))
+                << "modulated_layer_norm_grad output " << o << " differs between thread counts, "
+                << shapeStr(s) << " " << layoutName(l);
+        }
+      }
+    }
+}
+
 // -------------------------------------------------------- gated residual ----
 // y = x + fl(g h) in float: within u|y| of the double value plus the product's
 // rounding; dh = dy g exact up to one rounding; dgate (double sums) within

@@ -6,6 +6,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace hc::graph;
@@ -126,6 +127,37 @@ EvalTensor bf16Rounded(EvalTensor t) {
   return t;
 }
 
+// Layer norm's dx over rows of n (statistics from x): dx_hat = dxhat(row,
+// k, dy); with dxhat null, x_hat itself (the normalized x).
+EvalTensor layerNormGrad(const EvalTensor &dy, const EvalTensor &x, int64_t n,
+                         double eps,
+                         std::function<double(int64_t, int64_t, double)> dxhat) {
+  int64_t rows = x.numElements() / n;
+  EvalTensor dx = x;
+  std::vector<double> xhat(n), gx(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *v = &x.data[r * n], *g = &dy.data[r * n];
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < n; ++k)
+      mean += v[k];
+    mean /= n;
+    for (int64_t k = 0; k < n; ++k)
+      var += (v[k] - mean) * (v[k] - mean);
+    double rstd = 1.0 / std::sqrt(var / n + eps), m1 = 0, m2 = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      xhat[k] = (v[k] - mean) * rstd;
+      gx[k] = dxhat ? dxhat(r, k, g[k]) : 0.0;
+      m1 += gx[k];
+      m2 += gx[k] * xhat[k];
+    }
+    m1 /= n;
+    m2 /= n;
+    for (int64_t k = 0; k < n; ++k)
+      dx.data[r * n + k] = dxhat ? rstd * (gx[k] - m1 - xhat[k] * m2) : xhat[k];
+  }
+  return dx;
+}
+
 } // namespace
 
 bool evalBackwardOp(Operation *op, Env &env) {
@@ -146,31 +178,36 @@ bool evalBackwardOp(Operation *op, Env &env) {
       .Case<LayerNormGradOp>([&](LayerNormGradOp o) {
         const EvalTensor &dy = get(env, o.getGrad()), &x = get(env, o.getInput());
         const EvalTensor *w = o.getWeight() ? &get(env, o.getWeight()) : nullptr;
-        int64_t n = product(x.shape, o.getAxis()), rows = x.numElements() / n;
+        int64_t n = product(x.shape, o.getAxis());
+        set(o.getResult(),
+            layerNormGrad(dy, x, n, o.getEpsilon().convertToDouble(),
+                          [&](int64_t, int64_t k, double g) {
+                            return g * (w ? w->data[k] : 1.0);
+                          }));
+        return true;
+      })
+      .Case<ModulatedLayerNormGradOp>([&](ModulatedLayerNormGradOp o) {
+        // dshift, dscale as modulate_grad's from x_hat; dx as layer norm's
+        // from dy (1 + scale)
+        const EvalTensor &dy = get(env, o.getGrad()), &x = get(env, o.getInput()),
+                         &sc = get(env, o.getScale());
+        int64_t B = x.shape[0], N = x.shape[1], D = x.shape[2];
         double eps = o.getEpsilon().convertToDouble();
-        EvalTensor dx = x;
-        std::vector<double> xhat(n), dxhat(n);
-        for (int64_t r = 0; r < rows; ++r) {
-          const double *v = &x.data[r * n], *g = &dy.data[r * n];
-          double mean = 0, var = 0;
-          for (int64_t k = 0; k < n; ++k)
-            mean += v[k];
-          mean /= n;
-          for (int64_t k = 0; k < n; ++k)
-            var += (v[k] - mean) * (v[k] - mean);
-          double rstd = 1.0 / std::sqrt(var / n + eps), m1 = 0, m2 = 0;
-          for (int64_t k = 0; k < n; ++k) {
-            xhat[k] = (v[k] - mean) * rstd;
-            dxhat[k] = g[k] * (w ? w->data[k] : 1.0);
-            m1 += dxhat[k];
-            m2 += dxhat[k] * xhat[k];
-          }
-          m1 /= n;
-          m2 /= n;
-          for (int64_t k = 0; k < n; ++k)
-            dx.data[r * n + k] = rstd * (dxhat[k] - m1 - xhat[k] * m2);
-        }
-        set(o.getResult(), std::move(dx));
+        EvalTensor dx = layerNormGrad(dy, x, D, eps, [&](int64_t r, int64_t k, double g) {
+          return g * (1.0 + sc.data[(r / N) * D + k]);
+        });
+        EvalTensor xhat = layerNormGrad(dy, x, D, eps, nullptr);
+        EvalTensor dsh = zerosLike(o.getShiftGrad()), dsc = zerosLike(o.getScaleGrad());
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t d = 0; d < D; ++d) {
+              int64_t i = (b * N + n) * D + d;
+              dsh.data[b * D + d] += dy.data[i];
+              dsc.data[b * D + d] += dy.data[i] * xhat.data[i];
+            }
+        set(o.getInputGrad(), std::move(dx));
+        set(o.getShiftGrad(), std::move(dsh));
+        set(o.getScaleGrad(), std::move(dsc));
         return true;
       })
       .Case<ModulateGradOp>([&](ModulateGradOp o) {

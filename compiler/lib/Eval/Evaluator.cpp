@@ -203,6 +203,18 @@ EvalTensor layerNorm(const EvalTensor &x, const EvalTensor *w,
   return r;
 }
 
+// adaLN modulate of x [B, N, D] by shift, scale [B, D]: x (1 + scale) + shift.
+EvalTensor modulate(EvalTensor r, const EvalTensor &sh, const EvalTensor &sc) {
+  int64_t B = r.shape[0], N = r.shape[1], D = r.shape[2];
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t d = 0; d < D; ++d) {
+        double &v = r.data[(b * N + n) * D + d];
+        v = v * (1.0 + sc.data[b * D + d]) + sh.data[b * D + d];
+      }
+  return r;
+}
+
 class Interpreter {
 public:
   explicit Interpreter(Env &env) : env(env) {}
@@ -342,17 +354,12 @@ void Interpreter::runOp(Operation *op) {
                       o.getEpsilon().convertToDouble(), o.getAxis()));
       })
       .Case<ModulateOp>([&](ModulateOp o) {
-        const EvalTensor &x = get(o.getInput()), &sh = get(o.getShift()),
-                         &sc = get(o.getScale());
-        int64_t B = x.shape[0], N = x.shape[1], D = x.shape[2];
-        EvalTensor r = x;
-        for (int64_t b = 0; b < B; ++b)
-          for (int64_t n = 0; n < N; ++n)
-            for (int64_t d = 0; d < D; ++d) {
-              double &v = r.data[(b * N + n) * D + d];
-              v = v * (1.0 + sc.data[b * D + d]) + sh.data[b * D + d];
-            }
-        set(std::move(r));
+        set(modulate(get(o.getInput()), get(o.getShift()), get(o.getScale())));
+      })
+      .Case<ModulatedLayerNormOp>([&](ModulatedLayerNormOp o) {
+        set(modulate(layerNorm(get(o.getInput()), nullptr, nullptr,
+                               o.getEpsilon().convertToDouble(), 2),
+                     get(o.getShift()), get(o.getScale())));
       })
       .Case<GatedResidualOp>([&](GatedResidualOp o) {
         const EvalTensor &x = get(o.getInput()), &g = get(o.getGate()),

@@ -289,6 +289,16 @@ const Flag kFlags[] = {
      [](const CompileOptions &o) { return onOff(PO.fuseBiasGrads); },
      "after autodiff, each bias gradient's sum over dY in the weight gradient's GEMM "
      "(linear_grad_weight_bias; default on): the same bits, one pass over dY fewer"},
+    {"--fuse-modulated-layer-norm", nullptr, "on|off", Group::Machine,
+     [](const std::string &v, CompileOptions &o, std::string &e) {
+       std::string s;
+       if (parseChoice("--fuse-modulated-layer-norm", v, {"on", "off"}, s, e) < 0)
+         return -1;
+       return PO.fuseModulatedLayerNorm = s == "on", 1;
+     },
+     [](const CompileOptions &o) { return onOff(PO.fuseModulatedLayerNorm); },
+     "adaLN's layer norm and its modulate as one op (modulated_layer_norm; default on): one "
+     "pass over x forward and over dy and x backward, the normalized x never stored"},
     {"--precision", nullptr, "P", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
        return parseChoice("--precision", v, {"fp32", "bf16"}, PO.precision, e);

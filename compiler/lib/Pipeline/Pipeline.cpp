@@ -98,7 +98,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     options = given;
   mlir::PassManager pm(module.getContext());
   if (options.fuse)
-    addFusionPipeline(pm);
+    addFusionPipeline(pm, options.fuseModulatedLayerNorm);
   if (options.sampler)
     pm.addPass(createExtractSampler());
   if (options.train && !options.sampler) {

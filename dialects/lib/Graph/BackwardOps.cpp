@@ -60,6 +60,19 @@ LogicalResult ModulateGradOp::verify() {
   return success();
 }
 
+LogicalResult ModulatedLayerNormGradOp::verify() {
+  auto x = getInput().getType();
+  auto s = getScale().getType();
+  if (x.getRank() != 3 || getGrad().getType() != x ||
+      getInputGrad().getType() != x || s.getRank() != 2 ||
+      s.getShape() != ArrayRef<int64_t>{x.getDimSize(0), x.getDimSize(2)} ||
+      getShiftGrad().getType() != s || getScaleGrad().getType() != s)
+    return emitOpError("needs dy, x [B, N, D] and scale [B, D]");
+  if (getEpsilon().convertToDouble() < 0)
+    return emitOpError("epsilon must be >= 0");
+  return success();
+}
+
 LogicalResult GatedResidualGradOp::verify() {
   auto h = getBranch().getType(), g = getGate().getType();
   if (h.getRank() != 3 || getGrad().getType() != h ||

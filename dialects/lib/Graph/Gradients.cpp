@@ -297,6 +297,20 @@ LogicalResult ModulateOp::buildGradients(OpBuilder &b, ValueRange rg,
   return success();
 }
 
+LogicalResult ModulatedLayerNormOp::buildGradients(OpBuilder &b, ValueRange rg,
+                                                   SmallVectorImpl<Value> &og) {
+  og.assign(3, Value());
+  if (!rg[0])
+    return success();
+  auto grads = b.create<ModulatedLayerNormGradOp>(
+      getLoc(), TypeRange{getType(), getShift().getType(), getScale().getType()},
+      rg[0], getInput(), getScale(), getEpsilonAttr());
+  og[0] = grads.getInputGrad();
+  og[1] = grads.getShiftGrad();
+  og[2] = grads.getScaleGrad();
+  return success();
+}
+
 LogicalResult GatedResidualOp::buildGradients(OpBuilder &b, ValueRange rg,
                                               SmallVectorImpl<Value> &og) {
   og.assign(3, Value());

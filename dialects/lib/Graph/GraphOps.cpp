@@ -199,21 +199,35 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
-LogicalResult ModulateOp::verify() {
-  auto x = getInput().getType();
+// modulate's operands: x [B, N, D], shift and scale [B, D], y of x's type.
+static LogicalResult verifyModulation(Operation *op, Value input, Value shift,
+                                      Value scale, Value result) {
+  auto x = tensorType(input);
   if (x.getRank() != 3)
-    return emitOpError("input must be [B, N, D], got ") << x;
-  for (Value v : {getShift(), getScale()}) {
+    return op->emitOpError("input must be [B, N, D], got ") << x;
+  for (Value v : {shift, scale}) {
     auto t = tensorType(v);
     if (t.getRank() != 2 || !dimsCompatible(t.getDimSize(0), x.getDimSize(0)) ||
         !dimsCompatible(t.getDimSize(1), x.getDimSize(2)) ||
         t.getElementType() != x.getElementType())
-      return emitOpError("shift and scale must be [B, D] = [")
+      return op->emitOpError("shift and scale must be [B, D] = [")
              << x.getDimSize(0) << ", " << x.getDimSize(2) << "], got " << t;
   }
-  if (getResult().getType() != x)
-    return emitOpError("result type must equal the input type");
+  if (result.getType() != x)
+    return op->emitOpError("result type must equal the input type");
   return success();
+}
+
+LogicalResult ModulateOp::verify() {
+  return verifyModulation(*this, getInput(), getShift(), getScale(),
+                          getResult());
+}
+
+LogicalResult ModulatedLayerNormOp::verify() {
+  if (getEpsilon().convertToDouble() < 0)
+    return emitOpError("epsilon must be >= 0");
+  return verifyModulation(*this, getInput(), getShift(), getScale(),
+                          getResult());
 }
 
 LogicalResult GatedResidualOp::verify() {

@@ -139,6 +139,15 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
   const bool wantG = a.dgamma != nullptr, wantB = a.dbeta != nullptr;
   const bool wantS = a.dshift != nullptr, wantC = a.dscale != nullptr;
   Range r = shrink(resolve(t), rows * D, kSerialElems);
+  // With modulation gradients, the threads take whole groups (samples):
+  // each group's dshift/dscale is then one sum over its rows in order, the
+  // same bits at any thread count and for any cut of the batch (hc-cftp
+  // cuts hc.modulated_layer_norm_grad by samples). Fewer groups than
+  // threads leave threads idle.
+  const int64_t groups = (rows + gr - 1) / gr;
+  const bool byGroup = (wantS || wantC) && groups > 1;
+  if (byGroup && r.count > groups)
+    r.count = static_cast<int>(groups);
   struct Part {
     int64_t b = 0, e = 0, g0 = 0, ng = 0;
     std::vector<float> g, bb, s, c;
@@ -146,7 +155,13 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
   std::vector<Part> parts(r.count);
   for (int i = 0; i < r.count; ++i) {
     Part &p = parts[i];
-    split(rows, i, r.count, 1, p.b, p.e);
+    if (byGroup) {
+      int64_t gb, ge;
+      split(groups, i, r.count, 1, gb, ge);
+      p.b = gb * gr, p.e = std::min(rows, ge * gr);
+    } else {
+      split(rows, i, r.count, 1, p.b, p.e);
+    }
     if (p.e <= p.b)
       continue;
     p.g0 = p.b / gr;
@@ -161,13 +176,40 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
       p.c.assign(p.ng * D, 0.0f);
   }
   const bool stream = streamOutput(rows, D);
+  // Statistics recomputed a chunk of about 64 KiB of x at a time: the
+  // backward's two reads of those rows then hit L2 instead of memory.
+  const bool recompute = a.mean == nullptr || a.rstd == nullptr;
+  const int64_t chunk = std::max<int64_t>(1, 16384 / D);
+  std::vector<float> stats(recompute ? 2 * rows : 0);
+  hc_layernorm_bwd_args c = a;
+  if (recompute)
+    c.mean = stats.data(), c.rstd = stats.data() + rows;
   parallel(r, [&](int i, int) {
     Part &p = parts[i];
-    if (p.e > p.b)
+    if (p.e <= p.b)
+      return;
+    if (!recompute) {
       o.layernorm_bwd_rows(a, p.b, p.e, wantG ? p.g.data() : nullptr,
                            wantB ? p.bb.data() : nullptr,
                            wantS ? p.s.data() : nullptr,
                            wantC ? p.c.data() : nullptr, stream);
+      return;
+    }
+    std::vector<float> g(wantG ? D : 0), bb(wantB ? D : 0);
+    for (int64_t b = p.b; b < p.e; b += chunk) {
+      const int64_t e = std::min(p.e, b + chunk), g0 = b / gr - p.g0;
+      o.layernorm_stats_rows(e - b, D, a.x + b * a.ldx, a.ldx, a.eps,
+                             stats.data() + b, stats.data() + rows + b);
+      o.layernorm_bwd_rows(c, b, e, wantG ? g.data() : nullptr,
+                           wantB ? bb.data() : nullptr,
+                           wantS ? p.s.data() + g0 * D : nullptr,
+                           wantC ? p.c.data() + g0 * D : nullptr, stream);
+      // parameter gradients: each chunk's partial sums added in order
+      for (int64_t k = 0; wantG && k < D; ++k)
+        p.g[k] = b == p.b ? g[k] : p.g[k] + g[k];
+      for (int64_t k = 0; wantB && k < D; ++k)
+        p.bb[k] = b == p.b ? bb[k] : p.bb[k] + bb[k];
+    }
   });
   // Fixed-order reductions (slot order).
   auto reduceVec = [&](float *out, std::vector<float> Part::*field) {
@@ -183,7 +225,6 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
     reduceVec(a.dgamma, &Part::g);
   if (wantB)
     reduceVec(a.dbeta, &Part::bb);
-  const int64_t groups = (rows + gr - 1) / gr;
   auto reduceGroups = [&](float *out, std::vector<float> Part::*field) {
     for (int64_t g = 0; g < groups; ++g) {
       float *og = out + g * a.ld_mod;

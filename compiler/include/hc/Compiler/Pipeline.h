@@ -32,6 +32,10 @@ struct PipelineOptions {
   // A weight gradient and the bias gradient that sums its dY as one call
   // after autodiff (hc-fuse-bias-grads; same bits, one pass over dY fewer)
   bool fuseBiasGrads = true;
+  // A layer norm and the modulate that is its only user as one op
+  // (hc-fuse-modulated-layer-norm): one pass over x forward, one over dy
+  // and x backward, x_hat never stored
+  bool fuseModulatedLayerNorm = true;
   // "fp32" or "bf16" (hc-bf16-gemms: GEMM-class ops take bf16-rounded
   // inputs, fp32 accumulation; everything else stays fp32)
   std::string precision = "fp32";

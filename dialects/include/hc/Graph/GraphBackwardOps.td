@@ -52,6 +52,24 @@ def HC_ModulateGradOp : HC_Op<"modulate_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def HC_ModulatedLayerNormGradOp : HC_Op<"modulated_layer_norm_grad", [Pure]> {
+  let summary = "adjoints of modulated_layer_norm: (dx, dshift, dscale)";
+  let description = [{
+    With x̂ = layer_norm(x) (statistics recomputed from `input`) and
+    g = dy·(1 + scale): dx = rstd·(g - mean(g) - x̂·mean(g·x̂)),
+    dshift = Σ_N dy, dscale = Σ_N dy·x̂; `grad` and `input` `[B, N, D]`,
+    `scale` `[B, D]`.
+  }];
+  let arguments = (ins HC_FloatTensor:$grad, HC_FloatTensor:$input,
+                       HC_FloatTensor:$scale, F64Attr:$epsilon);
+  let results = (outs HC_FloatTensor:$input_grad, HC_FloatTensor:$shift_grad,
+                      HC_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HC_GatedResidualGradOp : HC_Op<"gated_residual_grad", [Pure]> {
   let summary = "adjoints of x + gate·h but x's (dy itself): (dgate, dh)";
   let description = [{

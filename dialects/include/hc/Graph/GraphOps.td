@@ -161,6 +161,23 @@ def HC_ModulateOp : HC_Op<"modulate", [DeclareOpInterfaceMethods<HC_GradientOpIn
   let hasVerifier = 1;
 }
 
+def HC_ModulatedLayerNormOp : HC_Op<"modulated_layer_norm", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure]> {
+  let summary = "adaLN: layer norm over D without affine, then ·(1 + scale) + shift";
+  let description = [{
+    `input` is `[B, N, D]`, `shift` and `scale` are `[B, D]` broadcast over
+    N: DiT's `modulate(norm(x), shift, scale)` with the norm's
+    elementwise_affine off, as one op (hc-fuse-modulated-layer-norm) whose
+    kernel reads x once and never stores the normalized x.
+  }];
+  let arguments = (ins HC_FloatTensor:$input, HC_FloatTensor:$shift,
+                       HC_FloatTensor:$scale, F64Attr:$epsilon);
+  let results = (outs HC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $shift `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HC_GatedResidualOp : HC_Op<"gated_residual", [DeclareOpInterfaceMethods<HC_GradientOpInterface>, Pure]> {
   let summary = "adaLN-Zero's residual: x + gate·h, gate per sample";
   let description = [{

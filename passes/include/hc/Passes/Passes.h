@@ -21,7 +21,9 @@ namespace hc {
 
 // The fusion passes in the order hc-compile runs them, then canonicalize and
 // CSE. Also registered as the pipeline `hc-fuse`.
-void addFusionPipeline(mlir::OpPassManager &pm);
+// modulatedLayerNorm: hc-fuse-modulated-layer-norm after hc-fuse-modulate
+// (hc-compile --fuse-modulated-layer-norm; on by default).
+void addFusionPipeline(mlir::OpPassManager &pm, bool modulatedLayerNorm = true);
 void registerPipelines();
 
 // Reads machine rates in their one syntax (KEY=VALUE items or files of

@@ -51,6 +51,18 @@ def FuseModulate : Pass<"hc-fuse-modulate", "mlir::func::FuncOp"> {
   let dependentDialects = ["hc::graph::HCDialect"];
 }
 
+def FuseModulatedLayerNorm : Pass<"hc-fuse-modulated-layer-norm", "mlir::func::FuncOp"> {
+  let summary = "hc.layer_norm (no affine, last dim) then hc.modulate -> hc.modulated_layer_norm";
+  let description = [{
+    DiT's `modulate(norm(x), shift, scale)`: when the norm's only user is the
+    modulate, both become one op. Its kernel reads x once and writes y (the
+    normalized x is neither written nor kept for the backward), and its
+    gradient reads dy and x once (`hc.modulated_layer_norm_grad`), where
+    modulate_grad and layer_norm_grad stored dx_hat between two passes.
+  }];
+  let dependentDialects = ["hc::graph::HCDialect"];
+}
+
 def FuseGatedResidual : Pass<"hc-fuse-gated-residual", "mlir::func::FuncOp"> {
   let summary = "x + gate·h with a per-sample [B, 1, D] gate -> hc.gated_residual";
   let description = [{

@@ -240,7 +240,11 @@ void hc_layernorm_fwd(const hc_layernorm_args *args, hc_threads threads);
 // Backward of hc_layernorm_fwd given dy (same ld as y unless lddy set).
 // Writes dx [rows, D] (may alias dy), and where non-NULL dgamma, dbeta [D]
 // and dshift, dscale [rows / group_rows, ld_mod]. Parameter gradients are
-// overwritten, or added to when `accumulate` is non-zero.
+// overwritten, or added to when `accumulate` is non-zero. With mean and
+// rstd NULL they are recomputed from x (in double, with `eps`) a few rows
+// at a time just before those rows' backward, which then reads x from
+// cache. With dshift or dscale, each group's sums run over its rows in
+// order: the same bits at any thread count.
 typedef struct hc_layernorm_bwd_args {
   int64_t rows, D;
   const float *x;
@@ -252,10 +256,11 @@ typedef struct hc_layernorm_bwd_args {
   const float *gamma, *beta;    // as in the forward (beta only matters for dscale)
   const float *shift, *scale;   // as in the forward (shift unused)
   int64_t group_rows, ld_mod;
-  const float *mean, *rstd;     // from the forward (required)
+  const float *mean, *rstd;     // from the forward, or NULL (recomputed)
   float *dgamma, *dbeta;
   float *dshift, *dscale;
   int32_t accumulate;
+  double eps;                   // read only when mean and rstd are NULL
 } hc_layernorm_bwd_args;
 void hc_layernorm_bwd(const hc_layernorm_bwd_args *args, hc_threads threads);
 
