@@ -19,7 +19,7 @@ The tiny DiT is exported (models/export_dit.py) and compiled plain, then
              at the offered rates (--rates stream_gbps_per_thread=0.001 prices recompute
              out): activations go to a file there and come back through the
              copy engine; the metrics report the copies;
-  disk-refill  the same at 35% of the activations: activations prefetched
+  disk-refill  the same at 40% of the activations: activations prefetched
              back are dropped again before a later peak and prefetched once
              more from their disk slot (prefetch bytes exceed offload bytes);
   disk-bad   the disk library run with a missing folder, a file for a folder,
@@ -27,7 +27,7 @@ The tiny DiT is exported (models/export_dit.py) and compiled plain, then
              each one line before the first step, nothing trained;
   segments   the tiny DiT at 16x16 (64 tokens, so a block's input carries
              the step) with --mem-segments on, --offload-dir and recompute
-             priced out, at 35% of the activations: the forward is cut at
+             priced out, at 40% of the activations: the forward is cut at
              the blocks' inputs and attention outputs, each segment's
              forward runs again before its backward (hcs.segment clones),
              and the cuts go to disk;
@@ -126,7 +126,10 @@ def main():
     # the plain step would cut its weight gradients across two, summing in
     # another order: both run one stream.
     base_flags = {"cftp": ["--clusters", "2"], "segments": ["--cftp", "off"]}.get(a.case, [])
-    act_fraction = 0.35 if a.case in ("disk-refill", "segments") else 0.6
+    # 40%: with each norm and its modulate one op (no x_hat kept), the
+    # smallest plans need 36% (disk-refill) and 38% (segments) of the
+    # activations; 35% was below them.
+    act_fraction = 0.4 if a.case in ("disk-refill", "segments") else 0.6
     r = compile_("plain", base_flags)
     if r.returncode != 0:
         fail("plain compile: " + r.stdout + r.stderr)
