@@ -49,28 +49,25 @@ LogicalResult LayerNormGradOp::verify() {
   return success();
 }
 
-LogicalResult ModulateGradOp::verify() {
-  auto x = getInput().getType();
-  auto s = getScale().getType();
-  if (x.getRank() != 3 || getGrad().getType() != x ||
-      getInputGrad().getType() != x || s.getRank() != 2 ||
+// The adjoints of a modulation: dy and x [B, N, D], scale [B, D], and dx,
+// dshift, dscale of their types.
+template <class GradOp> static LogicalResult verifyModulationGrad(GradOp op) {
+  auto x = op.getInput().getType();
+  auto s = op.getScale().getType();
+  if (x.getRank() != 3 || op.getGrad().getType() != x ||
+      op.getInputGrad().getType() != x || s.getRank() != 2 ||
       s.getShape() != ArrayRef<int64_t>{x.getDimSize(0), x.getDimSize(2)} ||
-      getShiftGrad().getType() != s || getScaleGrad().getType() != s)
-    return emitOpError("needs dy, x [B, N, D] and scale [B, D]");
+      op.getShiftGrad().getType() != s || op.getScaleGrad().getType() != s)
+    return op.emitOpError("needs dy, x [B, N, D] and scale [B, D]");
   return success();
 }
 
+LogicalResult ModulateGradOp::verify() { return verifyModulationGrad(*this); }
+
 LogicalResult ModulatedLayerNormGradOp::verify() {
-  auto x = getInput().getType();
-  auto s = getScale().getType();
-  if (x.getRank() != 3 || getGrad().getType() != x ||
-      getInputGrad().getType() != x || s.getRank() != 2 ||
-      s.getShape() != ArrayRef<int64_t>{x.getDimSize(0), x.getDimSize(2)} ||
-      getShiftGrad().getType() != s || getScaleGrad().getType() != s)
-    return emitOpError("needs dy, x [B, N, D] and scale [B, D]");
   if (getEpsilon().convertToDouble() < 0)
     return emitOpError("epsilon must be >= 0");
-  return success();
+  return verifyModulationGrad(*this);
 }
 
 LogicalResult GatedResidualGradOp::verify() {

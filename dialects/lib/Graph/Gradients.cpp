@@ -283,32 +283,34 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange rg,
   return success();
 }
 
-LogicalResult ModulateOp::buildGradients(OpBuilder &b, ValueRange rg,
-                                         SmallVectorImpl<Value> &og) {
+// (dx, dshift, dscale) of a modulation `op` (x, shift, scale) from one
+// GradOp(dy, x, scale, extra...).
+template <class GradOp, class Op, class... Extra>
+static LogicalResult modulationGradients(Op op, OpBuilder &b, ValueRange rg,
+                                         SmallVectorImpl<Value> &og,
+                                         Extra... extra) {
   og.assign(3, Value());
   if (!rg[0])
     return success();
-  auto grads = b.create<ModulateGradOp>(
-      getLoc(), TypeRange{getType(), getShift().getType(), getScale().getType()},
-      rg[0], getInput(), getScale());
+  auto grads = b.create<GradOp>(
+      op.getLoc(),
+      TypeRange{op.getType(), op.getShift().getType(), op.getScale().getType()},
+      rg[0], op.getInput(), op.getScale(), extra...);
   og[0] = grads.getInputGrad();
   og[1] = grads.getShiftGrad();
   og[2] = grads.getScaleGrad();
   return success();
 }
 
+LogicalResult ModulateOp::buildGradients(OpBuilder &b, ValueRange rg,
+                                         SmallVectorImpl<Value> &og) {
+  return modulationGradients<ModulateGradOp>(*this, b, rg, og);
+}
+
 LogicalResult ModulatedLayerNormOp::buildGradients(OpBuilder &b, ValueRange rg,
                                                    SmallVectorImpl<Value> &og) {
-  og.assign(3, Value());
-  if (!rg[0])
-    return success();
-  auto grads = b.create<ModulatedLayerNormGradOp>(
-      getLoc(), TypeRange{getType(), getShift().getType(), getScale().getType()},
-      rg[0], getInput(), getScale(), getEpsilonAttr());
-  og[0] = grads.getInputGrad();
-  og[1] = grads.getShiftGrad();
-  og[2] = grads.getScaleGrad();
-  return success();
+  return modulationGradients<ModulatedLayerNormGradOp>(*this, b, rg, og,
+                                                       getEpsilonAttr());
 }
 
 LogicalResult GatedResidualOp::buildGradients(OpBuilder &b, ValueRange rg,

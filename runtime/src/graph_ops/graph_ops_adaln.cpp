@@ -186,13 +186,7 @@ HCRT_OP_DEF(modulated_layer_norm) {
     return;
   hc_layernorm_args a{};
   a.rows = B * N, a.D = D;
-  Mat m;
-  if (rowView(x, 2, m)) {
-    a.x = static_cast<const float *>(x.data), a.ldx = m.rs;
-  } else {
-    copyToContiguous(x, y.data, threads);  // y may alias x
-    a.x = static_cast<const float *>(y.data), a.ldx = D;
-  }
+  a.x = rowSource(x, 2, y.data, threads, a.ldx);  // y may alias x
   a.y = static_cast<float *>(y.data), a.ldy = D;
   Buf<float> bsh, bsc;
   a.shift = contiguousF32(sh, bsh, threads);
@@ -222,19 +216,9 @@ HCRT_OP_DEF(modulated_layer_norm_grad) {
   const double eps = attrFloat(attrs, 0, 1e-5);
   hc_layernorm_bwd_args a{};
   a.rows = rows, a.D = D;
-  Mat mx, mg;
   Buf<float> bx, bsc;
-  if (rowView(x, 2, mx)) {
-    a.x = static_cast<const float *>(x.data), a.ldx = mx.rs;
-  } else {
-    a.x = contiguousF32(x, bx, threads), a.ldx = D;
-  }
-  if (rowView(dy, 2, mg)) {
-    a.dy = static_cast<const float *>(dy.data), a.lddy = mg.rs;
-  } else {
-    copyToContiguous(dy, dx.data, threads);  // dx may alias dy
-    a.dy = static_cast<const float *>(dx.data), a.lddy = D;
-  }
+  a.x = rowSource(x, 2, bx, threads, a.ldx);
+  a.dy = rowSource(dy, 2, dx.data, threads, a.lddy);  // dx may alias dy
   a.dx = static_cast<float *>(dx.data), a.lddx = D;
   a.scale = contiguousF32(sc, bsc, threads);
   a.group_rows = N, a.ld_mod = D;

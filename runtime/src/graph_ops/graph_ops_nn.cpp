@@ -297,15 +297,9 @@ HCRT_OP_DEF(layer_norm) {
   const int64_t D = prod(x.shape, axis, x.rank), rows = prod(x.shape, 0, axis);
   if (rows <= 0 || D <= 0)
     return;
-  Mat m;
   hc_layernorm_args a{};
   a.rows = rows, a.D = D;
-  if (rowView(x, axis, m)) {
-    a.x = static_cast<const float *>(x.data), a.ldx = m.rs;
-  } else {
-    copyToContiguous(x, y.data, threads);  // y may alias x
-    a.x = static_cast<const float *>(y.data), a.ldx = D;
-  }
+  a.x = rowSource(x, axis, y.data, threads, a.ldx);  // y may alias x
   a.y = static_cast<float *>(y.data), a.ldy = D;
   Buf<float> bw, bb;
   if (nin > 1 && ins[1].data)
@@ -329,19 +323,9 @@ HCRT_OP_DEF(layer_norm_grad) {
   const double eps = attrFloat(attrs, 0, 1e-5);
   hc_layernorm_bwd_args a{};
   a.rows = rows, a.D = D;
-  Mat mx, mg;
   Buf<float> bx, bw;
-  if (rowView(x, axis, mx)) {
-    a.x = static_cast<const float *>(x.data), a.ldx = mx.rs;
-  } else {
-    a.x = contiguousF32(x, bx, threads), a.ldx = D;
-  }
-  if (rowView(dy, axis, mg)) {
-    a.dy = static_cast<const float *>(dy.data), a.lddy = mg.rs;
-  } else {
-    copyToContiguous(dy, dx.data, threads);  // dx may alias dy
-    a.dy = static_cast<const float *>(dx.data), a.lddy = D;
-  }
+  a.x = rowSource(x, axis, bx, threads, a.ldx);
+  a.dy = rowSource(dy, axis, dx.data, threads, a.lddy);  // dx may alias dy
   a.dx = static_cast<float *>(dx.data), a.lddx = D;
   if (nin > 2 && ins[2].data)
     a.gamma = contiguousF32(ins[2], bw, threads);

@@ -357,6 +357,31 @@ inline bool rowView(const hcrt_tensor &t, int split, Mat &m) {
   return m.cs == 1 && m.rs >= 0;
 }
 
+// float32 `t` as the rows of a row kernel (dims [split, rank) one row): its
+// own storage where rowView allows, else a contiguous copy, in `spare` (an
+// output the kernel may write in place over its input) or in `buf`. ld: the
+// rows' stride.
+inline const float *rowSource(const hcrt_tensor &t, int split, void *spare,
+                           hc_threads th, int64_t &ld) {
+  Mat m;
+  if (rowView(t, split, m)) {
+    ld = m.rs;
+    return static_cast<const float *>(t.data);
+  }
+  copyToContiguous(t, spare, th);
+  ld = prod(t.shape, split, t.rank);
+  return static_cast<const float *>(spare);
+}
+inline const float *rowSource(const hcrt_tensor &t, int split, Buf<float> &buf,
+                           hc_threads th, int64_t &ld) {
+  Mat m;
+  if (rowView(t, split, m)) {
+    ld = m.rs;
+    return static_cast<const float *>(t.data);
+  }
+  return rowSource(t, split, buf.alloc(numel(t)), th, ld);
+}
+
 // Positional attributes (read whatever num_ints/num_floats say: the op
 // defines which entries it uses).
 inline int64_t attrInt(const hcrt_attrs *a, int i, int64_t dflt) {
