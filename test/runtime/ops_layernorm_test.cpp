@@ -20,8 +20,10 @@ struct LnCase {
 // Forward: |y - y64| <= 8 (D + 16) u (1 + |y64|)  (mean/var in float).
 // Backward dx: 16 (D + 16) u (1 + |dx64|) * max(1, rstd) scaled by the row's
 // sum |dy|/D; parameter gradients (sums over rows R):
-// 8 (R + D + 16) u (sum |terms| + 1).
-void runLayerNorm(const LnCase &lc, int th, uint32_t seed) {
+// 8 (R + D + 16) u (sum |terms| + 1). recompute: the backward without the
+// forward's mean and rstd (recomputed a chunk of rows at a time; dgamma and
+// dbeta then sum the chunks' partial sums), the same bounds.
+void runLayerNorm(const LnCase &lc, int th, uint32_t seed, bool recompute) {
   const int64_t R = lc.rows, D = lc.D, ld = D + 5;
   const int64_t gr = lc.groupRows > 0 ? lc.groupRows : R;
   const int64_t G = (R + gr - 1) / gr, ldm = D + 2;
@@ -47,6 +49,8 @@ void runLayerNorm(const LnCase &lc, int th, uint32_t seed) {
   b.dx = dx.data(), b.lddx = ld;
   b.gamma = a.gamma, b.beta = a.beta, b.shift = a.shift, b.scale = a.scale;
   b.group_rows = lc.groupRows, b.ld_mod = ldm, b.mean = mean.data(), b.rstd = rstd.data();
+  if (recompute)
+    b.mean = b.rstd = nullptr, b.eps = 1e-6;
   b.dgamma = lc.affine ? dgamma.data() : nullptr;
   b.dbeta = lc.affine ? dbeta.data() : nullptr;
   b.dshift = lc.modulate ? dshift.data() : nullptr;
@@ -54,8 +58,8 @@ void runLayerNorm(const LnCase &lc, int th, uint32_t seed) {
   hc_layernorm_bwd(&b, threads(th));
 
   char name[160];
-  snprintf(name, sizeof name, "layernorm R=%lld D=%lld gr=%lld affine=%d mod=%d th=%d isa=%s",
-           (long long)R, (long long)D, (long long)lc.groupRows, lc.affine, lc.modulate, th,
+  snprintf(name, sizeof name, "layernorm R=%lld D=%lld gr=%lld affine=%d mod=%d th=%d recompute=%d isa=%s",
+           (long long)R, (long long)D, (long long)lc.groupRows, lc.affine, lc.modulate, th, recompute,
            hcrt_isa_name(hcrt_isa()));
   Checker c{name};
   std::vector<double> dg(D, 0), db(D, 0), dgA(D, 0), dbA(D, 0);
@@ -125,13 +129,15 @@ TEST(Ops, LayerNorm) {
       {1, 1, 0, false, false},   {1, 1, 0, true, true},     {5, 7, 0, true, false},
       {33, 64, 0, false, false}, {33, 64, 11, false, true}, {17, 384, 4, true, true},
       {3, 1153, 1, false, true}, {64, 97, 16, true, false}, {1000, 48, 250, false, true},
+      {700, 40, 0, true, false},  // recomputed: two chunks of rows, each with dgamma partials
   };
   uint32_t seed = 1;
   for (int32_t isa : availableIsas()) {
     IsaScope s(isa);
     for (const LnCase &lc : cases)
       for (int th : {1, 2})
-        runLayerNorm(lc, th, seed++);
+        for (bool recompute : {false, true})
+          runLayerNorm(lc, th, seed++, recompute);
   }
 }
 
