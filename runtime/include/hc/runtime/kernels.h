@@ -241,9 +241,9 @@ void hc_layernorm_fwd(const hc_layernorm_args *args, hc_threads threads);
 // Writes dx [rows, D] (may alias dy), and where non-NULL dgamma, dbeta [D]
 // and dshift, dscale [rows / group_rows, ld_mod]. Parameter gradients are
 // overwritten, or added to when `accumulate` is non-zero. With mean and
-// rstd NULL they are recomputed from x (in double, with `eps`) a few rows
-// at a time just before those rows' backward, which then reads x from
-// cache. With dshift or dscale, each group's sums run over its rows in
+// rstd NULL they are recomputed from x (with `eps`, by the forward's own
+// float routine: the forward's bits) a few rows at a time just before those
+// rows' backward, which then reads x from cache. With dshift or dscale, each group's sums run over its rows in
 // order: the same bits at any thread count.
 typedef struct hc_layernorm_bwd_args {
   int64_t rows, D;
