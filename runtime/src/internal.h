@@ -140,7 +140,7 @@ struct OpsTable {
   void (*attention_fwd_bh)(const hc_attention_args &, int64_t, int64_t,
                            int64_t, float *, int64_t, int64_t);
   void (*attention_bwd_bh)(const hc_attention_args &, int64_t, int64_t,
-                           float *, int64_t, int64_t);
+                           int64_t, float *, int64_t, int64_t);
 };
 const OpsTable &opsGeneric();
 const OpsTable &opsAvx2();

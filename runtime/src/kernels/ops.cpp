@@ -373,8 +373,8 @@ static void attentionRun(const hc_attention_args *a, hc_threads t, bool fwd) {
   if (r.count > tasks)
     r.count = static_cast<int>(tasks);
   // one piece per (batch, head), taken dynamically (disjoint outputs); a
-  // thread's next piece is likely count further on (the forward prefetches
-  // its first tile; in the backward the tiles fill L2 and it did not help)
+  // thread's next piece is likely count further on: both directions ask
+  // for its first tile's rows while the last tile's exp pass runs
   const int count = r.count;
   parallelPieces(r, tasks, [&](int64_t k) {
     float *w = scratch(1, o.attention_scratch(a->Dh, a->Tq, Br, Bc));
@@ -383,7 +383,7 @@ static void attentionRun(const hc_attention_args *a, hc_threads t, bool fwd) {
       o.attention_fwd_bh(*a, b, h, k + count < tasks ? k + count : -1, w, Br,
                          Bc);
     else
-      o.attention_bwd_bh(*a, b, h, w, Br, Bc);
+      o.attention_bwd_bh(*a, b, h, k + count < tasks ? k + count : -1, w, Br, Bc);
   });
 }
 
