@@ -61,6 +61,7 @@ struct Choice {
   hs::BufferOp buffer;
   hs::CallOp producer;
   Operation *last = nullptr, *next = nullptr;
+  Operation *peak = nullptr;  // the op where the bytes must be free
   // A buffer a prefetch filled still has its copy in the slow tier: moving
   // it again is one more prefetch from there, no offload.
   hs::BufferOp slowCopy;
@@ -136,7 +137,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
                        [&](unsigned p) { return writes(u.ops[p - 1], buf); }))
         continue;
       int64_t bytes = hs::byteSize(buf.getType());
-      Choice c{buf, producer, u.ops[lastBefore - 1], u.ops[nextAfter - 1], {}};
+      Choice c{buf, producer, u.ops[lastBefore - 1], u.ops[nextAfter - 1],
+               u.ops[peak - 1], {}};
       if (refill) {
         c.slowCopy = baseBuffer(refill.getSource());
         if (!c.slowCopy)
@@ -251,6 +253,14 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       b.setInsertionPointAfter(c.last);
       slow = freshBuffer(b, loc, type, "offload");
       auto off = b.create<hs::OffloadOp>(loc, b.getType<hs::TokenType>(), c.buffer, slow);
+      // The copy runs while the next `lookahead` calls compute: waited on
+      // after them (a wait right after the start held the stream for the
+      // whole copy), but before the peak, where its bytes must be free.
+      Operation *waitAt = off->getNextNode();
+      for (int64_t calls = 0; calls < lookahead && waitAt != c.peak && waitAt != c.next;
+           waitAt = waitAt->getNextNode())
+        calls += isa<hs::CallOp>(waitAt);
+      b.setInsertionPoint(waitAt);
       earliest = b.create<hs::WaitOp>(loc, off.getToken());
       t.moved += hs::byteSize(type);
     }

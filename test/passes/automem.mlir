@@ -39,8 +39,13 @@
 // MOVE-NEXT: hcs.call "exp"(%[[A]]) -> (%[[B]])
 // MOVE-NEXT: %[[S:.*]] = hcs.buffer "offload"
 // MOVE-NEXT: %[[T:.*]] = hcs.offload %[[A]] to %[[S]]
+// The copy runs while the next call (lookahead 1) computes, and is waited
+// on before the `add`, the peak, where its bytes must be free.
+// MOVE-NEXT: hcs.buffer "act"
+// MOVE-NEXT: hcs.call "neg"
 // MOVE-NEXT: hcs.wait %[[T]]
-// MOVE: hcs.call "add"
+// MOVE-NEXT: hcs.buffer "act"
+// MOVE-NEXT: hcs.call "add"
 // MOVE: %[[T2:[0-9]+]] = hcs.prefetch %[[S]] to %[[A2:[0-9]+]] :
 // MOVE-NEXT: hcs.call "sin"
 // MOVE: hcs.wait %[[T2]]
@@ -108,3 +113,48 @@ func.func @step() {
 // found needs (hc-compile: one line, exit 2).
 // RUN: not hc-opt %s -split-input-file --hc-automem="mem-budget=700 reserve=0" 2>&1 | FileCheck %s --check-prefix=SMALL
 // SMALL: error: --mem-budget 700: the smallest plan found needs 1024 bytes (parameters, gradients and optimizer state 256, activations 768, reserve 0)
+
+// -----
+
+// An offload's wait comes `lookahead` calls after its start, or before the
+// peak if that comes first: with lookahead 2, %a's copy has one call (the
+// `neg`) before the peak at the `add`; after the peak two calls pass
+// before the `mul` reads %a again, so the prefetch starts two calls early.
+// RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 lookahead=2 rates=stream_gbps_per_thread=0.001" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=LATEWAIT
+// LATEWAIT-LABEL: func.func @late()
+// LATEWAIT-SAME: hcs.arena_bytes = {act = 768 : i64, offload = 4096 : i64, param = 256 : i64}
+// LATEWAIT-SAME: offload_bytes = 256, prefetch_bytes = 256,
+// LATEWAIT: hcs.call "exp"(%[[A:[0-9]+]])
+// LATEWAIT-NEXT: %[[S:.*]] = hcs.buffer "offload"
+// LATEWAIT-NEXT: %[[T:.*]] = hcs.offload %[[A]] to %[[S]]
+// LATEWAIT-NEXT: hcs.buffer "act"
+// LATEWAIT-NEXT: hcs.call "neg"
+// LATEWAIT-NEXT: hcs.buffer "act"
+// LATEWAIT-NEXT: hcs.wait %[[T]]
+// LATEWAIT-NEXT: hcs.call "add"
+// LATEWAIT: %[[T2:[0-9]+]] = hcs.prefetch %[[S]] to %[[A2:[0-9]+]] :
+// LATEWAIT-NEXT: hcs.call "sin"
+// LATEWAIT-NEXT: hcs.buffer "act"
+// LATEWAIT-NEXT: hcs.call "cos"
+// LATEWAIT-NEXT: hcs.buffer "act"
+// LATEWAIT-NEXT: hcs.wait %[[T2]]
+// LATEWAIT-NEXT: hcs.call "mul"(%{{.*}}, %[[A2]])
+func.func @late() {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %a = hcs.buffer "act" : memref<64xf32>
+  hcs.call "tanh"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
+  %b = hcs.buffer "act" : memref<64xf32>
+  hcs.call "exp"(%a) -> (%b) {} : (memref<64xf32>) -> memref<64xf32>
+  %c = hcs.buffer "act" : memref<64xf32>
+  hcs.call "neg"(%b) -> (%c) {} : (memref<64xf32>) -> memref<64xf32>
+  %d = hcs.buffer "act" : memref<64xf32>
+  hcs.call "add"(%b, %c) -> (%d) {} : (memref<64xf32>, memref<64xf32>) -> memref<64xf32>
+  %e = hcs.buffer "act" : memref<64xf32>
+  hcs.call "sin"(%d) -> (%e) {} : (memref<64xf32>) -> memref<64xf32>
+  %g = hcs.buffer "act" : memref<64xf32>
+  hcs.call "cos"(%e) -> (%g) {} : (memref<64xf32>) -> memref<64xf32>
+  %f = hcs.buffer "act" : memref<64xf32>
+  hcs.call "mul"(%g, %a) -> (%f) {} : (memref<64xf32>, memref<64xf32>) -> memref<64xf32>
+  hcs.loss %f : memref<64xf32>
+  return
+}
