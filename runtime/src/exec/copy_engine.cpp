@@ -135,12 +135,25 @@ bool copyChunk(Engine &e, const Copy &c, char *staging, int64_t at, int64_t n,
   }
   const Disk &d = e.disks[static_cast<size_t>(c.disk)];
   const int64_t fileAt = c.offset + at;
-  const int64_t padded = (n + kBlock - 1) / kBlock * kBlock;
+  // Direct I/O reads and writes whole blocks at block-aligned addresses:
+  // a block-aligned buffer's whole blocks move in place, the rest (a
+  // misaligned buffer, a last partial block) through the staging buffer.
+  // Staged, 1 GiB took 0.54-0.89 s and 0.22-0.34 s of CPU to write, 0.88-1.18
+  // and 0.10-0.15 to read; in place 0.27 and 0.04, 0.48 and 0.04 (virtio
+  // disk, Zen 4): the copy threads share the kernels' cores.
+  char *memAt = c.kind == HCRT_COPY_TO_DISK ? const_cast<char *>(c.src) + at : c.dst + at;
+  const int64_t inPlace =
+      d.direct && reinterpret_cast<uintptr_t>(memAt) % kBlock == 0 ? n / kBlock * kBlock : 0;
+  const int64_t rest = n - inPlace;
+  const int64_t padded = (rest + kBlock - 1) / kBlock * kBlock;
   bool ok;
   if (c.kind == HCRT_COPY_TO_DISK) {
     if (d.direct) {
-      std::memcpy(staging, c.src + at, static_cast<size_t>(n));
-      ok = writeAll(d.fd, staging, padded, fileAt);
+      ok = writeAll(d.fd, memAt, inPlace, fileAt);
+      if (ok && rest > 0) {
+        std::memcpy(staging, memAt + inPlace, static_cast<size_t>(rest));
+        ok = writeAll(d.fd, staging, padded, fileAt + inPlace);
+      }
     } else {
       ok = writeAll(d.fd, c.src + at, n, fileAt);
       // Written back and dropped: offloaded data must leave RAM.
@@ -153,9 +166,12 @@ bool copyChunk(Engine &e, const Copy &c, char *staging, int64_t at, int64_t n,
     }
   } else {
     if (d.direct) {
-      ok = readAll(d.fd, staging, padded, fileAt);
-      if (ok)
-        std::memcpy(c.dst + at, staging, static_cast<size_t>(n));
+      ok = readAll(d.fd, memAt, inPlace, fileAt);
+      if (ok && rest > 0) {
+        ok = readAll(d.fd, staging, padded, fileAt + inPlace);
+        if (ok)
+          std::memcpy(memAt + inPlace, staging, static_cast<size_t>(rest));
+      }
     } else {
       ok = readAll(d.fd, c.dst + at, n, fileAt);
       if (ok)
