@@ -481,6 +481,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     int64_t actPeak = 0, offloadPeak = 0;
     for (;;) {
       std::vector<LiveInterval> live = bufferLiveness(f);
+      if (toDisk)
+        alignForDirectIO(f, live);
       std::vector<const LiveInterval *> act, off;
       for (LiveInterval &iv : live) {
         if (iv.touched() && iv.buffer.getArena() == "act")

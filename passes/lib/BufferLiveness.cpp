@@ -45,6 +45,20 @@ std::vector<LiveInterval> bufferLiveness(func::FuncOp f) {
   return out;
 }
 
+void alignForDirectIO(func::FuncOp f, std::vector<LiveInterval> &intervals) {
+  constexpr int64_t kBlock = 4096, kSmallest = 64 * 1024;
+  llvm::DenseMap<Operation *, size_t> index;
+  for (size_t i = 0; i < intervals.size(); ++i)
+    index[intervals[i].buffer] = i;
+  forEachTouch(f, [&](unsigned, Operation *op, hs::BufferOp buf) {
+    if (!isa<hs::OffloadOp, hs::PrefetchOp>(op) || buf.getArena() != "act")
+      return;
+    auto it = index.find(buf);
+    if (it != index.end() && intervals[it->second].bytes >= kSmallest)
+      intervals[it->second].align = kBlock;
+  });
+}
+
 int64_t firstFit(const std::vector<const LiveInterval *> &intervals,
                  std::vector<int64_t> &offsets, int64_t kAlign) {
   std::vector<size_t> order(intervals.size());
@@ -66,11 +80,12 @@ int64_t firstFit(const std::vector<const LiveInterval *> &intervals,
       live.erase(it->second.first);
       it = dying.erase(it);
     }
+    const int64_t align = std::max(kAlign, iv->align);
     int64_t size = (iv->bytes + kAlign - 1) / kAlign * kAlign, at = 0;
     for (auto &[start, end] : live) {
       if (start - at >= size)
         break;
-      at = std::max(at, end);
+      at = (std::max(at, end) + align - 1) / align * align;
     }
     live[at] = at + size;
     dying.emplace(iv->last, std::make_pair(at, at + size));

@@ -18,6 +18,7 @@ struct LiveInterval {
   schedule::BufferOp buffer;
   unsigned first = ~0u, last = 0;  // positions of the ops touching it
   int64_t bytes = 0;
+  int64_t align = 0;  // bytes its offset is a multiple of (0: the arena's)
   bool touched() const { return first != ~0u; }
 };
 
@@ -36,13 +37,21 @@ void forEachTouch(mlir::func::FuncOp f,
 // Buffers never touched get first == ~0u.
 std::vector<LiveInterval> bufferLiveness(mlir::func::FuncOp f);
 
+// A disk tier's copies read and write with direct I/O, in place where the
+// memory is block-aligned (copy_engine.cpp): the "act" buffers of 64 KiB
+// or more that a tier copy reads or writes get 4096-byte offsets (the
+// arenas themselves are page-aligned). hc-automem's trial layouts and
+// hc-plan-buffers both apply it, so the plan's peak is the one laid out.
+void alignForDirectIO(mlir::func::FuncOp f, std::vector<LiveInterval> &intervals);
+
 // The buffer (or view chain's buffer) behind `v`; null for inputs and
 // constants.
 schedule::BufferOp baseBuffer(mlir::Value v);
 
-// First fit at `align`-byte alignment (sizes rounded up to it), in program
-// order, of `intervals` (one arena's touched buffers): offsets[i] for
-// intervals[i]; returns the peak.
+// First fit at `align`-byte alignment (sizes rounded up to it; an
+// interval's own larger `align` for its offset), in program order, of
+// `intervals` (one arena's touched buffers): offsets[i] for intervals[i];
+// returns the peak.
 int64_t firstFit(const std::vector<const LiveInterval *> &intervals,
                  std::vector<int64_t> &offsets, int64_t align = 64);
 // The alignment an arena is planned at: 4096 for "offload", which may be a

@@ -8,6 +8,7 @@
 #include "BufferLiveness.h"
 #include "VerifyMemory.h"
 #include "CftpAccess.h"
+#include "hc/Schedule/Placement.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -27,6 +28,9 @@ struct PlanBuffersPass : impl::PlanBuffersBase<PlanBuffersPass> {
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>()) {
       std::vector<LiveInterval> all = bufferLiveness(f);
+      auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr);
+      if (memory && !memory.getOffloadDir().empty())
+        alignForDirectIO(f, all);
       Builder b(f.getContext());
       std::map<std::string, int64_t> size;
       // Arenas planned by liveness ("act", and "offload" where hc-automem
