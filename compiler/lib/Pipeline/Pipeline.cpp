@@ -140,6 +140,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     mem.offloadDir = options.offloadDir;
     mem.segments = options.memSegments;
     mem.recompute = options.memRecompute;
+    mem.lookahead = options.memLookahead;
     pm.addPass(createAutoMem(mem));
     pm.addPass(createPlanBuffers());
     PlanPlacementOptions place;
