@@ -29,23 +29,31 @@ double timeIt(const std::function<void()> &f) {
 
 int main(int argc, char **argv) {
   int threads = 2, reps = 9;
+  bool bf16 = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc)
       threads = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
+    else if (a == "--precision" && i + 1 < argc && (std::string(argv[i + 1]) == "bf16" ||
+                                                    std::string(argv[i + 1]) == "fp32"))
+      bf16 = std::string(argv[++i]) == "bf16";
     else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--reps N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads N] [--reps N] [--precision fp32|bf16]\n",
+                   argv[0]);
       return 2;
     }
   }
   const Shape shapes[] = {{"S/2 fc1, batch 32", 8192, 384, 1536},
                           {"XL/2 fc1, batch 8", 2048, 1152, 4608}};
   hc_threads th{0, threads};
-  std::printf("# hc-bench-epilogue: %d thread(s), isa %s, median of %d "
+  // bf16: hc_gemm_bf16 (the GEMMs of hc-compile --precision bf16)
+  auto gemm = [&](const hc_sgemm_args *g) { bf16 ? hc_gemm_bf16(g, th) : hc_sgemm(g, th); };
+  std::printf("# hc-bench-epilogue: %d thread(s), isa %s, %s GEMMs%s, median of %d "
               "interleaved runs (ms)\n",
-              threads, hcrt_isa_name(hcrt_isa()), reps);
+              threads, hcrt_isa_name(hcrt_isa()), bf16 ? "bf16" : "fp32",
+              bf16 && hcrt_bf16_native() ? " (vdpbf16ps)" : "", reps);
   std::printf("%-20s %-28s %9s %9s %9s %7s\n", "shape", "product", "plain",
               "+pass", "fused", "f/pass");
   for (const Shape &s : shapes) {
@@ -73,7 +81,7 @@ int main(int argc, char **argv) {
       }
       g.epi = &e;
       return timeIt([&] {
-        hc_sgemm(&g, th);
+        gemm(&g);
         if (variant == 1)
           hc_gelu_tanh_fwd(M * N, pre.data(), a.data(), th);
       });
@@ -91,7 +99,7 @@ int main(int argc, char **argv) {
         g.epi = &e;
       }
       return timeIt([&] {
-        hc_sgemm(&g, th);
+        gemm(&g);
         if (variant == 1)
           hc_gelu_tanh_bwd(M * N, h.data(), a.data(), a.data(), th);
       });
