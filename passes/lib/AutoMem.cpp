@@ -8,8 +8,11 @@
 //     checkpointing chosen by cost; a clone runs the same deterministic
 //     kernel on the same bytes, so the step's numbers do not change), or
 //   - moves it to the slow tier (fast tier only): hcs.offload after its
-//     last use before the gap, hcs.prefetch `lookahead` ops before its next
-//     use, each waited on.
+//     last use before the gap, hcs.prefetch before its next use, each
+//     waited on; each copy runs beside the calls its window holds (the
+//     `lookahead` option: a fixed number of calls, or auto: as many as the
+//     cost model says the copy takes, planned beside 2-call windows and the
+//     cheaper kept, copies' exposed seconds counted).
 // That loop can also run after segment recomputation (AutoMemSegments.cpp:
 // whole stretches of the forward run again from kept cuts); planBest()
 // keeps the cheapest plan that fits among none, all and the fewest segments.
@@ -74,14 +77,35 @@ struct Choice {
 struct Tally {
   int64_t recomputes = 0, moved = 0, prefetched = 0, overMove = 0;
   double recomputeSeconds = 0, moveSeconds = 0;
+  // Of moveSeconds, the part the calls in the copies' windows do not cover
+  // (by the cost model): what the step is predicted to wait on them.
+  double exposedSeconds = 0;
   automem::SegmentResult segments;
   double seconds() const { return recomputeSeconds + moveSeconds + segments.seconds; }
 };
+
+// lookahead=auto: a copy's window ends once its calls cover its predicted
+// seconds, and holds at most this many calls (a window holds the moved
+// bytes live longer).
+constexpr int64_t kMaxWindowCalls = 16;
+// lookahead=auto's other plan: the fixed windows it is compared with.
+constexpr int64_t kAutoFixedWindowCalls = 2;
 
 struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
   using AutoMemBase::AutoMemBase;
 
   MachineRates machine;
+  // Calls in each copy's window; -1: by the copy's predicted seconds.
+  int64_t windowCalls = kAutoFixedWindowCalls;
+
+  // Whether a window of `calls` calls covering `covered` predicted seconds
+  // is long enough for a copy of `copy` seconds.
+  bool windowDone(int64_t calls, double covered, double copy) const {
+    if (windowCalls >= 0)
+      return calls >= windowCalls;
+    return calls >= kMaxWindowCalls || (calls >= 1 && covered >= copy);
+  }
+  int64_t minWindowCalls() const { return windowCalls >= 0 ? windowCalls : 1; }
 
   // The node's memory per kind (hwloc subtypes), this rank's share, fastest
   // kind first (rt::memoryKindRank).
@@ -152,12 +176,14 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
         c.seconds = std::numeric_limits<double>::infinity();
       }
       // Moving costs an offload and a prefetch; it frees the bytes at the
-      // peak only if the prefetch, `lookahead` calls early, starts after it.
+      // peak only if the prefetch's window starts after it (by time, a
+      // window is cut short at the peak: its copy partly exposed).
       int64_t callsAfterPeak = 0;
       for (unsigned p = peak + 1; p < nextAfter; ++p)
         callsAfterPeak += isa<hs::CallOp>(u.ops[p - 1]);
       // A new slot must fit what the disk has left; past that, recompute.
-      if (allowOffload && callsAfterPeak >= lookahead && (c.slowCopy || bytes <= slowRoom)) {
+      if (allowOffload && callsAfterPeak >= minWindowCalls() &&
+          (c.slowCopy || bytes <= slowRoom)) {
         double move = (c.slowCopy ? 1 : 2) *
                       (toDisk ? diskSeconds(bytes, machine) : copySeconds(bytes, machine));
         if (move < c.seconds) {
@@ -249,31 +275,46 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     Location loc = c.buffer.getLoc();
     hs::BufferOp slow = c.slowCopy;
     Operation *earliest = c.last;
+    // One direction's predicted seconds (c.seconds: both, or a refill's one).
+    const double copy = c.seconds / (slow ? 1 : 2);
+    // The calls' predicted seconds, for the window and the exposure.
+    auto cover = [&](Operation *op, int64_t &calls, double &covered) {
+      if (auto call = dyn_cast<hs::CallOp>(op)) {
+        ++calls;
+        covered += callSeconds(call, machine);
+      }
+    };
     if (!slow) {
       b.setInsertionPointAfter(c.last);
       slow = freshBuffer(b, loc, type, "offload");
       auto off = b.create<hs::OffloadOp>(loc, b.getType<hs::TokenType>(), c.buffer, slow);
-      // The copy runs while the next `lookahead` calls compute: waited on
-      // after them (a wait right after the start held the stream for the
-      // whole copy), but before the peak, where its bytes must be free.
+      // The copy runs while its window's calls compute: waited on after
+      // them (a wait right after the start held the stream for the whole
+      // copy), but before the peak, where its bytes must be free.
       Operation *waitAt = off->getNextNode();
-      for (int64_t calls = 0; calls < lookahead && waitAt != c.peak && waitAt != c.next;
+      int64_t calls = 0;
+      double covered = 0;
+      for (; !windowDone(calls, covered, copy) && waitAt != c.peak && waitAt != c.next;
            waitAt = waitAt->getNextNode())
-        calls += isa<hs::CallOp>(waitAt);
+        cover(waitAt, calls, covered);
+      t.exposedSeconds += std::max(0.0, copy - covered);
       b.setInsertionPoint(waitAt);
       earliest = b.create<hs::WaitOp>(loc, off.getToken());
       t.moved += hs::byteSize(type);
     }
-    // The prefetch starts `lookahead` ops (kernel calls and such) early, but
+    // The prefetch starts its window's calls early, but after the peak and
     // not before the offload is done (or, refilling, the last use).
     Operation *start = c.next;
-    for (int64_t calls = 0; calls < lookahead;) {
+    int64_t calls = 0;
+    double covered = 0;
+    while (!windowDone(calls, covered, copy)) {
       Operation *prev = start->getPrevNode();
-      if (!prev || prev == earliest)
+      if (!prev || prev == earliest || prev == c.peak)
         break;
       start = prev;
-      calls += isa<hs::CallOp>(prev);
+      cover(prev, calls, covered);
     }
+    t.exposedSeconds += std::max(0.0, copy - covered);
     b.setInsertionPoint(start);
     hs::BufferOp back = freshBuffer(b, loc, type, "act");
     auto pre = b.create<hs::PrefetchOp>(loc, b.getType<hs::TokenType>(), slow, back);
@@ -290,9 +331,13 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       getOperation().emitError(error);
       return signalPassFailure();
     }
-    if (memBudget < 0 || fastMem < 0 || processReserve < 0 || lookahead < 0) {
-      getOperation().emitError("--mem-budget, --fast-mem, the reserve and the "
-                               "lookahead must not be negative");
+    if (memBudget < 0 || fastMem < 0 || processReserve < 0) {
+      getOperation().emitError("--mem-budget, --fast-mem and the reserve must not be negative");
+      return signalPassFailure();
+    }
+    const bool autoWindows = lookahead == "auto";
+    if (!autoWindows && (StringRef(lookahead).getAsInteger(10, windowCalls) || windowCalls < 0)) {
+      getOperation().emitError("lookahead ") << lookahead << ": want auto or a number of calls";
       return signalPassFailure();
     }
     std::vector<std::pair<std::string, int64_t>> kinds;
@@ -325,9 +370,86 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     }
     if (memBudget == 0 && fastBytes == 0)
       return;  // one tier, no budget: nothing to plan
-    for (auto f : getOperation().getOps<func::FuncOp>())
-      if (failed(planBest(f, fastBytes, fastKind, kinds, diskBytes)))
+    for (auto f : getOperation().getOps<func::FuncOp>()) {
+      if (!autoWindows) {
+        if (failed(planBest(f, fastBytes, fastKind, kinds, diskBytes, nullptr)))
+          return signalPassFailure();
+        continue;
+      }
+      if (failed(planWindows(f, fastBytes, fastKind, kinds, diskBytes)))
         return signalPassFailure();
+    }
+  }
+
+  // lookahead=auto: plans `f` with windows by copy time and with fixed
+  // 2-call windows, each on a clone, and keeps the cheaper that fits:
+  // recomputation, copies and the copies' exposed seconds (longer windows
+  // hide more of each copy but hold its bytes longer, which a tight budget
+  // may pay for with more moves). Neither fits: the 2-call plan's error.
+  LogicalResult planWindows(func::FuncOp f, int64_t fastBytes, const std::string &fastKind,
+                            const std::vector<std::pair<std::string, int64_t>> &kinds,
+                            int64_t diskBytes) {
+    struct WindowPlan {
+      int64_t windowCalls;
+      func::FuncOp f;
+      Tally t;
+      bool fits = false;
+      std::string error;
+      double cost() const { return t.seconds() + t.exposedSeconds; }
+    } options[2];
+    options[0].windowCalls = -1;
+    options[1].windowCalls = kAutoFixedWindowCalls;
+    for (WindowPlan &o : options) {
+      o.f = cast<func::FuncOp>(f->clone());
+      windowCalls = o.windowCalls;
+      ScopedDiagnosticHandler capture(f.getContext(), [&](Diagnostic &d) {
+        if (o.error.empty())
+          o.error = d.str();
+        return success();
+      });
+      o.fits = succeeded(planBest(o.f, fastBytes, fastKind, kinds, diskBytes, &o.t));
+    }
+    WindowPlan &timed = options[0], &fixed = options[1];
+    WindowPlan *best = timed.fits && (!fixed.fits || timed.cost() <= fixed.cost()) ? &timed
+                   : fixed.fits                                                 ? &fixed
+                                                                                : nullptr;
+    if (!best) {
+      f.emitError(fixed.error);
+      for (WindowPlan &o : options)
+        o.f->erase();
+      return failure();
+    }
+    WindowPlan &other = best == &timed ? fixed : timed;
+    f.getBody().takeBody(best->f.getBody());
+    auto m = cast<hs::MemoryPlanAttr>(best->f->getAttr(hs::kMemoryAttr));
+    if (best->t.moved + best->t.prefetched == 0) {  // no copies: no windows
+      f->setAttr(hs::kMemoryAttr, m);
+      for (WindowPlan &o : options)
+        o.f->erase();
+      return success();
+    }
+    // The reader of --emit=schedule sees which windows won and what the
+    // others would have cost.
+    char line[160];
+    std::snprintf(line, sizeof line, "windows %s (%.3g s exposed); windows %s: ",
+                  best == &timed ? "by copy time" : "of 2 calls", best->t.exposedSeconds,
+                  best == &timed ? "of 2 calls" : "by copy time");
+    std::string others = line;
+    if (other.fits)
+      std::snprintf(line, sizeof line, "%.3g s predicted, %.3g s exposed", other.t.seconds(),
+                    other.t.exposedSeconds);
+    others += other.fits ? line : "does not fit";
+    if (!m.getOtherPlan().empty())
+      others += "; " + m.getOtherPlan().str();
+    f->setAttr(hs::kMemoryAttr,
+               hs::MemoryPlanAttr::get(
+                   f.getContext(), m.getBudget(), m.getReserve(), m.getTiers(),
+                   m.getOffloadDir(), m.getRecomputedCalls(), m.getRecomputeSeconds(),
+                   m.getSegments(), m.getCopySeconds(), m.getOffloadBytes(),
+                   m.getPrefetchBytes(), m.getRecomputedOverMove(), others));
+    for (WindowPlan &o : options)
+      o.f->erase();
+    return success();
   }
 
   // One trial plan, on a clone of the step.
@@ -347,7 +469,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
   // smallest need.
   LogicalResult planBest(func::FuncOp f, int64_t fastBytes, const std::string &fastKind,
                          const std::vector<std::pair<std::string, int64_t>> &kinds,
-                         int64_t diskBytes) {
+                         int64_t diskBytes, Tally *chosen) {
     if (segments != "auto" && segments != "on" && segments != "off") {
       f.emitError("--mem-segments ") << segments << ": want auto, on or off";
       return failure();
@@ -380,6 +502,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       return r;
     };
     auto adopt = [&](Trial &r) {
+      if (chosen)
+        *chosen = r.t;
       f.getBody().takeBody(r.f.getBody());
       if (Attribute memory = r.f->getAttr(hs::kMemoryAttr))
         f->setAttr(hs::kMemoryAttr, memory);

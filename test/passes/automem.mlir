@@ -139,6 +139,41 @@ func.func @step() {
 // LATEWAIT-NEXT: hcs.buffer "act"
 // LATEWAIT-NEXT: hcs.wait %[[T2]]
 // LATEWAIT-NEXT: hcs.call "mul"(%{{.*}}, %[[A2]])
+// lookahead=auto (the default), every byte moved (recompute=off): at the
+// built-in rates one call covers a 256-byte copy, so the prefetch starts
+// one call early (after the `sin`, where 2-call windows start it before),
+// and the plan records which windows won.
+// RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 recompute=off" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=AUTO
+// AUTO-LABEL: func.func @late()
+// AUTO-SAME: other_plan = "windows by copy time (0 s exposed); windows of 2 calls: {{[0-9.e-]+}} s predicted, 0 s exposed"
+// AUTO: %[[T:[0-9]+]] = hcs.offload
+// AUTO-NEXT: hcs.buffer "act"
+// AUTO-NEXT: hcs.call "neg"
+// AUTO-NEXT: hcs.wait %[[T]]
+// AUTO: hcs.call "sin"
+// AUTO-NEXT: hcs.buffer "act"
+// AUTO-NEXT: hcs.buffer "act"
+// AUTO-NEXT: %[[T2:[0-9]+]] = hcs.prefetch
+// AUTO-NEXT: hcs.call "cos"
+// AUTO-NEXT: hcs.buffer "act"
+// AUTO-NEXT: hcs.wait %[[T2]]
+// AUTO-NEXT: hcs.call "mul"
+// Copies at 64 MB/s need about three calls each: neither window may
+// cross the peak (the `add`), so both are cut there and part of each copy
+// is exposed, as it is with 2-call windows.
+// RUN: hc-opt %s -split-input-file --hc-automem="fast-mem=800 reserve=0 recompute=off rates=copy_gbps=0.064" --hc-plan-buffers --hc-verify-plan | FileCheck %s --check-prefix=AUTOCUT
+// AUTOCUT-LABEL: func.func @late()
+// AUTOCUT-SAME: other_plan = "windows by copy time ({{[1-9][0-9.]*}}e-06 s exposed); windows of 2 calls:
+// AUTOCUT: hcs.offload
+// AUTOCUT-NEXT: hcs.buffer "act"
+// AUTOCUT-NEXT: hcs.call "neg"
+// AUTOCUT-NEXT: hcs.buffer "act"
+// AUTOCUT-NEXT: hcs.wait
+// AUTOCUT-NEXT: hcs.call "add"
+// AUTOCUT-NEXT: hcs.buffer "act"
+// AUTOCUT-NEXT: hcs.prefetch
+// AUTOCUT-NEXT: hcs.buffer "act"
+// AUTOCUT-NEXT: hcs.call "sin"
 func.func @late() {
   %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
   %a = hcs.buffer "act" : memref<64xf32>

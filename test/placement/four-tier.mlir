@@ -11,8 +11,9 @@
 // Per-tier peaks: fast = act, slow = the rest.
 // RECOMPUTE: hcs.arena_bytes = {act = 786432 : i64, param = 262144 : i64}
 // RECOMPUTE-SAME: hcs.memory = #hcs.memory_plan<budget = 0, reserve = 0, tiers = [#hcs.tier<name = "fast", kind = "HBM", capacity = 786432, arenas = ["act"]>, #hcs.tier<name = "slow", kind = "DRAM", capacity = 34359738368, arenas = ["param", "grad", "m", "v", "state", "offload"]>, #hcs.tier<name = "CXL-DRAM", kind = "CXL-DRAM", capacity = 68719476736, arenas = []>, #hcs.tier<name = "NVM", kind = "NVM", capacity = 274877906944, arenas = []>]
-// One call recomputed, nothing moved.
-// RECOMPUTE-SAME: recomputed_calls = 1, recompute_seconds = {{[^,]*}}, segments = 0, copy_seconds = 0.000000e+00 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>
+// One call recomputed, nothing moved; moving it was possible (a 1-call
+// window by copy time fits after the peak) and priced higher.
+// RECOMPUTE-SAME: recomputed_calls = 1, recompute_seconds = {{[^,]*}}, segments = 0, copy_seconds = 0.000000e+00 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 1>
 // The activations are placed on the HBM node (0), one slice per cluster
 // (core), the parameters on DRAM (1).
 // RECOMPUTE-SAME: slices = [#hcs.slice<arena = "act", offset = 0, bytes = 98304, owner = 0, numa = [0]>

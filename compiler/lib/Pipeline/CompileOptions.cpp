@@ -460,14 +460,26 @@ const Flag kFlags[] = {
      "segment): every byte freed moves to a slower tier, whatever --rates prices"},
     {"--mem-lookahead", nullptr, "N", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
-       return parseInteger("--mem-lookahead", v, 1, 64, PO.memLookahead, e);
+       if (v == "auto") {
+         PO.memLookahead = v;
+         return 1;
+       }
+       int64_t n = 0;
+       if (parseInteger("--mem-lookahead", v, 1, 64, n, e) < 0) {
+         e = "--mem-lookahead needs auto or an integer from 1 to 64, got '" + v + "'";
+         return -1;
+       }
+       PO.memLookahead = std::to_string(n);
+       return 1;
      },
-     [](const CompileOptions &o) { return std::to_string(PO.memLookahead); },
-     "kernel calls each tier copy runs beside (default 2): a prefetch starts N calls before "
-     "its use, an offload is waited on N calls after it starts (or before the peak). More "
-     "hides a slower tier's copies but frees fewer bytes where the budget is tight (S/2 "
-     "bf16 at 60% on a virtio disk: 3.50 s per step at 2, 3.40 at 4; the tiny DiT at 40% "
-     "fits only at 2)"},
+     [](const CompileOptions &o) { return PO.memLookahead; },
+     "auto (default) or N: the kernel calls each tier copy runs beside. N: a prefetch starts "
+     "N calls before its use, an offload is waited on N calls after it starts (or before "
+     "the peak). auto: each copy's window holds as many calls as the cost model says the "
+     "copy takes (at most 16), planned beside windows of 2 and the plan predicted cheaper "
+     "kept, the copies' exposed seconds counted (--emit=schedule's hcs.memory says which "
+     "won). Longer windows hide a slower tier's copies but free fewer bytes where the "
+     "budget is tight"},
     {"--cftp", nullptr, "on|off", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
        std::string s;

@@ -71,7 +71,7 @@ struct PipelineOptions {
   std::string offloadDir;  // --offload-dir: the disk tier's folder
   std::string memSegments = "auto";  // --mem-segments auto|on|off
   std::string memRecompute = "auto";  // --mem-recompute auto|off
-  int64_t memLookahead = 2;  // --mem-lookahead: calls a tier copy runs beside
+  std::string memLookahead = "auto";  // --mem-lookahead: calls a tier copy runs beside
 
   // CFTP (hc-cftp, --cftp on|off): one stream of calls per cluster; off
   // leaves every call on the whole team, split inside the kernels.

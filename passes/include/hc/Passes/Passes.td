@@ -235,8 +235,9 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
     the peak that is cheapest per byte by the cost model is either
     recomputed (its producing call cloned, marked `hcs.recompute`, before
     its first use after the peak, when its inputs are live there anyway) or,
-    toward the fast tier only, offloaded and prefetched `lookahead` ops
-    before its next use (`hcs.offload` / `hcs.prefetch` + `hcs.wait`).
+    toward the fast tier only, offloaded and prefetched before its next use
+    (`hcs.offload` / `hcs.prefetch` + `hcs.wait`), each copy running beside
+    the calls of its window (`lookahead`).
     Records the tiers, budget and decisions in `hcs.memory` on @step, which
     hc-verify-plan checks. With `offload-dir`, the "offload" arena is a
     disk tier (a file in that folder) and moves also serve the budget.
@@ -259,8 +260,12 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
            "native, an hwloc XML file or an hwloc synthetic string">,
     Option<"ranksPerNode", "ranks-per-node", "int64_t", "1",
            "ranks sharing the node's fast memory">,
-    Option<"lookahead", "lookahead", "int64_t", "2",
-           "kernel calls between a prefetch's start and its use">,
+    Option<"lookahead", "lookahead", "std::string", "\"auto\"",
+           "each tier copy's window: N kernel calls between an offload's start "
+           "and its wait and between a prefetch's start and its use, or auto "
+           "(as many calls as the cost model says the copy takes, at most 16, "
+           "planned beside 2-call windows; the cheaper plan, its copies' "
+           "exposed seconds counted, is kept)">,
     // Outside the arenas: the process's code, thread stacks, the GEMM's
     // packing buffers, the MPI library (DiT-S/2 measured: peak RSS 50 MB
     // above its arenas). The host's step inputs are added to it.
