@@ -57,8 +57,10 @@ def train(args, lib, data, labels, tag, bin_dir):
          "--no-progress"], env)
     rows = [json.loads(line) for line in open(metrics)]
     times = [1.0 / r["steps_per_sec"] for r in rows[1:]]
+    # seconds per step the kernels waited on tier copies (hc-run's metrics)
+    stall = statistics.median([r.get("copy_stall_s", 0.0) for r in rows[1:]])
     return statistics.median(times), rows[-1]["loss"], rows[-1].get("copy_mb_disk", 0) + \
-        rows[-1].get("copy_mb", 0)
+        rows[-1].get("copy_mb", 0), stall
 
 
 def main():
@@ -78,7 +80,8 @@ def main():
                          "takes the device's noise out of the comparison)")
     ap.add_argument("--bin-old", default="", help="an older build's bin folder (a fourth system)")
     ap.add_argument("--systems", default="",
-                    help="comma-separated subset of unbudgeted,budget-2streams,budget-1stream,old-budget")
+                    help="comma-separated subset of unbudgeted,budget-2streams,budget-1stream,old-budget "
+                         "and the budget-lookaheadN of --lookaheads")
     ap.add_argument("--rates", default="",
                     help="hc-compile --rates (a --bin-old build before --rates took --mem-rates "
                          "memory=GBPS)")
@@ -86,6 +89,9 @@ def main():
                     help="hc-compile --mem-recompute: off meets the budget by tier copies alone, "
                          "without distorting the kernels' rates as pricing recomputation out "
                          "through --rates did")
+    ap.add_argument("--lookaheads", default="",
+                    help="comma-separated hc-compile --mem-lookahead values: one more budgeted "
+                         "system each, budget-lookaheadN (budget-2streams has the default, auto)")
     ap.add_argument("--comm-cores", type=int, default=0,
                     help="hc-compile --comm-cores (a core of its own for the copy engine)")
     args = ap.parse_args()
@@ -119,6 +125,8 @@ def main():
     libs, bins = {}, {}
     systems = [("unbudgeted", args.bin, []), ("budget-2streams", args.bin, tier),
                ("budget-1stream", args.bin, tier + ["--cftp", "off"])]
+    for n in filter(None, args.lookaheads.split(",")):
+        systems.append(("budget-lookahead%s" % n, args.bin, tier + ["--mem-lookahead", n]))
     if args.bin_old:
         # Builds before --mem-recompute priced recomputation out by rates
         # (--rates, or --mem-rates before it; hc-cftp was off then under a
@@ -157,16 +165,21 @@ def main():
                        stdout=subprocess.PIPE, text=True).stdout.strip()))
     times = {n: [] for n in libs}
     losses = {n: [] for n in libs}
+    stalls = {n: [] for n in libs}
     for r in range(args.rounds):
         line = []
         for n, so in libs.items():
-            t, loss, mb = train(args, so, data, labels, n, bins[n])
+            t, loss, mb, stall = train(args, so, data, labels, n, bins[n])
             times[n].append(t)
             losses[n].append(loss)
-            line.append("%s %.3f s (loss %.6f, %.0f MB copied)" % (n, t, loss, mb))
+            stalls[n].append(stall)
+            line.append("%s %.3f s (loss %.6f, %.0f MB copied, %.3f s stalled)" % (
+                n, t, loss, mb, stall))
         print("round %d: %s" % (r + 1, " | ".join(line)))
     med = {n: statistics.median(v) for n, v in times.items()}
     print("median s/step: " + ", ".join("%s %.3f" % (n, m) for n, m in med.items()))
+    print("median s/step waiting on copies: " + ", ".join(
+        "%s %.3f" % (n, statistics.median(v)) for n, v in stalls.items()))
     if "budget-1stream" in med:
         print("two streams / one stream (same budget): %.3fx (bar 1.02x)"
               % (med["budget-2streams"] / med["budget-1stream"]))
