@@ -421,9 +421,10 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     }
     WindowPlan &other = best == &timed ? fixed : timed;
     f.getBody().takeBody(best->f.getBody());
-    auto m = cast<hs::MemoryPlanAttr>(best->f->getAttr(hs::kMemoryAttr));
-    if (best->t.moved + best->t.prefetched == 0) {  // no copies: no windows
-      f->setAttr(hs::kMemoryAttr, m);
+    auto m = dyn_cast_or_null<hs::MemoryPlanAttr>(best->f->getAttr(hs::kMemoryAttr));
+    if (!m || best->t.moved + best->t.prefetched == 0) {  // no copies: no windows
+      if (m)
+        f->setAttr(hs::kMemoryAttr, m);
       for (WindowPlan &o : options)
         o.f->erase();
       return success();
