@@ -395,6 +395,8 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
       Tally t;
       bool fits = false;
       std::string error;
+      // Exposure is a lower bound: each copy's window is counted as its
+      // own, though copies queue on the engine's lanes (no lane model).
       double cost() const { return t.seconds() + t.exposedSeconds; }
     } options[2];
     options[0].windowCalls = -1;

@@ -115,6 +115,8 @@ func.func @step() {
 // A window that is neither auto nor a number of calls is refused.
 // RUN: not hc-opt %s -split-input-file --hc-automem="fast-mem=800 lookahead=-1" 2>&1 | FileCheck %s --check-prefix=BADWINDOW
 // BADWINDOW: error: lookahead -1: want auto or a number of calls
+// RUN: not hc-opt %s -split-input-file --hc-automem="fast-mem=800 lookahead=two" 2>&1 | FileCheck %s --check-prefix=BADWORD
+// BADWORD: error: lookahead two: want auto or a number of calls
 // SMALL: error: --mem-budget 700: the smallest plan found needs 1024 bytes (parameters, gradients and optimizer state 256, activations 768, reserve 0)
 
 // -----

@@ -458,7 +458,7 @@ const Flag kFlags[] = {
      [](const CompileOptions &o) { return PO.memRecompute; },
      "auto (default) or off: with a budget, off never recomputes an activation (nor a "
      "segment): every byte freed moves to a slower tier, whatever --rates prices"},
-    {"--mem-lookahead", nullptr, "N", Group::Machine,
+    {"--mem-lookahead", nullptr, "auto|N", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
        if (v == "auto") {
          PO.memLookahead = v;
