@@ -84,6 +84,15 @@ struct Tally {
   double seconds() const { return recomputeSeconds + moveSeconds + segments.seconds; }
 };
 
+// `m` with `otherPlan` as what the other plans would cost.
+hs::MemoryPlanAttr withOtherPlan(hs::MemoryPlanAttr m, const std::string &otherPlan) {
+  return hs::MemoryPlanAttr::get(m.getContext(), m.getBudget(), m.getReserve(), m.getTiers(),
+                                 m.getOffloadDir(), m.getRecomputedCalls(),
+                                 m.getRecomputeSeconds(), m.getSegments(), m.getCopySeconds(),
+                                 m.getOffloadBytes(), m.getPrefetchBytes(),
+                                 m.getRecomputedOverMove(), otherPlan);
+}
+
 // lookahead=auto: a copy's window ends once its calls cover its predicted
 // seconds, and holds at most this many calls (a window holds the moved
 // bytes live longer).
@@ -444,12 +453,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     others += other.fits ? line : "does not fit";
     if (!m.getOtherPlan().empty())
       others += "; " + m.getOtherPlan().str();
-    f->setAttr(hs::kMemoryAttr,
-               hs::MemoryPlanAttr::get(
-                   f.getContext(), m.getBudget(), m.getReserve(), m.getTiers(),
-                   m.getOffloadDir(), m.getRecomputedCalls(), m.getRecomputeSeconds(),
-                   m.getSegments(), m.getCopySeconds(), m.getOffloadBytes(),
-                   m.getPrefetchBytes(), m.getRecomputedOverMove(), others));
+    f->setAttr(hs::kMemoryAttr, withOtherPlan(m, others));
     for (WindowPlan &o : options)
       o.f->erase();
     return success();
@@ -576,12 +580,7 @@ struct AutoMemPass : impl::AutoMemBase<AutoMemPass> {
     }
     adopt(*best);
     auto m = cast<hs::MemoryPlanAttr>(f->getAttr(hs::kMemoryAttr));
-    f->setAttr(hs::kMemoryAttr,
-               hs::MemoryPlanAttr::get(
-                   f.getContext(), m.getBudget(), m.getReserve(), m.getTiers(),
-                   m.getOffloadDir(), m.getRecomputedCalls(), m.getRecomputeSeconds(),
-                   m.getSegments(), m.getCopySeconds(), m.getOffloadBytes(),
-                   m.getPrefetchBytes(), m.getRecomputedOverMove(), others));
+    f->setAttr(hs::kMemoryAttr, withOtherPlan(m, others));
     return success();
   }
 
