@@ -209,7 +209,17 @@ struct GemmKernel {
   // Flops per cycle of the micro-kernel on one core, for the driver's cost
   // estimates (0: the fp32 FMA rate of its tile).
   double flopsPerCycle = 0;
+  // A packed B sliver holds ceil(kc / 2) rows of NR words (bf16 pairs), not
+  // kc rows: what the driver asks into cache ahead of a kept panel.
+  bool pairedB = false;
 };
+// B's kc x nc panel at (k0, n0) as k.packB lays it out (slivers NR * kc
+// floats apart), for a b_constant call: the kept copy, packed on the first
+// call that asks; where HC_GEMM_PACKED_MB leaves no room, packed into
+// `scratch` (room for it) and that returned (gemm_packed.cpp).
+const float *constantPanel(const GemmKernel &k, const float *B, int64_t ldb,
+                           int transB, int64_t k0, int64_t kc, int64_t n0,
+                           int64_t nc, float *scratch);
 // hc_sgemm's problem (batch 1) on the calling thread, A read in place
 // where the kernel can: for operands already in cache (attention's tiles).
 void sgemmInCache(const hc_sgemm_args &g);

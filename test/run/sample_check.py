@@ -20,6 +20,10 @@ usage: sample_check.py CASE --bin DIR --work DIR
               parameters; a damaged checkpoint is refused (checksum).
   fid         models/sample_quality.py's Frechet distance equals the closed
               form for diagonal Gaussians.
+  packed      kept weight panels (hc-constant-weights): every linear of the
+              sampler's schedule (fp32 and bf16) has weight = "constant", no
+              linear of the training step's; the samples are the same bits
+              as with HC_GEMM_PACKED_MB=0 (every call packs W again).
   refusals    bad flags (one line naming the flag, exit 2), guidance on a model
               without a null class, a training library given to sample and a
               sampler to training, an output over an input, hc-compile
@@ -95,6 +99,39 @@ def sample(a, name, sampler, steps, cfg, dump):
                 "--cfg-scale", str(cfg), "--sampler", sampler, "--sampling-steps", steps,
                 "--seed", "7", "--dump-steps", dump, "--save-npy", dump + "/samples.npy",
                 "--out", dump + "/grid.png", "--no-progress"], a.work)
+
+
+def case_packed(a):
+    hc_compile = os.path.join(a.bin, "hc-compile")
+    for lib, args in (("train", ["--batch", "2"]), ("sig-fp32", ["--sampler", "--batch", str(BATCH)]),
+                      ("sig-bf16", ["--sampler", "--batch", str(BATCH), "--precision", "bf16"])):
+        run([hc_compile, "sig.onnx", "--emit=schedule", "-o", lib + ".mlir"] + args, a.work)
+        with open(os.path.join(a.work, lib + ".mlir")) as f:
+            calls = [line for line in f if 'hcs.call "linear"' in line]
+        marked = sum('weight = "constant"' in line for line in calls)
+        want = 0 if lib == "train" else len(calls)
+        check(calls and marked == want, "%s: %d of %d linear calls have weight = \"constant\", "
+              "expected %d" % (lib, marked, len(calls), want))
+        if lib == "train":
+            continue
+        run([hc_compile, "sig.onnx", "-o", lib + ".so"] + args, a.work)
+        got = {}
+        for mb in ("0", "4096"):
+            out = "packed-%s-%s.npy" % (lib, mb)
+            p = subprocess.run([os.path.join(a.bin, "hc-run"), "sample", lib + ".so", "--ckpt",
+                                "sig.ckpt.safetensors", "--classes", "0,2", "--per-class", "1",
+                                "--cfg-scale", "4", "--sampler", "ddim", "--sampling-steps", "4,3",
+                                "--seed", "7", "--save-npy", out, "--no-progress"],
+                               cwd=a.work, capture_output=True, text=True, timeout=240,
+                               env=dict(os.environ, HC_GEMM_PACKED_MB=mb))
+            check(p.returncode == 0, "%s with HC_GEMM_PACKED_MB=%s: exit %d\n%s"
+                  % (lib, mb, p.returncode, p.stderr[-2000:]))
+            got[mb] = np.load(os.path.join(a.work, out))
+        check(got["0"].tobytes() == got["4096"].tobytes(),
+              "%s: samples with kept panels differ from packing every call (max |diff| %.3g)"
+              % (lib, float(np.max(np.abs(got["0"] - got["4096"])))))
+        print("%s: %d linear calls keep W's panels; samples bit-identical to packing each call"
+              % (lib, marked))
 
 
 def read_png(path):
@@ -337,5 +374,5 @@ def case_refusals(a):
 if __name__ == "__main__":
     sys.exit(case_main({"setup": case_setup, "arithmetic": case_arithmetic,
                         "refusals": case_refusals, "checkpoint": case_checkpoint,
-                        "fid": case_fid}, options=("--bin", "--work"),
+                        "fid": case_fid, "packed": case_packed}, options=("--bin", "--work"),
                        context=lambda a: a))

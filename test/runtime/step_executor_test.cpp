@@ -3,6 +3,7 @@
 // streams with a wait, --check-finite, the profile, collectives through
 // the host's callbacks, evaluate(), micro-batches and a tier copy.
 #include "hc/runtime/copy_engine.h"
+#include "hc/runtime/kernels.h"
 #include "hc/abi/step_program.h"
 
 #include <gtest/gtest.h>
@@ -412,4 +413,39 @@ TEST(StepExecutor, AStopAfterTheGateLetsTheUpdateFinish) {
       }
     }
   }
+}
+
+// y[0] = x . w through hc_sgemm with b_constant (a constant weight's kept
+// panels, as linear with weight = "constant" asks), y[1..3] = 0.
+void constantDotKernel(const hcrt_tensor *ins, int32_t, hcrt_tensor *outs, int32_t,
+                       const hcrt_attrs *, hc_threads t) {
+  float *y = static_cast<float *>(outs[0].data);
+  hc_sgemm_args g{};
+  g.M = 1, g.N = 1, g.K = 4, g.batch = 1, g.alpha = 1.0f;
+  g.A = static_cast<const float *>(ins[0].data), g.lda = 4;
+  g.B = static_cast<const float *>(ins[1].data), g.ldb = 1;
+  g.C = y, g.ldc = 1;
+  g.b_constant = 1;
+  hc_sgemm(&g, t);
+  y[1] = y[2] = y[3] = 0.0f;
+}
+
+TEST(StepExecutor, SettingAParameterDropsItsKeptPanels) {
+  // The host loads new weights between steps (a sampler given another
+  // checkpoint): the next step must read them, not the panels packed from
+  // the old ones. lr 0 leaves w as set.
+  const hcrt_kernel_fn kernels[] = {constantDotKernel, sumKernel, updateKernel};
+  hcrt_step_program p = program();
+  p.kernels = kernels;
+  Step st(p);
+  ASSERT_NE(st.s, nullptr) << st.error;
+  ASSERT_EQ(hcrt_step_set_hyperparameter(st.s, "lr", 0.0), 0);
+  double loss = 0;
+  setW(st.s, {1, 1, 2, 2}, {0, 0, 0, 0});
+  ASSERT_EQ(hcrt_step_run(st.s, kInputs, &loss), 0) << hcrt_step_last_error(st.s);
+  EXPECT_DOUBLE_EQ(loss, 0.5 * (1 + 2 + 6 + 8));
+  EXPECT_GT(hcrt_gemm_packed_bytes(), 0u);
+  setW(st.s, {-1, 0, 0, 1}, {0, 0, 0, 0});
+  ASSERT_EQ(hcrt_step_run(st.s, kInputs, &loss), 0) << hcrt_step_last_error(st.s);
+  EXPECT_DOUBLE_EQ(loss, 0.5 * (-1 + 4));
 }

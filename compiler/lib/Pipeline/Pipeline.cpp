@@ -157,6 +157,8 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
       cftp.strictBatch = options.clusters > 0;
       pm.addPass(createCftp(cftp));
     }
+    // After every pass that may add a write (tier copies, CFTP's cuts).
+    pm.addPass(createConstantWeights());
     pm.addPass(createVerifyPlan());
   }
   std::string diagnostics;

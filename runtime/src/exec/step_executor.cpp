@@ -187,6 +187,11 @@ hc_step *create(const hcrt_step_program *P, const hc_step_env *env, char *error,
 void destroy(hc_step *s) {
   if (!s)
     return;
+  // The GEMMs' kept panels of constant weights packed from these arenas.
+  for (int a = 0; a < s->program->num_arenas; ++a)
+    if (s->arena[static_cast<size_t>(a)])
+      hcrt_gemm_forget_packed(s->arena[static_cast<size_t>(a)],
+                              static_cast<size_t>(s->program->arena_bytes[a]));
   for (char *a : s->arena)
     hcrt_arena_free(a);
   if (s->disk >= 0)
@@ -206,7 +211,9 @@ int setTensor(hc_step *s, const char *name, const void *data, size_t bytes) {
   const hcrt_named *n = lookup(P, name);
   if (!n || static_cast<size_t>(n->bytes) != bytes)
     return -1;
-  std::memcpy(s->arena[n->arena] + n->byte_offset, data, bytes);
+  char *dst = s->arena[n->arena] + n->byte_offset;
+  hcrt_gemm_forget_packed(dst, bytes);  // a constant weight's kept panels
+  std::memcpy(dst, data, bytes);
   return 0;
 }
 

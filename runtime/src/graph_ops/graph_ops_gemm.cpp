@@ -73,6 +73,9 @@ Mat matOrPack(const hcrt_tensor &t, int split, Buf<float> &buf, hc_threads th,
 
 // The precision flag of a GEMM-class call (kernels.def).
 bool bf16Of(const hcrt_attrs *attrs) { return attrInt(attrs, 0, 0) != 0; }
+// linear's and linear_gelu's `weight` flag (kernels.def): the compiler says
+// the weight's bytes stay the same from call to call (a sampler's).
+bool weightConstantOf(const hcrt_attrs *attrs) { return attrInt(attrs, 1, 0) != 0; }
 
 // aSums: op(A)'s row sums too (hc_sgemm_row_sums), or null.
 void runGemm(const hc_sgemm_args &g, bool bf16, hc_threads th,
@@ -89,7 +92,7 @@ void runGemm(const hc_sgemm_args &g, bool bf16, hc_threads th,
 
 void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
           const GemmOperand &b, float *c, const hc_epilogue *epi, bool bf16,
-          hc_threads th, double *aSums = nullptr) {
+          hc_threads th, double *aSums = nullptr, bool bConstant = false) {
   if (M <= 0 || N <= 0)
     return;
   hc_sgemm_args g{};
@@ -100,13 +103,17 @@ void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
   g.B = b.p, g.ldb = b.ld;
   g.C = c, g.ldc = N;
   g.epi = epi;
+  g.b_constant = bConstant ? 1 : 0;
   runGemm(g, bf16, th, aSums);
 }
 
 // y [..., out] = x [..., in] W^T (+ b), with `epi` (the bias is added to
-// it here when ins[2] is given): linear and linear_gelu.
+// it here when ins[2] is given): linear and linear_gelu. constantW: W's
+// packed panels may be kept between calls (read in place only: a packed
+// copy of W is this call's own).
 void linearForward(const hcrt_tensor *ins, int32_t nin, float *y,
-                   hc_epilogue epi, bool bf16, hc_threads th) {
+                   hc_epilogue epi, bool bf16, hc_threads th,
+                   bool constantW = false) {
   const hcrt_tensor &x = ins[0], &w = ins[1];
   Buf<float> bx, bx2, bw, bb;
   const float *px;
@@ -120,7 +127,8 @@ void linearForward(const hcrt_tensor *ins, int32_t nin, float *y,
     epi.flags |= HC_EPI_BIAS;
     epi.bias = contiguousF32(ins[2], bb, th);
   }
-  gemm(M, N, K, A, Bop, y, epi.flags || epi.preact ? &epi : nullptr, bf16, th);
+  gemm(M, N, K, A, Bop, y, epi.flags || epi.preact ? &epi : nullptr, bf16, th,
+       nullptr, constantW && Bop.p == w.data);
 }
 
 // dx [..., in] = dy [..., out] W, with `epi` (or none): linear_grad_input
@@ -182,7 +190,7 @@ extern "C" {
 HCRT_OP_DEF(linear) {
   (void)nout;
   linearForward(ins, nin, static_cast<float *>(outs[0].data), hc_epilogue{},
-                bf16Of(attrs), threads);
+                bf16Of(attrs), threads, weightConstantOf(attrs));
 }
 
 // dx [..., in] = dy [..., out] W.
@@ -291,7 +299,7 @@ HCRT_OP_DEF(linear_gelu) {
   epi.preact = static_cast<float *>(outs[1].data);
   epi.ld_preact = ins[1].shape[0];
   linearForward(ins, nin, static_cast<float *>(outs[0].data), epi,
-                bf16Of(attrs), threads);
+                bf16Of(attrs), threads, weightConstantOf(attrs));
 }
 
 // dx [..., in] = (dy [..., out] W) * gelu_tanh'(preact [..., in]): the

@@ -99,6 +99,7 @@ struct Problem {
   int64_t ldc;
   EpiCtx epi;
   double *aSums = nullptr;  // hc_sgemm_row_sums' sums (this entry's)
+  bool bConstant = false;   // hc_sgemm_args::b_constant: B's panels kept
 };
 
 // op(A)[m0:m1, k0:k1) added to the row sums (hc_sgemm_row_sums), the
@@ -196,7 +197,9 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // the time; measured here, 1 thread, 384 x 384 x 8192: 218-224 -> 233-238
   // GFLOP/s (with the kernel's further prefetches), 384 x 1536 x 8192
   // unchanged. Short K (attention's in-cache tiles) keeps the rules below.
-  b.streamB = !p.transB && p.K > bl.kc && bl.directB != 0 &&
+  // A constant B is packed once and kept (constantPanel): never streamed,
+  // read in place or converted by the kernel.
+  b.streamB = !p.bConstant && !p.transB && p.K > bl.kc && bl.directB != 0 &&
               static_cast<std::size_t>(mRange * b.kcMax * 4) <= l2 * 5 / 8;
   b.mcBlk = b.streamB ? mRange : bl.mc;
   b.mcMax = std::min<int64_t>(b.mcBlk, mRange);
@@ -235,7 +238,7 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // in half of L2. Attention's tiles (M = Dh = 64, B = P or dS, 256 x 256):
   // packing B was 12% of flash attention at 1 thread. A last partial
   // sliver is still packed (its columns end inside a vector).
-  b.directB = !p.transB &&
+  b.directB = !p.bConstant && !p.transB &&
               (bl.directB == 2 || b.streamB ||
                (bl.directB == 1 && rows <= 16 * MR &&
                 static_cast<std::size_t>(b.kcMax * b.ncMax * 4) <= l2 / 2));
@@ -255,7 +258,7 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // first call that reads it, instead of a packing pass before the step
   // (the bf16 kernel, for a row-major B: X in the weight gradients, W in
   // the input gradients).
-  b.convertB = bl.convertsB && !p.transB && !b.directB;
+  b.convertB = bl.convertsB && !p.transB && !b.directB && !p.bConstant;
   return b;
 }
 
@@ -314,9 +317,15 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
                pc + kc < p.K) {
       nextB = p.B + (pc + kc) * p.ldb + jc;
       nextRows = std::min<int64_t>(bl.kc, p.K - pc - kc);
+    } else if (p.bConstant && ic == s.m0 && jr + NR < nc) {
+      // A kept panel comes from memory, not from a packing pass just
+      // before: the first row block asks for the next sliver's lines.
+      nextB = s.Bp + (jr + NR) * kc;
+      nextRows = k.pairedB ? (kc + 1) / 2 : kc;
     }
     const int64_t calls = (mc + MR - 1) / MR;
     const int64_t rowsPerCall = (nextRows + calls - 1) / calls;
+    const int64_t nextLd = nextB && p.bConstant ? NR : p.ldb;  // a packed sliver's rows
     const float *b = b0;
     if (plan.packSliver && bInPlace) {
       k.packB(p.B, p.ldb, 0, pc, kc, jc + jr, NR, Bs);
@@ -326,7 +335,7 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
     for (int64_t ir = 0; ir < mc; ir += MR) {
       if (nextB) {
         const int64_t r0 = ir / MR * rowsPerCall;
-        prefetchRows(nextB + r0 * p.ldb, p.ldb,
+        prefetchRows(nextB + r0 * nextLd, nextLd,
                      std::min<int64_t>(rowsPerCall, nextRows - r0));
       }
       const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
@@ -459,10 +468,13 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       // plan.convertB: the kernel packs the whole slivers (B is not read
       // in place then: nFull 0), the last partial one is packed here.
       const int64_t nConvert = plan.convertB ? nc / NR * NR : 0;
-      if (nFull + nConvert < nc)
+      const float *panel = Bp;
+      if (p.bConstant)  // the plan packs all of it (no in-place slivers)
+        panel = constantPanel(k, p.B, p.ldb, p.transB, pc, kc, jc, nc, Bp);
+      else if (nFull + nConvert < nc)
         k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull + nConvert,
                 nc - nFull - nConvert, Bp + nConvert * kc);
-      PanelStep s{jc, nc, nFull, pc, kc, pc == 0, pc + kc >= p.K, Bp};
+      PanelStep s{jc, nc, nFull, pc, kc, pc == 0, pc + kc >= p.K, panel};
       s.nConvert = nConvert;
       s.m0 = m0;
       s.BpConvert = Bp;
@@ -606,7 +618,7 @@ void gemmKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
 bool useSharedPanel(const BlockPlan &plan, const Problem &p, Range r) {
   const int mode = static_cast<int>(hc::rt::settingInt(hc::rt::Setting::GemmSharedB, 1));
   const int threads = r.count;
-  if (mode == 0 || threads <= 1 || plan.streamB || plan.directB)
+  if (mode == 0 || threads <= 1 || plan.streamB || plan.directB || p.bConstant)
     return false;
   const bool sharedL2 =
       hcrt_thread_cluster(r.first) == hcrt_thread_cluster(r.first + r.count - 1);
@@ -799,6 +811,7 @@ Problem problemOf(const hc_sgemm_args &g, int64_t b, double *aSums) {
   p.B = g.B + b * g.stride_b, p.ldb = g.ldb;
   p.C = g.C + b * g.stride_c, p.ldc = g.ldc;
   p.epi = resolveEpi(g, b);
+  p.bConstant = g.b_constant != 0;
   if (aSums)
     p.aSums = aSums + b * ((g.K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK) * g.M;
   return p;

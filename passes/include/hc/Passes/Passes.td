@@ -284,6 +284,21 @@ def AutoMem : Pass<"hc-automem", "mlir::ModuleOp"> {
   ];
 }
 
+def ConstantWeights : Pass<"hc-constant-weights", "mlir::ModuleOp"> {
+  let summary = "GEMM weights no op writes keep their packed panels between calls";
+  let description = [{
+    On the schedule, after every pass that adds writes (hc-automem's tier
+    copies, hc-cftp's cuts): each `hcs.call` whose kernel has the `weight`
+    flag in `kernels.def` (`linear`, `linear_gelu`: operand 1 is W) and
+    whose W is (a view of) a planned "param" buffer whose bytes no op of
+    the module writes gets `weight = "constant"` in its attributes. The runtime then
+    keeps W's packed (for bf16, rounded) GEMM panels from one call to the
+    next instead of packing them again (hc_sgemm_args::b_constant); the
+    executor drops them when the host sets a parameter. A sampler's weights
+    qualify; a training step's do not (its optimizer writes them).
+  }];
+}
+
 def PlanBuffers : Pass<"hc-plan-buffers", "mlir::ModuleOp"> {
   let summary = "static offsets for activation buffers by liveness, peak per arena";
   let description = [{

@@ -430,6 +430,7 @@ const GemmKernel &gemmAvx512Bf16() {
     r.copiesA = true;
     r.convertsB = true;
     r.flopsPerCycle = 128;  // 2 vdpbf16ps of 16 lanes x 2 products a cycle
+    r.pairedB = true;
     return r;
   }();
   return k;

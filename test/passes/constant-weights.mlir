@@ -1,0 +1,74 @@
+// RUN: hc-opt %s --split-input-file --hc-constant-weights | FileCheck %s
+
+// A sampler: no op writes a parameter, so every linear whose W is a
+// "param" buffer (or a view of one) keeps its packed panels; W from an
+// "act" buffer (computed) does not, nor does matmul (no `weight` slot).
+// CHECK-LABEL: func.func @sampler
+// CHECK: hcs.call "linear"(%{{.*}}, %[[W:.*]], %{{.*}}) -> (%{{.*}}) {precision = "bf16", weight = "constant"}
+// CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {weight = "constant"}
+// CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
+// CHECK: hcs.call "matmul"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
+func.func @sampler() {
+  %x = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<16x8xf32>
+  %b = hcs.buffer "param" {name = "b", offset = 512 : i64} : memref<16xf32>
+  %y = hcs.buffer "act" {offset = 128 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %w, %b) -> (%y) {precision = "bf16"} : (memref<4x8xf32>, memref<16x8xf32>, memref<16xf32>) -> memref<4x16xf32>
+  %flat = hcs.buffer "param" {name = "w2", offset = 576 : i64} : memref<128xf32>
+  %w2 = hcs.view %flat : memref<128xf32> to memref<16x8xf32>
+  %y2 = hcs.buffer "act" {offset = 384 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %w2) -> (%y2) {} : (memref<4x8xf32>, memref<16x8xf32>) -> memref<4x16xf32>
+  %wa = hcs.buffer "act" {offset = 640 : i64} : memref<16x8xf32>
+  hcs.call "tanh"(%w) -> (%wa) {} : (memref<16x8xf32>) -> memref<16x8xf32>
+  %y3 = hcs.buffer "act" {offset = 1152 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %wa) -> (%y3) {} : (memref<4x8xf32>, memref<16x8xf32>) -> memref<4x16xf32>
+  %wt = hcs.view %w : memref<16x8xf32> to memref<8x16xf32, strided<[1, 8]>>
+  %y4 = hcs.buffer "act" {offset = 1408 : i64} : memref<4x16xf32>
+  hcs.call "matmul"(%x, %wt) -> (%y4) {} : (memref<4x8xf32>, memref<8x16xf32, strided<[1, 8]>>) -> memref<4x16xf32>
+  return
+}
+
+// -----
+
+// A training step: the optimizer writes the parameters through one
+// unnamed buffer over the arena, so no linear reading them is marked; a
+// frozen parameter outside the bytes it writes still is.
+// CHECK-LABEL: func.func @train
+// CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
+// CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {weight = "constant"}
+// CHECK-NOT: weight = "constant"
+func.func @train() {
+  %x = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<16x8xf32>
+  %frozen = hcs.buffer "param" {name = "frozen", offset = 512 : i64} : memref<16x8xf32>
+  %y = hcs.buffer "act" {offset = 128 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %w) -> (%y) {} : (memref<4x8xf32>, memref<16x8xf32>) -> memref<4x16xf32>
+  %y2 = hcs.buffer "act" {offset = 384 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %frozen) -> (%y2) {} : (memref<4x8xf32>, memref<16x8xf32>) -> memref<4x16xf32>
+  %all = hcs.buffer "param" {offset = 0 : i64} : memref<128xf32>
+  %g = hcs.buffer "grad" {offset = 0 : i64} : memref<128xf32>
+  hcs.call "sgd"(%g, %all) -> (%all) {lr = 1.0e-01 : f64, weight_decay = 0.0 : f64} : (memref<128xf32>, memref<128xf32>) -> memref<128xf32>
+  return
+}
+
+// -----
+
+// Another function of the module writes the parameter: the module shares
+// the arena, so the first function's linear is not marked either.
+// CHECK-LABEL: func.func @reads
+// CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
+// CHECK-NOT: weight = "constant"
+func.func @reads() {
+  %x = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<16x8xf32>
+  %y = hcs.buffer "act" {offset = 128 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %w) -> (%y) {} : (memref<4x8xf32>, memref<16x8xf32>) -> memref<4x16xf32>
+  return
+}
+func.func @writes() {
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<16x8xf32>
+  %v = hcs.view %w : memref<16x8xf32> to memref<128xf32>
+  %t = hcs.buffer "act" {offset = 0 : i64} : memref<128xf32>
+  hcs.call "tanh"(%t) -> (%v) {} : (memref<128xf32>) -> memref<128xf32>
+  return
+}
