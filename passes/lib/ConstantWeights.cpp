@@ -32,11 +32,8 @@ constexpr unsigned kWeightOperand = 1;
 std::optional<std::pair<int64_t, int64_t>> paramBytes(hs::BufferOp b) {
   if (!b || b.getArena() != "param" || !b.getOffset())
     return std::nullopt;
-  auto type = cast<MemRefType>(b.getType());
-  const int64_t bytes =
-      type.getNumElements() * static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
-  return std::make_pair(static_cast<int64_t>(*b.getOffset()),
-                        static_cast<int64_t>(*b.getOffset()) + bytes);
+  const int64_t at = static_cast<int64_t>(*b.getOffset());
+  return std::make_pair(at, at + hs::byteSize(cast<MemRefType>(b.getType())));
 }
 
 struct ConstantWeights : impl::ConstantWeightsBase<ConstantWeights> {

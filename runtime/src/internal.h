@@ -213,6 +213,9 @@ struct GemmKernel {
   // kc rows: what the driver asks into cache ahead of a kept panel.
   bool pairedB = false;
 };
+// Whether b_constant calls keep panels (HC_GEMM_PACKED_MB > 0); with 0 they
+// run as calls without it.
+bool keepsPanels();
 // B's kc x nc panel at (k0, n0) as k.packB lays it out (slivers NR * kc
 // floats apart), for a b_constant call: the kept copy, packed on the first
 // call that asks; where HC_GEMM_PACKED_MB leaves no room, packed into

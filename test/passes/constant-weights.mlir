@@ -8,6 +8,7 @@
 // CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {weight = "constant"}
 // CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
 // CHECK: hcs.call "matmul"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
+// CHECK: hcs.call "linear_gelu"(%{{.*}}, %{{.*}}) -> (%{{.*}}, %{{.*}}) {weight = "constant"}
 func.func @sampler() {
   %x = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
   %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<16x8xf32>
@@ -25,6 +26,9 @@ func.func @sampler() {
   %wt = hcs.view %w : memref<16x8xf32> to memref<8x16xf32, strided<[1, 8]>>
   %y4 = hcs.buffer "act" {offset = 1408 : i64} : memref<4x16xf32>
   hcs.call "matmul"(%x, %wt) -> (%y4) {} : (memref<4x8xf32>, memref<8x16xf32, strided<[1, 8]>>) -> memref<4x16xf32>
+  %g = hcs.buffer "act" {offset = 1664 : i64} : memref<4x16xf32>
+  %h = hcs.buffer "act" {offset = 1920 : i64} : memref<4x16xf32>
+  hcs.call "linear_gelu"(%x, %w) -> (%g, %h) {} : (memref<4x8xf32>, memref<16x8xf32>) -> (memref<4x16xf32>, memref<4x16xf32>)
   return
 }
 
@@ -70,5 +74,22 @@ func.func @writes() {
   %v = hcs.view %w : memref<16x8xf32> to memref<128xf32>
   %t = hcs.buffer "act" {offset = 0 : i64} : memref<128xf32>
   hcs.call "tanh"(%t) -> (%v) {} : (memref<128xf32>) -> memref<128xf32>
+  return
+}
+
+// -----
+
+// A write to the param arena whose bytes are not planned (no offset): no
+// weight can be shown constant, none is marked.
+// CHECK-LABEL: func.func @unplanned
+// CHECK-NOT: weight = "constant"
+func.func @unplanned() {
+  %x = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<16x8xf32>
+  %y = hcs.buffer "act" {offset = 128 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %w) -> (%y) {} : (memref<4x8xf32>, memref<16x8xf32>) -> memref<4x16xf32>
+  %other = hcs.buffer "param" {name = "other"} : memref<16xf32>
+  %t = hcs.buffer "act" {offset = 384 : i64} : memref<16xf32>
+  hcs.call "tanh"(%t) -> (%other) {} : (memref<16xf32>) -> memref<16xf32>
   return
 }

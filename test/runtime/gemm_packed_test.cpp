@@ -61,7 +61,11 @@ TEST(GemmPacked, KeptPanelsGiveTheSameBits) {
   setenv("HC_GEMM_KC", "40", 1);  // several k blocks, a partial last one
   for (int32_t isa : availableIsas()) {
     IsaScope s(isa);
-    for (bool bf16 : {false, true})
+    // bf16 through the emulation, and through vdpbf16ps where CPUID has it
+    for (int bf16Kernel : {-1, 0, 1}) {
+      const bool bf16 = bf16Kernel >= 0;
+      if (bf16 && hcrt_set_bf16_native(bf16Kernel) != bf16Kernel)
+        continue;
       for (int ta = 0; ta < 2; ++ta)
         for (int tb = 0; tb < 2; ++tb)
           for (int64_t M : {1, 9, 61, 200})
@@ -73,26 +77,51 @@ TEST(GemmPacked, KeptPanelsGiveTheSameBits) {
               const std::vector<float> first = run(c, A, B, bias, true);  // packs, keeps
               EXPECT_GT(hcrt_gemm_packed_bytes(), 0u);
               const std::vector<float> kept = run(c, A, B, bias, true);   // reads the copy
-              const std::string where = std::string(hcrt_isa_name(isa)) + (bf16 ? " bf16" : " fp32") +
+              const std::string where = std::string(hcrt_isa_name(isa)) +
+                                        (bf16 ? bf16Kernel ? " bf16 vdpbf16ps" : " bf16 emulated" : " fp32") +
                                         " M=" + std::to_string(M) + " N=" + std::to_string(N) +
                                         " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
               ASSERT_EQ(0, std::memcmp(packed.data(), first.data(), bytesOf(packed))) << where;
               ASSERT_EQ(0, std::memcmp(packed.data(), kept.data(), bytesOf(packed))) << where;
               for (float v : kept)
                 ASSERT_FALSE(std::isnan(v)) << where;
+              // The copy is what is read: B changed without a forget (a
+              // broken contract) still gives the kept panels' result.
+              for (float &v : B)
+                v = -v;
+              const std::vector<float> stale = run(c, A, B, bias, true);
+              ASSERT_EQ(0, std::memcmp(kept.data(), stale.data(), bytesOf(kept))) << where;
               // B changes: its owner forgets it first, then the next call
               // packs the new values.
               hcrt_gemm_forget_packed(B.data(), bytesOf(B));
               EXPECT_EQ(0u, hcrt_gemm_packed_bytes()) << where;
-              for (float &v : B)
-                v = -v;
               const std::vector<float> fresh = run(c, A, B, bias, false);
               const std::vector<float> again = run(c, A, B, bias, true);
               ASSERT_EQ(0, std::memcmp(fresh.data(), again.data(), bytesOf(fresh))) << where;
               hcrt_gemm_forget_packed(B.data(), bytesOf(B));
             }
+    }
+    hcrt_set_bf16_native(-1);
   }
   unsetenv("HC_GEMM_KC");
+}
+
+TEST(GemmPacked, SameThreadPartitionAsPackingEachCall) {
+  // A small output with a long K and a row-major B (the shape where the
+  // cost model may split K, and a K split sums in another order): kept
+  // panels must not change the partition, so the bits stay the same.
+  for (bool bf16 : {false, true})
+    for (int64_t M : {16, 64, 200})
+      for (int64_t N : {48, 200, 384, 1500})
+        for (int64_t K : {1024, 4096}) {
+          const Call c{M, N, K, 0, 0, 1, false, bf16, 2};
+          std::vector<float> A = operand(c, true, 41), B = operand(c, false, 42), bias(N, 0.0f);
+          const std::vector<float> packed = run(c, A, B, bias, false);
+          const std::vector<float> kept = run(c, A, B, bias, true);
+          EXPECT_EQ(0, std::memcmp(packed.data(), kept.data(), bytesOf(packed)))
+              << (bf16 ? "bf16" : "fp32") << " M=" << M << " N=" << N << " K=" << K;
+          hcrt_gemm_forget_packed(B.data(), bytesOf(B));
+        }
 }
 
 TEST(GemmPacked, ForgetDropsOnlyTheBytesNamed) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -437,15 +438,19 @@ TEST(StepExecutor, SettingAParameterDropsItsKeptPanels) {
   const hcrt_kernel_fn kernels[] = {constantDotKernel, sumKernel, updateKernel};
   hcrt_step_program p = program();
   p.kernels = kernels;
-  Step st(p);
-  ASSERT_NE(st.s, nullptr) << st.error;
-  ASSERT_EQ(hcrt_step_set_hyperparameter(st.s, "lr", 0.0), 0);
+  auto st = std::make_unique<Step>(p);
+  ASSERT_NE(st->s, nullptr) << st->error;
+  ASSERT_EQ(hcrt_step_set_hyperparameter(st->s, "lr", 0.0), 0);
   double loss = 0;
-  setW(st.s, {1, 1, 2, 2}, {0, 0, 0, 0});
-  ASSERT_EQ(hcrt_step_run(st.s, kInputs, &loss), 0) << hcrt_step_last_error(st.s);
+  setW(st->s, {1, 1, 2, 2}, {0, 0, 0, 0});
+  ASSERT_EQ(hcrt_step_run(st->s, kInputs, &loss), 0) << hcrt_step_last_error(st->s);
   EXPECT_DOUBLE_EQ(loss, 0.5 * (1 + 2 + 6 + 8));
   EXPECT_GT(hcrt_gemm_packed_bytes(), 0u);
-  setW(st.s, {-1, 0, 0, 1}, {0, 0, 0, 0});
-  ASSERT_EQ(hcrt_step_run(st.s, kInputs, &loss), 0) << hcrt_step_last_error(st.s);
+  setW(st->s, {-1, 0, 0, 1}, {0, 0, 0, 0});
+  ASSERT_EQ(hcrt_step_run(st->s, kInputs, &loss), 0) << hcrt_step_last_error(st->s);
   EXPECT_DOUBLE_EQ(loss, 0.5 * (-1 + 4));
+  // The context's arenas are freed: the panels packed from them go too.
+  EXPECT_GT(hcrt_gemm_packed_bytes(), 0u);
+  st.reset();
+  EXPECT_EQ(hcrt_gemm_packed_bytes(), 0u);
 }

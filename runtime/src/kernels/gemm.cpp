@@ -268,15 +268,18 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
                pc + kc < p.K) {
       nextB = p.B + (pc + kc) * p.ldb + jc;
       nextRows = std::min<int64_t>(bl.kc, p.K - pc - kc);
-    } else if (p.bConstant && ic == s.m0 && jr + NR < nc) {
-      // A kept panel comes from memory, not from a packing pass just
-      // before: the first row block asks for the next sliver's lines.
-      nextB = s.Bp + (jr + NR) * kc;
-      nextRows = k.pairedB ? (kc + 1) / 2 : kc;
     }
     const int64_t calls = (mc + MR - 1) / MR;
     const int64_t rowsPerCall = (nextRows + calls - 1) / calls;
-    const int64_t nextLd = nextB && p.bConstant ? NR : p.ldb;  // a packed sliver's rows
+    // A kept panel comes from memory, not from a packing pass just before:
+    // the first row block asks for the next sliver's lines, a share per call.
+    const char *nextSliver = nullptr;
+    int64_t sliverLines = 0;
+    if (p.bConstant && ic == s.m0 && jr + NR < nc) {
+      nextSliver = reinterpret_cast<const char *>(s.Bp + (jr + NR) * kc);
+      sliverLines = ((k.pairedB ? (kc + 1) / 2 : kc) * NR * 4 + 63) / 64;
+    }
+    const int64_t linesPerCall = (sliverLines + calls - 1) / calls;
     const float *b = b0;
     if (plan.packSliver && bInPlace) {
       k.packB(p.B, p.ldb, 0, pc, kc, jc + jr, NR, Bs);
@@ -286,9 +289,12 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
     for (int64_t ir = 0; ir < mc; ir += MR) {
       if (nextB) {
         const int64_t r0 = ir / MR * rowsPerCall;
-        prefetchRows(nextB + r0 * nextLd, nextLd,
+        prefetchRows(nextB + r0 * p.ldb, p.ldb,
                      std::min<int64_t>(rowsPerCall, nextRows - r0));
       }
+      for (int64_t l = ir / MR * linesPerCall;
+           nextSliver && l < std::min(sliverLines, (ir / MR + 1) * linesPerCall); ++l)
+        __builtin_prefetch(nextSliver + l * 64, 0, 2);
       const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
       const int64_t m = ic + ir, n = jc + jr;
       const bool inPlace = ir < mFull && (!copyA || jr == 0);
@@ -508,7 +514,7 @@ Problem problemOf(const hc_sgemm_args &g, int64_t b, double *aSums) {
   p.B = g.B + b * g.stride_b, p.ldb = g.ldb;
   p.C = g.C + b * g.stride_c, p.ldc = g.ldc;
   p.epi = resolveEpi(g, b);
-  p.bConstant = g.b_constant != 0;
+  p.bConstant = g.b_constant != 0 && keepsPanels();
   if (aSums)
     p.aSums = aSums + b * ((g.K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK) * g.M;
   return p;

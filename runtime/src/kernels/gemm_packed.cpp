@@ -51,7 +51,7 @@ PanelCache &cache() {
   return *c;
 }
 
-// Read at every miss (tests change it; hits never ask).
+// Read at every call (tests change it).
 std::size_t capacityBytes() {
   const long long mb = hc::rt::settingInt(hc::rt::Setting::GemmPackedMb, 4096);
   return mb > 0 ? static_cast<std::size_t>(mb) << 20 : std::size_t{0};
@@ -64,6 +64,8 @@ std::size_t panelFloats(const GemmKernel &k, int64_t kc, int64_t nc) {
 
 }  // namespace
 
+bool keepsPanels() { return capacityBytes() > 0; }
+
 const float *constantPanel(const GemmKernel &k, const float *B, int64_t ldb,
                            int transB, int64_t k0, int64_t kc, int64_t n0,
                            int64_t nc, float *scratch) {
@@ -75,7 +77,8 @@ const float *constantPanel(const GemmKernel &k, const float *B, int64_t ldb,
     if (it != c.panels.end())
       return it->second.data.get();
   }
-  const std::size_t bytes = panelFloats(k, kc, nc) * sizeof(float);
+  // Room for one more sliver: a packer may store a vector past its panel.
+  const std::size_t bytes = (panelFloats(k, kc, nc) + k.nr) * sizeof(float);
   {
     std::lock_guard<std::mutex> lk(c.mu);
     if (c.bytes + bytes > capacityBytes()) {

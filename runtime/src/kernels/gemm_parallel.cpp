@@ -39,7 +39,12 @@ double blockCost(const GemmKernel &k, const Blocking &bl, const Problem &q,
   const double Mt = std::ceil(rows / k.mr) * k.mr;
   const double Nt = std::ceil(cols / k.nr) * k.nr;
   const double K = static_cast<double>(q.K);
-  const BlockPlan b = planBlock(k, bl, q, static_cast<int64_t>(Mt),
+  // Planned as if B were packed each call: kept panels must not change
+  // the grid or the K split (a K split sums in another order), so that a
+  // b_constant call gives the same bits.
+  Problem plain = q;
+  plain.bConstant = false;
+  const BlockPlan b = planBlock(k, bl, plain, static_cast<int64_t>(Mt),
                                 static_cast<int64_t>(Nt));
   // A kernel that converts A as it reads it does a whole pass's loads and
   // conversions, only overlapped with its products.

@@ -148,14 +148,15 @@ typedef struct hc_sgemm_args {
   // 1: B's contents stay as they are until hcrt_gemm_forget_packed names
   // their bytes (a sampler's weights): the driver keeps B's packed panels
   // (bf16-rounded for hc_gemm_bf16) from one call to the next, keyed by B,
-  // its layout and the kernel, up to HC_GEMM_PACKED_MB, and reuses them
-  // instead of packing again. Results are the same bits as with 0.
+  // its layout and the kernel, up to HC_GEMM_PACKED_MB (0: none, the call
+  // runs as with b_constant 0), and reuses them instead of packing again.
+  // Results are the same bits as with 0.
   int32_t b_constant;
 } hc_sgemm_args;
 
 // The packed panels of every b_constant call whose B overlaps the `bytes`
 // bytes at `base` are dropped: call it before changing such a B, and
-// before its memory is freed or reused.
+// before its memory is freed or reused, never while a GEMM reads that B.
 void hcrt_gemm_forget_packed(const void *base, size_t bytes);
 // Bytes the packed panels of b_constant calls hold now (tests, diagnostics).
 size_t hcrt_gemm_packed_bytes(void);
