@@ -8,7 +8,6 @@
 #include "internal.h"
 #include "hc/base/settings.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
