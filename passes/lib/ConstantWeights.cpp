@@ -3,13 +3,20 @@
 // the panels (kernels.def: HCRT_FLAG(weight, constant, varying, 0)). The
 // writes are the access model's (hcs AccessOpInterface): whatever a later
 // pass adds that writes a parameter is seen here, as long as this pass
-// runs after it.
+// runs after it. What the runtime keeps for them counts in the memory plan:
+// under --mem-budget only the weights whose panels fit what the plan leaves
+// are marked, and the bytes they may keep are recorded for the verifier and
+// for libhcrt, which holds the step to them.
 #include "BufferLiveness.h"
+#include "VerifyMemory.h"
 #include "hc/Passes/Passes.h"
 #include "hc/Schedule/KernelRegistry.h"
+#include "hc/Schedule/Placement.h"
 #include "hc/Schedule/ScheduleOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include <limits>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -36,6 +43,19 @@ std::optional<std::pair<int64_t, int64_t>> paramBytes(hs::BufferOp b) {
   return std::make_pair(at, at + hs::byteSize(cast<MemRefType>(b.getType())));
 }
 
+// What the runtime keeps packed for a weight W [N, K] (the call's view of
+// it): its floats with the columns rounded up to a whole micro-kernel
+// sliver (no kernel's is wider than 64) and some slack for each panel's
+// spare sliver. An estimate: libhcrt counts the bytes it really keeps
+// against the same total (hcrt_gemm_limit_packed) and packs every call
+// past it.
+int64_t keptPanelBytes(MemRefType w) {
+  if (w.getRank() != 2)
+    return hs::byteSize(w);
+  const int64_t n = (w.getDimSize(0) + 63) / 64 * 64, k = w.getDimSize(1);
+  return (n * k + 4096) * static_cast<int64_t>(sizeof(float));
+}
+
 struct ConstantWeights : impl::ConstantWeightsBase<ConstantWeights> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -58,20 +78,54 @@ struct ConstantWeights : impl::ConstantWeightsBase<ConstantWeights> {
     });
     if (unplanned)  // a write whose bytes are not known: nothing is constant
       return;
-    MLIRContext *ctx = module.getContext();
-    module.walk([&](hs::CallOp call) {
+    for (auto f : module.getOps<func::FuncOp>())
+      markFunction(f, written);
+  }
+
+  // Marks f's calls whose weight no op writes, in program order, while
+  // their kept panels fit the room f's memory plan leaves (its budget less
+  // the arenas in memory and the reserve; no budget: no limit), and
+  // records the bytes they may keep on f (hcs.kept_weights_bytes).
+  void markFunction(func::FuncOp f,
+                    ArrayRef<std::pair<int64_t, int64_t>> written) {
+    int64_t room = std::numeric_limits<int64_t>::max();
+    auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr);
+    if (memory && memory.getBudget() > 0) {
+      const int64_t inMemory = arenaBytesInMemory(f);
+      if (inMemory < 0)
+        return;  // no buffer plan: hc-verify-plan says so
+      room = memory.getBudget() - memory.getReserve() - inMemory;
+    }
+    MLIRContext *ctx = f.getContext();
+    // Each weight's bytes in the arena, counted once (its calls share the
+    // panels), or refused once for want of room.
+    std::map<std::pair<int64_t, int64_t>, bool> kept;
+    int64_t used = 0;
+    f.walk([&](hs::CallOp call) {
       const hs::KernelInfo *k = hs::KernelRegistry::active().lookup(call.getKernel());
       if (!k || !k->hasSlot(kWeight) || call.getIns().size() <= kWeightOperand)
         return;
-      auto w = paramBytes(baseBuffer(call.getIns()[kWeightOperand]));
+      Value wv = call.getIns()[kWeightOperand];
+      auto w = paramBytes(baseBuffer(wv));
       if (!w || llvm::any_of(written, [&](const std::pair<int64_t, int64_t> &r) {
             return r.first < w->second && w->first < r.second;
           }))
+        return;
+      auto [it, first] = kept.try_emplace(*w, false);
+      if (first) {
+        const int64_t bytes = keptPanelBytes(cast<MemRefType>(wv.getType()));
+        it->second = bytes <= room - used;
+        if (it->second)
+          used += bytes;
+      }
+      if (!it->second)
         return;
       NamedAttrList attrs(call.getAttrs());
       attrs.set(kWeight, StringAttr::get(ctx, kConstant));
       call.setAttrsAttr(attrs.getDictionary(ctx));
     });
+    if (used > 0)
+      f->setAttr(hs::kKeptWeightsAttr, IntegerAttr::get(IntegerType::get(ctx, 64), used));
   }
 };
 

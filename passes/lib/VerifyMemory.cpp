@@ -133,6 +133,24 @@ LogicalResult verifyWrittenBeforeRead(func::FuncOp f) {
   return success();
 }
 
+int64_t arenaBytesInMemory(func::FuncOp f) {
+  auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr);
+  auto sizes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes");
+  if (!memory || !sizes)
+    return -1;
+  // The budget is memory: arenas of a disk tier do not count, nor those the
+  // step allocates only on demand (the gradient accumulator).
+  int64_t total = 0;
+  for (NamedAttribute a : sizes) {
+    if (hs::isOnDemandArena(a.getName().getValue()))
+      continue;
+    hs::MemoryTierAttr tier = memory.tierOf(a.getName().getValue());
+    if (!tier || !tier.isDisk())
+      total += cast<IntegerAttr>(a.getValue()).getInt();
+  }
+  return total;
+}
+
 LogicalResult verifyMemoryBudget(func::FuncOp f) {
   auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr);
   if (!memory)
@@ -144,16 +162,9 @@ LogicalResult verifyMemoryBudget(func::FuncOp f) {
     auto v = sizes.getAs<IntegerAttr>(arena);
     return v ? v.getInt() : 0;
   };
-  // The budget is memory: arenas of a disk tier do not count, nor those the
-  // step allocates only on demand (the gradient accumulator).
-  int64_t total = 0;
-  for (NamedAttribute a : sizes) {
-    if (hs::isOnDemandArena(a.getName().getValue()))
-      continue;
-    hs::MemoryTierAttr tier = memory.tierOf(a.getName().getValue());
-    if (!tier || !tier.isDisk())
-      total += cast<IntegerAttr>(a.getValue()).getInt();
-  }
+  const int64_t total = arenaBytesInMemory(f);
+  auto keptAttr = f->getAttrOfType<IntegerAttr>(hs::kKeptWeightsAttr);
+  const int64_t kept = keptAttr ? keptAttr.getInt() : 0;
   for (Attribute t : memory.getTiers()) {
     auto tier = cast<hs::MemoryTierAttr>(t);
     int64_t used = 0;
@@ -164,11 +175,12 @@ LogicalResult verifyMemoryBudget(func::FuncOp f) {
              << tier.getName() << "' needs " << used << " bytes, over its capacity of "
              << tier.getCapacity();
   }
-  int64_t need = total + memory.getReserve();
+  int64_t need = total + memory.getReserve() + kept;
   if (memory.getBudget() > 0 && need > memory.getBudget())
     return f.emitError("the plan needs ")
            << need << " bytes (arenas " << total << " + reserve " << memory.getReserve()
-           << "), over the budget of " << memory.getBudget();
+           << " + kept weight panels " << kept << "), over the budget of "
+           << memory.getBudget();
   return success();
 }
 

@@ -17,8 +17,12 @@ mlir::LogicalResult verifyRequestsInFlight(mlir::func::FuncOp f);
 // output, a recomputation, a prefetch or offload's target).
 mlir::LogicalResult verifyWrittenBeforeRead(mlir::func::FuncOp f);
 // With hcs.memory (hc-automem): every tier's arenas fit its capacity and
-// all arenas in memory (not a disk tier's) plus the reserve fit the budget.
+// all arenas in memory (not a disk tier's) plus the reserve and the kept
+// panels of constant weights (hcs.kept_weights_bytes) fit the budget.
 mlir::LogicalResult verifyMemoryBudget(mlir::func::FuncOp f);
+// The bytes of `f`'s arenas that hcs.memory keeps in memory (not a disk
+// tier's, not an on-demand arena), by hcs.arena_bytes; -1 without either.
+int64_t arenaBytesInMemory(mlir::func::FuncOp f);
 
 } // namespace hc
 

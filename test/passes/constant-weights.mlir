@@ -3,7 +3,9 @@
 // A sampler: no op writes a parameter, so every linear whose W is a
 // "param" buffer (or a view of one) keeps its packed panels; W from an
 // "act" buffer (computed) does not, nor does matmul (no `weight` slot).
-// CHECK-LABEL: func.func @sampler
+// What they may keep is recorded: two weights of 16 x 8, each counted as
+// (64 x 8 + 4096) floats (columns to a whole 64, slack for the panels).
+// CHECK-LABEL: func.func @sampler() attributes {hcs.kept_weights_bytes = 36864 : i64}
 // CHECK: hcs.call "linear"(%{{.*}}, %[[W:.*]], %{{.*}}) -> (%{{.*}}) {precision = "bf16", weight = "constant"}
 // CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {weight = "constant"}
 // CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
@@ -37,7 +39,7 @@ func.func @sampler() {
 // A training step: the optimizer writes the parameters through one
 // unnamed buffer over the arena, so no linear reading them is marked; a
 // frozen parameter outside the bytes it writes still is.
-// CHECK-LABEL: func.func @train
+// CHECK-LABEL: func.func @train() attributes {hcs.kept_weights_bytes = 18432 : i64}
 // CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
 // CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {weight = "constant"}
 // CHECK-NOT: weight = "constant"
@@ -59,7 +61,7 @@ func.func @train() {
 
 // Another function of the module writes the parameter: the module shares
 // the arena, so the first function's linear is not marked either.
-// CHECK-LABEL: func.func @reads
+// CHECK-LABEL: func.func @reads() {
 // CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
 // CHECK-NOT: weight = "constant"
 func.func @reads() {
@@ -81,7 +83,7 @@ func.func @writes() {
 
 // A write to the param arena whose bytes are not planned (no offset): no
 // weight can be shown constant, none is marked.
-// CHECK-LABEL: func.func @unplanned
+// CHECK-LABEL: func.func @unplanned() {
 // CHECK-NOT: weight = "constant"
 func.func @unplanned() {
   %x = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
@@ -91,5 +93,28 @@ func.func @unplanned() {
   %other = hcs.buffer "param" {name = "other"} : memref<16xf32>
   %t = hcs.buffer "act" {offset = 384 : i64} : memref<16xf32>
   hcs.call "tanh"(%t) -> (%other) {} : (memref<16xf32>) -> memref<16xf32>
+  return
+}
+
+// -----
+
+// Under a memory budget: the room is the budget less the arenas and the
+// reserve, 3072 + 18432 + 100 - 3072. The first weight's panels fit and
+// every call reading it is marked; the second's do not, its call is left.
+// CHECK-LABEL: func.func @budget
+// CHECK-SAME: hcs.kept_weights_bytes = 18432 : i64
+// CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {weight = "constant"}
+// CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} :
+// CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {weight = "constant"}
+func.func @budget() attributes {hcs.arena_bytes = {act = 2048 : i64, param = 1024 : i64}, hcs.memory = #hcs.memory_plan<budget = 21604, reserve = 0, tiers = [#hcs.tier<arenas = ["act", "param"], capacity = 0, kind = "DRAM", name = "slow">], recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {
+  %x = hcs.buffer "act" {offset = 0 : i64} : memref<4x8xf32>
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<16x8xf32>
+  %w2 = hcs.buffer "param" {name = "w2", offset = 512 : i64} : memref<16x8xf32>
+  %y = hcs.buffer "act" {offset = 128 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %w) -> (%y) {} : (memref<4x8xf32>, memref<16x8xf32>) -> memref<4x16xf32>
+  %y2 = hcs.buffer "act" {offset = 384 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %w2) -> (%y2) {} : (memref<4x8xf32>, memref<16x8xf32>) -> memref<4x16xf32>
+  %y3 = hcs.buffer "act" {offset = 640 : i64} : memref<4x16xf32>
+  hcs.call "linear"(%x, %w) -> (%y3) {} : (memref<4x8xf32>, memref<16x8xf32>) -> memref<4x16xf32>
   return
 }

@@ -23,7 +23,9 @@ usage: sample_check.py CASE --bin DIR --work DIR
   packed      kept weight panels (hc-constant-weights): every linear of the
               sampler's schedule (fp32 and bf16) has weight = "constant", no
               linear of the training step's; the samples are the same bits
-              as with HC_GEMM_PACKED_MB=0 (every call packs W again).
+              as with HC_GEMM_PACKED_MB=0 (every call packs W again); under
+              a --mem-budget with room for half of the kept panels, only
+              some are marked, within the room, and the samples stay.
   refusals    bad flags (one line naming the flag, exit 2), guidance on a model
               without a null class, a training library given to sample and a
               sampler to training, an output over an input, hc-compile
@@ -132,6 +134,47 @@ def case_packed(a):
               % (lib, float(np.max(np.abs(got["0"] - got["4096"])))))
         print("%s: %d linear calls keep W's panels; samples bit-identical to packing each call"
               % (lib, marked))
+    packed_under_budget(a, hc_compile)
+
+
+def packed_under_budget(a, hc_compile):
+    """--mem-budget counts the kept panels: a budget with room for about half
+    of them marks some weights, not all, records no more than the room, and
+    samples the same bits."""
+    import re
+    sampler = ["--sampler", "--batch", str(BATCH)]
+    kept_attr = re.compile(r"hcs\.kept_weights_bytes = (\d+)")
+    with open(os.path.join(a.work, "sig-fp32.mlir")) as f:
+        text = f.read()
+    every = int(kept_attr.search(text).group(1))
+    total = text.count('hcs.call "linear"')
+    p = run([hc_compile, "sig.onnx", "--mem-budget", "1", "-o", "nobudget.so"] + sampler,
+            a.work, expect=2)
+    need = int(re.search(r"the smallest plan found needs (\d+) bytes", p.stderr).group(1))
+    budget = ["--mem-budget", str(need + every // 2)]
+    run([hc_compile, "sig.onnx", "--emit=schedule", "-o", "sig-budget.mlir"] + sampler + budget,
+        a.work)
+    with open(os.path.join(a.work, "sig-budget.mlir")) as f:
+        text = f.read()
+    marked = text.count('weight = "constant"')
+    m = kept_attr.search(text)
+    check(m and 0 < int(m.group(1)) <= every // 2 and 0 < marked < total,
+          "--mem-budget %d (room %d for kept panels of %d): %d of %d linear calls marked, "
+          "kept_weights_bytes %s" % (need + every // 2, every // 2, every, marked, total,
+                                     m.group(1) if m else "absent"))
+    run([hc_compile, "sig.onnx", "-o", "sig-budget.so"] + sampler + budget, a.work)
+    outs = []
+    for lib in ("sig-fp32", "sig-budget"):
+        outs.append(os.path.join(a.work, "budget-%s.npy" % lib))
+        run([os.path.join(a.bin, "hc-run"), "sample", lib + ".so", "--ckpt", "sig.ckpt.safetensors",
+             "--classes", "0,2", "--per-class", "1", "--cfg-scale", "4", "--sampler", "ddim",
+             "--sampling-steps", "4,3", "--seed", "7", "--save-npy", outs[-1], "--no-progress"],
+            a.work)
+    check(np.load(outs[0]).tobytes() == np.load(outs[1]).tobytes(),
+          "samples under --mem-budget differ from the unbudgeted sampler's")
+    print("--mem-budget with room for %d of %d kept bytes: %d of %d linear calls keep W's "
+          "panels (%s bytes); samples bit-identical" % (every // 2, every, marked, total,
+                                                       m.group(1)))
 
 
 def read_png(path):

@@ -2,11 +2,13 @@
 // calls must give the same bits as packing them every call, on every ISA
 // path, for fp32 and bf16, both layouts of each operand, edge slivers and
 // partial k blocks, batches, epilogues and thread counts; and
-// hcrt_gemm_forget_packed must drop exactly the panels of the bytes named.
+// hcrt_gemm_forget_packed must drop exactly the panels of the bytes named;
+// hcrt_gemm_limit_packed must bound what a range keeps.
 #include "kernel_test_util.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -154,4 +156,60 @@ TEST(GemmPacked, NoRoomPacksEveryCall) {
   EXPECT_EQ(0u, hcrt_gemm_packed_bytes());
   EXPECT_EQ(0, std::memcmp(packed.data(), constant.data(), bytesOf(packed)));
   unsetenv("HC_GEMM_PACKED_MB");
+}
+
+TEST(GemmPacked, ALimitedRangeKeepsNoMoreThanItsLimit) {
+  // Two weights in one range (a step's parameter arena): room for the
+  // first's panels only. The second packs every call, with the same bits;
+  // a weight outside the range is not limited; forgetting the range drops
+  // its limit too.
+  const Call c{48, 96, 160, 0, 1, 1, true, true, 1};
+  const int64_t each = static_cast<int64_t>(operand(c, false, 0).size());
+  std::vector<float> A = operand(c, true, 41), arena(static_cast<size_t>(2 * each)),
+                     outside = operand(c, false, 44), bias = randomVec(96, 45);
+  const std::vector<float> w1 = operand(c, false, 42), w2 = operand(c, false, 43);
+  std::copy(w1.begin(), w1.end(), arena.begin());
+  std::copy(w2.begin(), w2.end(), arena.begin() + each);
+  // run() reads B from a vector of its own: these read B in the arena.
+  auto runAt = [&](const float *B, bool constant) {
+    const int64_t lda = c.K + 3, ldb = c.K + 5;
+    std::vector<float> C = nanVec(static_cast<size_t>(c.M * c.N));
+    hc_epilogue epi{};
+    epi.flags = HC_EPI_BIAS;
+    epi.bias = bias.data();
+    hc_sgemm_args g{};
+    g.M = c.M, g.N = c.N, g.K = c.K, g.batch = 1, g.trans_b = 1, g.alpha = 1.0f;
+    g.A = A.data(), g.lda = lda, g.B = B, g.ldb = ldb, g.C = C.data(), g.ldc = c.N;
+    g.epi = &epi;
+    g.b_constant = constant ? 1 : 0;
+    hc_gemm_bf16(&g, threads(1));
+    return C;
+  };
+  runAt(arena.data(), true);
+  const size_t one = hcrt_gemm_packed_bytes();
+  ASSERT_GT(one, 0u);
+  hcrt_gemm_forget_packed(arena.data(), bytesOf(arena));
+  ASSERT_EQ(0u, hcrt_gemm_packed_bytes());
+  hcrt_gemm_limit_packed(arena.data(), bytesOf(arena), one + one / 2);
+  const std::vector<float> first = runAt(arena.data(), true);
+  EXPECT_EQ(one, hcrt_gemm_packed_bytes());
+  const std::vector<float> second = runAt(arena.data() + each, true);
+  EXPECT_EQ(one, hcrt_gemm_packed_bytes()) << "the second weight's panels were kept past the limit";
+  EXPECT_EQ(0, std::memcmp(second.data(), runAt(arena.data() + each, false).data(),
+                           bytesOf(second)));
+  EXPECT_EQ(0, std::memcmp(first.data(), runAt(arena.data(), false).data(), bytesOf(first)));
+  runAt(outside.data(), true);
+  EXPECT_EQ(2 * one, hcrt_gemm_packed_bytes()) << "a weight outside the range was limited";
+  // Forgetting the first weight makes room for the second.
+  hcrt_gemm_forget_packed(arena.data(), bytesOf(w1));
+  runAt(arena.data() + each, true);
+  EXPECT_EQ(2 * one, hcrt_gemm_packed_bytes());
+  // The whole range forgotten: its limit goes with it.
+  hcrt_gemm_forget_packed(arena.data(), bytesOf(arena));
+  runAt(arena.data(), true);
+  runAt(arena.data() + each, true);
+  EXPECT_EQ(3 * one, hcrt_gemm_packed_bytes());
+  hcrt_gemm_forget_packed(arena.data(), bytesOf(arena));
+  hcrt_gemm_forget_packed(outside.data(), bytesOf(outside));
+  EXPECT_EQ(0u, hcrt_gemm_packed_bytes());
 }

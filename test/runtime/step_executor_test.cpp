@@ -122,6 +122,7 @@ hcrt_step_program program() {
   p.loss_desc = 3, p.loss_call = 1, p.gate_call = 4, p.update_call = 4;
   p.num_buckets = 1, p.num_copies = 0, p.disk_bytes = 0, p.offload_dir = "";
   p.num_clusters = 1;
+  p.kept_panel_arena = -1, p.kept_panel_bytes = -1;
   return p;
 }
 
@@ -453,4 +454,31 @@ TEST(StepExecutor, SettingAParameterDropsItsKeptPanels) {
   EXPECT_GT(hcrt_gemm_packed_bytes(), 0u);
   st.reset();
   EXPECT_EQ(hcrt_gemm_packed_bytes(), 0u);
+}
+
+TEST(StepExecutor, TheProgramsLimitBoundsTheKeptPanels) {
+  // kept_panel_bytes: the room the memory plan left the kept panels of the
+  // arena's weights. 0 keeps none (the results stay); the limit goes with
+  // the context, so the next context without one keeps them again.
+  const hcrt_kernel_fn kernels[] = {constantDotKernel, sumKernel, updateKernel};
+  hcrt_step_program p = program();
+  p.kernels = kernels;
+  p.kept_panel_arena = 0, p.kept_panel_bytes = 0;
+  double loss = 0;
+  {
+    Step st(p);
+    ASSERT_NE(st.s, nullptr) << st.error;
+    ASSERT_EQ(hcrt_step_set_hyperparameter(st.s, "lr", 0.0), 0);
+    setW(st.s, {1, 1, 2, 2}, {0, 0, 0, 0});
+    ASSERT_EQ(hcrt_step_run(st.s, kInputs, &loss), 0) << hcrt_step_last_error(st.s);
+    EXPECT_DOUBLE_EQ(loss, 0.5 * (1 + 2 + 6 + 8));
+    EXPECT_EQ(hcrt_gemm_packed_bytes(), 0u) << "panels kept past the program's limit";
+  }
+  p.kept_panel_arena = -1, p.kept_panel_bytes = -1;
+  Step st(p);
+  ASSERT_NE(st.s, nullptr) << st.error;
+  ASSERT_EQ(hcrt_step_set_hyperparameter(st.s, "lr", 0.0), 0);
+  setW(st.s, {1, 1, 2, 2}, {0, 0, 0, 0});
+  ASSERT_EQ(hcrt_step_run(st.s, kInputs, &loss), 0) << hcrt_step_last_error(st.s);
+  EXPECT_GT(hcrt_gemm_packed_bytes(), 0u);
 }

@@ -271,11 +271,11 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
   if (version != kCheckpointVersion)
     usageError(path + ": checkpoint format version " + version +
                ", this hc-run reads version " + kCheckpointVersion);
-  // Step ABI 5 only added hyperparameters and 6 changed a runtime op's
-  // operand order: version 4's and 5's tensors and metadata mean the same,
-  // so their checkpoints resume.
+  // Step ABI 5 only added hyperparameters, 6 changed a runtime op's
+  // operand order and 7 the step program's table: version 4's to 6's
+  // tensors and metadata mean the same, so their checkpoints resume.
   const std::string abi = get("hc.step_abi");
-  if (abi != std::to_string(HC_STEP_ABI_VERSION) && abi != "4" && abi != "5")
+  if (abi != std::to_string(HC_STEP_ABI_VERSION) && abi != "4" && abi != "5" && abi != "6")
     usageError(path + ": written for step ABI version " + abi + ", " +
                lib_.path + " and this hc-run use version " +
                std::to_string(HC_STEP_ABI_VERSION));

@@ -281,6 +281,12 @@ LogicalResult hc::schedule::HCSDialect::verifyOperationAttribute(
       return op->emitOpError(kMemoryAttr) << " must be #hcs.memory_plan";
     return success();
   }
+  if (name == kKeptWeightsAttr) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bytes || !bytes.getType().isInteger(64) || bytes.getInt() < 0)
+      return op->emitOpError(kKeptWeightsAttr) << " must be a non-negative i64";
+    return success();
+  }
   if (name != kTopologyAttr && name != kCoreBudgetAttr && name != kPlacementAttr)
     return success();
   std::string error;

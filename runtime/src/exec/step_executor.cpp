@@ -164,6 +164,12 @@ hc_step *create(const hcrt_step_program *P, const hc_step_env *env, char *error,
     }
   }
   firstTouch(s, -1);
+  // Dropped with the arena's panels in destroy.
+  if (P->kept_panel_bytes >= 0 && P->kept_panel_arena >= 0 &&
+      P->kept_panel_arena < P->num_arenas && s->arena[static_cast<size_t>(P->kept_panel_arena)])
+    hcrt_gemm_limit_packed(s->arena[static_cast<size_t>(P->kept_panel_arena)],
+                           static_cast<size_t>(P->arena_bytes[P->kept_panel_arena]),
+                           static_cast<size_t>(P->kept_panel_bytes));
   s->tensors.resize(P->num_descs);
   for (size_t i = 0; i < s->tensors.size(); ++i) {
     const hcrt_desc &d = P->descs[i];

@@ -8,11 +8,13 @@
 #include "internal.h"
 #include "hc/base/settings.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 namespace hc::rt {
 namespace {
@@ -39,10 +41,25 @@ struct Panel {
   uintptr_t srcBegin = 0, srcEnd = 0;  // the bytes of B it was packed from
 };
 
+// A limit on the panels packed from one range of bytes (a step's
+// parameter arena: the memory plan's room for them, hcrt_gemm_limit_packed).
+struct Region {
+  uintptr_t begin, end;
+  std::size_t limit, bytes = 0;
+};
+
 struct PanelCache {
   std::mutex mu;
   std::map<PanelKey, Panel> panels;
   std::size_t bytes = 0;
+  std::vector<Region> regions;
+  // The region B's first byte lies in, or null.
+  Region *regionOf(uintptr_t b) {
+    for (Region &r : regions)
+      if (r.begin <= b && b < r.end)
+        return &r;
+    return nullptr;
+  }
 };
 
 PanelCache &cache() {
@@ -78,9 +95,13 @@ const float *constantPanel(const GemmKernel &k, const float *B, int64_t ldb,
   }
   // Room for one more sliver: a packer may store a vector past its panel.
   const std::size_t bytes = (panelFloats(k, kc, nc) + k.nr) * sizeof(float);
+  // B's element (k, n) is at B[k * ldb + n], or B[n * ldb + k] transposed.
+  const int64_t rows = transB ? nc : kc, cols = transB ? kc : nc;
+  const float *first = transB ? B + n0 * ldb + k0 : B + k0 * ldb + n0;
   {
     std::lock_guard<std::mutex> lk(c.mu);
-    if (c.bytes + bytes > capacityBytes()) {
+    const Region *r = c.regionOf(reinterpret_cast<uintptr_t>(first));
+    if (c.bytes + bytes > capacityBytes() || (r && r->bytes + bytes > r->limit)) {
       k.packB(B, ldb, transB, k0, kc, n0, nc, scratch);
       return scratch;
     }
@@ -96,16 +117,22 @@ const float *constantPanel(const GemmKernel &k, const float *B, int64_t ldb,
   Panel panel;
   panel.data.reset(p);
   panel.bytes = bytes;
-  // B's element (k, n) is at B[k * ldb + n], or B[n * ldb + k] transposed.
-  const int64_t rows = transB ? nc : kc, cols = transB ? kc : nc;
-  const float *first = transB ? B + n0 * ldb + k0 : B + k0 * ldb + n0;
   panel.srcBegin = reinterpret_cast<uintptr_t>(first);
   panel.srcEnd = reinterpret_cast<uintptr_t>(first + (rows - 1) * ldb + cols);
   std::lock_guard<std::mutex> lk(c.mu);
-  auto [it, inserted] = c.panels.emplace(key, std::move(panel));
-  if (inserted)
-    c.bytes += bytes;
-  return it->second.data.get();
+  auto it = c.panels.find(key);
+  if (it != c.panels.end())  // another thread's copy came first
+    return it->second.data.get();
+  // Checked again: other panels may have been kept since.
+  Region *r = c.regionOf(panel.srcBegin);
+  if (c.bytes + bytes > capacityBytes() || (r && r->bytes + bytes > r->limit)) {
+    k.packB(B, ldb, transB, k0, kc, n0, nc, scratch);  // rare: a race lost
+    return scratch;
+  }
+  c.bytes += bytes;
+  if (r)
+    r->bytes += bytes;
+  return c.panels.emplace(key, std::move(panel)).first->second.data.get();
 }
 
 }  // namespace hc::rt
@@ -118,11 +145,32 @@ extern "C" void hcrt_gemm_forget_packed(const void *base, size_t bytes) {
   for (auto it = c.panels.begin(); it != c.panels.end();) {
     if (it->second.srcBegin < e && b < it->second.srcEnd) {
       c.bytes -= it->second.bytes;
+      if (Region *r = c.regionOf(it->second.srcBegin))
+        r->bytes -= it->second.bytes;
       it = c.panels.erase(it);
     } else {
       ++it;
     }
   }
+  // and the limits of ranges inside those bytes
+  c.regions.erase(std::remove_if(c.regions.begin(), c.regions.end(),
+                                 [&](const Region &r) { return b <= r.begin && r.end <= e; }),
+                  c.regions.end());
+}
+
+extern "C" void hcrt_gemm_limit_packed(const void *base, size_t bytes, size_t limit) {
+  using namespace hc::rt;
+  const uintptr_t b = reinterpret_cast<uintptr_t>(base), e = b + bytes;
+  PanelCache &c = cache();
+  std::lock_guard<std::mutex> lk(c.mu);
+  for (const Region &r : c.regions)
+    if (r.begin < e && b < r.end)
+      std::abort();  // overlapping limits: a caller's bug (the contract)
+  Region r{b, e, limit};
+  for (const auto &[key, panel] : c.panels)
+    if (b <= panel.srcBegin && panel.srcBegin < e)
+      r.bytes += panel.bytes;
+  c.regions.push_back(r);
 }
 
 extern "C" size_t hcrt_gemm_packed_bytes(void) {

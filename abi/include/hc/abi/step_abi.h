@@ -20,7 +20,9 @@ extern "C" {
 // 6: a library calls the runtime's ops by their ABI too, and
 // attention_grad's operands changed order (dOut, out, lse, then the forward's
 // inputs) when cross-attention joined; a library of 5 would feed it garbage.
-#define HC_STEP_ABI_VERSION 6
+// 7: the step program (step_program.h) gained the kept panels' limit; the
+// runtime would read a library of 6's table past its end.
+#define HC_STEP_ABI_VERSION 7
 
 // What the host gives a step: its place in the job and the collective.
 typedef struct hc_step_env {

@@ -115,6 +115,12 @@ typedef struct hcrt_step_program {
   int64_t disk_bytes;    // the disk tier's size (0: none)
   const char *offload_dir;
   int32_t num_clusters;  // CFTP streams
+  // The GEMMs' kept panels of constant weights (hc-constant-weights), all
+  // packed from arena kept_panel_arena, hold at most kept_panel_bytes: the
+  // room the memory plan left them (hcrt_gemm_limit_packed over the arena).
+  // kept_panel_bytes -1: no limit of the plan's (libhcrt's own cap only).
+  int32_t kept_panel_arena;
+  int64_t kept_panel_bytes;
 } hcrt_step_program;
 
 // The executor. hcrt_step_create reads `program` for the context's life;

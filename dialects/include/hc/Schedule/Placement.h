@@ -35,6 +35,9 @@ inline constexpr const char *kCoreBudgetAttr = "hcs.core_budget";
 inline constexpr const char *kPlacementAttr = "hcs.placement";
 // hc-automem's plan (#hcs.memory_plan, ScheduleAttrs.td).
 inline constexpr const char *kMemoryAttr = "hcs.memory";
+// hc-constant-weights' bound on the bytes the GEMMs keep packed for the
+// function's constant weights (i64; counted in hcs.memory's budget).
+inline constexpr const char *kKeptWeightsAttr = "hcs.kept_weights_bytes";
 
 struct PlanCluster {
   std::vector<int32_t> cores;  // OS indices, ascending

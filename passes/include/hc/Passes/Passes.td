@@ -296,6 +296,14 @@ def ConstantWeights : Pass<"hc-constant-weights", "mlir::ModuleOp"> {
     next instead of packing them again (hc_sgemm_args::b_constant); the
     executor drops them when the host sets a parameter. A sampler's weights
     qualify; a training step's do not (its optimizer writes them).
+
+    The kept panels are memory the plan counts. Each weight W [N, K] is
+    counted once, as (N rounded up to 64) x K + 4096 floats; under a memory
+    budget (`hcs.memory`), weights are marked in program order while they
+    fit the budget less the arenas in memory and the reserve. The total is
+    recorded as `hcs.kept_weights_bytes` on the function: hc-verify-plan
+    adds it to the plan's need, and the runtime holds the step's parameter
+    arena to it (`hcrt_gemm_limit_packed`).
   }];
 }
 

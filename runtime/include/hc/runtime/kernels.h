@@ -155,9 +155,15 @@ typedef struct hc_sgemm_args {
 } hc_sgemm_args;
 
 // The packed panels of every b_constant call whose B overlaps the `bytes`
-// bytes at `base` are dropped: call it before changing such a B, and
-// before its memory is freed or reused, never while a GEMM reads that B.
+// bytes at `base` are dropped, and the limits of ranges inside those bytes:
+// call it before changing such a B, and before its memory is freed or
+// reused, never while a GEMM reads that B.
 void hcrt_gemm_forget_packed(const void *base, size_t bytes);
+// The panels packed from B's whose first element lies in the `bytes` bytes
+// at `base` hold at most `limit` bytes together (a step's parameter arena:
+// the room its memory plan left them); past it, such calls pack B as if
+// b_constant were 0. Ranges with limits must not overlap.
+void hcrt_gemm_limit_packed(const void *base, size_t bytes, size_t limit);
 // Bytes the packed panels of b_constant calls hold now (tests, diagnostics).
 size_t hcrt_gemm_packed_bytes(void);
 
