@@ -212,4 +212,15 @@ TEST(GemmPacked, ALimitedRangeKeepsNoMoreThanItsLimit) {
   hcrt_gemm_forget_packed(arena.data(), bytesOf(arena));
   hcrt_gemm_forget_packed(outside.data(), bytesOf(outside));
   EXPECT_EQ(0u, hcrt_gemm_packed_bytes());
+  // A range overlapping an earlier one replaces its limit.
+  hcrt_gemm_limit_packed(arena.data(), bytesOf(arena), 0);
+  runAt(arena.data(), true);
+  EXPECT_EQ(0u, hcrt_gemm_packed_bytes());
+  hcrt_gemm_limit_packed(arena.data() + each, bytesOf(w2), one);
+  runAt(arena.data(), true);
+  EXPECT_EQ(one, hcrt_gemm_packed_bytes()) << "the first weight is outside every limit now";
+  runAt(arena.data() + each, true);
+  EXPECT_EQ(2 * one, hcrt_gemm_packed_bytes());
+  hcrt_gemm_forget_packed(arena.data(), bytesOf(arena));
+  EXPECT_EQ(0u, hcrt_gemm_packed_bytes());
 }

@@ -163,9 +163,10 @@ extern "C" void hcrt_gemm_limit_packed(const void *base, size_t bytes, size_t li
   const uintptr_t b = reinterpret_cast<uintptr_t>(base), e = b + bytes;
   PanelCache &c = cache();
   std::lock_guard<std::mutex> lk(c.mu);
-  for (const Region &r : c.regions)
-    if (r.begin < e && b < r.end)
-      std::abort();  // overlapping limits: a caller's bug (the contract)
+  // A range overlapping earlier ones replaces them (their owner is gone).
+  c.regions.erase(std::remove_if(c.regions.begin(), c.regions.end(),
+                                 [&](const Region &r) { return r.begin < e && b < r.end; }),
+                  c.regions.end());
   Region r{b, e, limit};
   for (const auto &[key, panel] : c.panels)
     if (b <= panel.srcBegin && panel.srcBegin < e)

@@ -162,7 +162,7 @@ void hcrt_gemm_forget_packed(const void *base, size_t bytes);
 // The panels packed from B's whose first element lies in the `bytes` bytes
 // at `base` hold at most `limit` bytes together (a step's parameter arena:
 // the room its memory plan left them); past it, such calls pack B as if
-// b_constant were 0. Ranges with limits must not overlap.
+// b_constant were 0. A range overlapping earlier ones replaces their limits.
 void hcrt_gemm_limit_packed(const void *base, size_t bytes, size_t limit);
 // Bytes the packed panels of b_constant calls hold now (tests, diagnostics).
 size_t hcrt_gemm_packed_bytes(void);
