@@ -45,15 +45,14 @@ std::optional<std::pair<int64_t, int64_t>> paramBytes(hs::BufferOp b) {
 
 // What the runtime keeps packed for a weight W [N, K] (the call's view of
 // it): its floats with the columns rounded up to a whole micro-kernel
-// sliver (no kernel's is wider than 64) and some slack for each panel's
-// spare sliver. An estimate: libhcrt counts the bytes it really keeps
-// against the same total (hcrt_gemm_limit_packed) and packs every call
-// past it.
+// sliver (no kernel's is wider than 64), one sliver more for a thread's
+// columns ending mid-sliver, and slack for each panel's spare row. An
+// estimate: libhcrt counts the bytes it really keeps against the same
+// total (hcrt_gemm_limit_packed) and packs every call past it.
 int64_t keptPanelBytes(MemRefType w) {
-  if (w.getRank() != 2)
-    return hs::byteSize(w);
-  const int64_t n = (w.getDimSize(0) + 63) / 64 * 64, k = w.getDimSize(1);
-  return (n * k + 4096) * static_cast<int64_t>(sizeof(float));
+  const int64_t k = w.getRank() == 2 ? w.getDimSize(1) : w.getNumElements(),
+                n = w.getRank() == 2 ? w.getDimSize(0) : 1;
+  return ((n + 63) / 64 * 64 + 64) * k * static_cast<int64_t>(sizeof(float)) + 16384;
 }
 
 struct ConstantWeights : impl::ConstantWeightsBase<ConstantWeights> {
@@ -82,24 +81,28 @@ struct ConstantWeights : impl::ConstantWeightsBase<ConstantWeights> {
       markFunction(f, written);
   }
 
-  // Marks f's calls whose weight no op writes, in program order, while
-  // their kept panels fit the room f's memory plan leaves (its budget less
-  // the arenas in memory and the reserve; no budget: no limit), and
-  // records the bytes they may keep on f (hcs.kept_weights_bytes).
+  // Marks f's calls whose weight no op writes. Under a memory budget,
+  // each weight in program order is marked if its kept panels fit what is
+  // left of the room f's plan leaves (its budget less the arenas in memory
+  // and the reserve), and the bytes they may keep are recorded on f
+  // (hcs.kept_weights_bytes); without a budget every such weight is
+  // marked and libhcrt's own cap alone applies.
   void markFunction(func::FuncOp f,
                     ArrayRef<std::pair<int64_t, int64_t>> written) {
-    int64_t room = std::numeric_limits<int64_t>::max();
     auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr);
-    if (memory && memory.getBudget() > 0) {
+    const bool budget = memory && memory.getBudget() > 0;
+    int64_t room = std::numeric_limits<int64_t>::max();
+    if (budget) {
       const int64_t inMemory = arenaBytesInMemory(f);
       if (inMemory < 0)
         return;  // no buffer plan: hc-verify-plan says so
       room = memory.getBudget() - memory.getReserve() - inMemory;
     }
     MLIRContext *ctx = f.getContext();
-    // Each weight's bytes in the arena, counted once (its calls share the
-    // panels), or refused once for want of room.
-    std::map<std::pair<int64_t, int64_t>, bool> kept;
+    // Each weight, counted once (its calls share the panels) or refused
+    // once for want of room: its buffer's place in the arena and the view
+    // the call reads (two slices of one buffer are two weights).
+    std::map<std::pair<int64_t, const void *>, bool> kept;
     int64_t used = 0;
     f.walk([&](hs::CallOp call) {
       const hs::KernelInfo *k = hs::KernelRegistry::active().lookup(call.getKernel());
@@ -111,7 +114,8 @@ struct ConstantWeights : impl::ConstantWeightsBase<ConstantWeights> {
             return r.first < w->second && w->first < r.second;
           }))
         return;
-      auto [it, first] = kept.try_emplace(*w, false);
+      auto [it, first] = kept.try_emplace(
+          std::make_pair(w->first, wv.getType().getAsOpaquePointer()), false);
       if (first) {
         const int64_t bytes = keptPanelBytes(cast<MemRefType>(wv.getType()));
         it->second = bytes <= room - used;
@@ -124,7 +128,7 @@ struct ConstantWeights : impl::ConstantWeightsBase<ConstantWeights> {
       attrs.set(kWeight, StringAttr::get(ctx, kConstant));
       call.setAttrsAttr(attrs.getDictionary(ctx));
     });
-    if (used > 0)
+    if (budget && used > 0)
       f->setAttr(hs::kKeptWeightsAttr, IntegerAttr::get(IntegerType::get(ctx, 64), used));
   }
 };

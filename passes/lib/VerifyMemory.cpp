@@ -176,11 +176,14 @@ LogicalResult verifyMemoryBudget(func::FuncOp f) {
              << tier.getCapacity();
   }
   int64_t need = total + memory.getReserve() + kept;
-  if (memory.getBudget() > 0 && need > memory.getBudget())
-    return f.emitError("the plan needs ")
-           << need << " bytes (arenas " << total << " + reserve " << memory.getReserve()
-           << " + kept weight panels " << kept << "), over the budget of "
-           << memory.getBudget();
+  if (memory.getBudget() > 0 && need > memory.getBudget()) {
+    InFlightDiagnostic d = f.emitError("the plan needs ")
+                           << need << " bytes (arenas " << total << " + reserve "
+                           << memory.getReserve();
+    if (kept)
+      d << " + kept weight panels " << kept;
+    return d << "), over the budget of " << memory.getBudget();
+  }
   return success();
 }
 

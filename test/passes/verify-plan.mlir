@@ -185,7 +185,7 @@ func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : 
 // -----
 
 // All arenas plus the reserve exceed the budget.
-// expected-error @+1 {{the plan needs 1792 bytes (arenas 768 + reserve 1024 + kept weight panels 0), over the budget of 1500}}
+// expected-error @+1 {{the plan needs 1792 bytes (arenas 768 + reserve 1024), over the budget of 1500}}
 func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : i64}, hcs.memory = #hcs.memory_plan<budget = 1500, reserve = 1024, tiers = [#hcs.tier<arenas = ["act", "param"], capacity = 0, kind = "DRAM", name = "slow">], recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {
   return
 }

@@ -144,10 +144,15 @@ def packed_under_budget(a, hc_compile):
     import re
     sampler = ["--sampler", "--batch", str(BATCH)]
     kept_attr = re.compile(r"hcs\.kept_weights_bytes = (\d+)")
-    with open(os.path.join(a.work, "sig-fp32.mlir")) as f:
+    # A budget with room for all: every weight counted
+    run([hc_compile, "sig.onnx", "--emit=schedule", "-o", "sig-room.mlir", "--mem-budget",
+         str(10 ** 12)] + sampler, a.work)
+    with open(os.path.join(a.work, "sig-room.mlir")) as f:
         text = f.read()
     every = int(kept_attr.search(text).group(1))
     total = text.count('hcs.call "linear"')
+    check(text.count('weight = "constant"') == total, "a budget with room for all "
+          "marked %d of %d linear calls" % (text.count('weight = "constant"'), total))
     p = run([hc_compile, "sig.onnx", "--mem-budget", "1", "-o", "nobudget.so"] + sampler,
             a.work, expect=2)
     need = int(re.search(r"the smallest plan found needs (\d+) bytes", p.stderr).group(1))

@@ -161,8 +161,8 @@ TEST(GemmPacked, NoRoomPacksEveryCall) {
 TEST(GemmPacked, ALimitedRangeKeepsNoMoreThanItsLimit) {
   // Two weights in one range (a step's parameter arena): room for the
   // first's panels only. The second packs every call, with the same bits;
-  // a weight outside the range is not limited; forgetting the range drops
-  // its limit too.
+  // a weight outside the range is not limited; forgetting panels (a host
+  // setting a parameter) keeps the limit, unlimit drops it.
   const Call c{48, 96, 160, 0, 1, 1, true, true, 1};
   const int64_t each = static_cast<int64_t>(operand(c, false, 0).size());
   std::vector<float> A = operand(c, true, 41), arena(static_cast<size_t>(2 * each)),
@@ -186,11 +186,11 @@ TEST(GemmPacked, ALimitedRangeKeepsNoMoreThanItsLimit) {
     return C;
   };
   runAt(arena.data(), true);
-  const size_t one = hcrt_gemm_packed_bytes();
+  const size_t one = hcrt_gemm_packed_bytes();  // the same for both weights
   ASSERT_GT(one, 0u);
   hcrt_gemm_forget_packed(arena.data(), bytesOf(arena));
   ASSERT_EQ(0u, hcrt_gemm_packed_bytes());
-  hcrt_gemm_limit_packed(arena.data(), bytesOf(arena), one + one / 2);
+  hcrt_gemm_limit_packed(arena.data(), bytesOf(arena), one);
   const std::vector<float> first = runAt(arena.data(), true);
   EXPECT_EQ(one, hcrt_gemm_packed_bytes());
   const std::vector<float> second = runAt(arena.data() + each, true);
@@ -204,9 +204,13 @@ TEST(GemmPacked, ALimitedRangeKeepsNoMoreThanItsLimit) {
   hcrt_gemm_forget_packed(arena.data(), bytesOf(w1));
   runAt(arena.data() + each, true);
   EXPECT_EQ(2 * one, hcrt_gemm_packed_bytes());
-  // The whole range forgotten: its limit goes with it.
+  // Forgetting the whole range keeps its limit.
   hcrt_gemm_forget_packed(arena.data(), bytesOf(arena));
   runAt(arena.data(), true);
+  runAt(arena.data() + each, true);
+  EXPECT_EQ(2 * one, hcrt_gemm_packed_bytes()) << "forget dropped the range's limit";
+  // Unlimited: both kept.
+  hcrt_gemm_unlimit_packed(arena.data(), bytesOf(arena));
   runAt(arena.data() + each, true);
   EXPECT_EQ(3 * one, hcrt_gemm_packed_bytes());
   hcrt_gemm_forget_packed(arena.data(), bytesOf(arena));
@@ -222,5 +226,6 @@ TEST(GemmPacked, ALimitedRangeKeepsNoMoreThanItsLimit) {
   runAt(arena.data() + each, true);
   EXPECT_EQ(2 * one, hcrt_gemm_packed_bytes());
   hcrt_gemm_forget_packed(arena.data(), bytesOf(arena));
+  hcrt_gemm_unlimit_packed(arena.data(), bytesOf(arena));
   EXPECT_EQ(0u, hcrt_gemm_packed_bytes());
 }

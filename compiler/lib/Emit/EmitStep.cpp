@@ -329,10 +329,8 @@ bool Emitter::run(std::string &cpp, std::string &description,
     error = "the schedule has no buffer plan (hc-plan-buffers did not run)";
     return false;
   }
-  // The weights hc-constant-weights marked keep at most this many bytes
-  // of packed panels; -1 (nothing marked): libhcrt's own cap alone.
   if (auto kept = f->getAttrOfType<IntegerAttr>(hs::kKeptWeightsAttr))
-    keptPanelBytes = kept.getInt();
+    keptPanelBytes = kept.getInt();  // the constant weights' room, budgeted
   if (auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr)) {
     offloadDir = memory.getOffloadDir().str();
     offloadOnDisk = memory.offloadOnDisk();
@@ -777,9 +775,8 @@ void Emitter::writeProgram(llvm::raw_ostream &os, int64_t diskBytes) {
      << ", /*gate_call*/ " << gateCall << ", /*update_call*/ " << updateCall << ",\n"
      << "    /*num_buckets*/ " << numBuckets << ", /*num_copies*/ " << numCopies
      << ", /*disk_bytes*/ " << diskBytes << ", " << cString(offloadDir)
-     << ", /*num_clusters*/ " << numClusters << ",\n"
-     << "    /*kept_panel_arena*/ " << arenaCode("param") << ", /*kept_panel_bytes*/ "
-     << keptPanelBytes << "};\n\n"
+     << ", /*num_clusters*/ " << numClusters << ",\n    /*kept_panel_arena*/ "
+     << arenaCode("param") << ", /*kept_panel_bytes*/ " << keptPanelBytes << "};\n\n"
      << "// The executor is libhcrt's (runtime/src/exec/step_executor.cpp).\n"
      << "hc_step *create(const hc_step_env *env, char *error, size_t size) {\n"
      << "  return hcrt_step_create(&kProgram, env, error, size);\n}\n\n"

@@ -193,11 +193,14 @@ hc_step *create(const hcrt_step_program *P, const hc_step_env *env, char *error,
 void destroy(hc_step *s) {
   if (!s)
     return;
-  // The GEMMs' kept panels of constant weights packed from these arenas.
+  // The GEMMs' kept panels of constant weights packed from these arenas,
+  // and their limit.
   for (int a = 0; a < s->program->num_arenas; ++a)
-    if (s->arena[static_cast<size_t>(a)])
-      hcrt_gemm_forget_packed(s->arena[static_cast<size_t>(a)],
-                              static_cast<size_t>(s->program->arena_bytes[a]));
+    if (char *arena = s->arena[static_cast<size_t>(a)]) {
+      const size_t bytes = static_cast<size_t>(s->program->arena_bytes[a]);
+      hcrt_gemm_forget_packed(arena, bytes);
+      hcrt_gemm_unlimit_packed(arena, bytes);
+    }
   for (char *a : s->arena)
     hcrt_arena_free(a);
   if (s->disk >= 0)

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -98,13 +99,15 @@ const float *constantPanel(const GemmKernel &k, const float *B, int64_t ldb,
   // B's element (k, n) is at B[k * ldb + n], or B[n * ldb + k] transposed.
   const int64_t rows = transB ? nc : kc, cols = transB ? kc : nc;
   const float *first = transB ? B + n0 * ldb + k0 : B + k0 * ldb + n0;
+  bool room;
   {
     std::lock_guard<std::mutex> lk(c.mu);
     const Region *r = c.regionOf(reinterpret_cast<uintptr_t>(first));
-    if (c.bytes + bytes > capacityBytes() || (r && r->bytes + bytes > r->limit)) {
-      k.packB(B, ldb, transB, k0, kc, n0, nc, scratch);
-      return scratch;
-    }
+    room = c.bytes + bytes <= capacityBytes() && (!r || r->bytes + bytes <= r->limit);
+  }
+  if (!room) {  // packed as without b_constant
+    k.packB(B, ldb, transB, k0, kc, n0, nc, scratch);
+    return scratch;
   }
   // Packed outside the lock (another thread may pack the same panel: the
   // first one in is kept, the same bytes either way).
@@ -119,20 +122,23 @@ const float *constantPanel(const GemmKernel &k, const float *B, int64_t ldb,
   panel.bytes = bytes;
   panel.srcBegin = reinterpret_cast<uintptr_t>(first);
   panel.srcEnd = reinterpret_cast<uintptr_t>(first + (rows - 1) * ldb + cols);
-  std::lock_guard<std::mutex> lk(c.mu);
-  auto it = c.panels.find(key);
-  if (it != c.panels.end())  // another thread's copy came first
-    return it->second.data.get();
-  // Checked again: other panels may have been kept since.
-  Region *r = c.regionOf(panel.srcBegin);
-  if (c.bytes + bytes > capacityBytes() || (r && r->bytes + bytes > r->limit)) {
-    k.packB(B, ldb, transB, k0, kc, n0, nc, scratch);  // rare: a race lost
-    return scratch;
+  {
+    std::lock_guard<std::mutex> lk(c.mu);
+    auto it = c.panels.find(key);
+    if (it != c.panels.end())  // another thread's copy came first
+      return it->second.data.get();
+    // Checked again: other panels may have been kept since.
+    Region *r = c.regionOf(panel.srcBegin);
+    if (c.bytes + bytes <= capacityBytes() && (!r || r->bytes + bytes <= r->limit)) {
+      c.bytes += bytes;
+      if (r)
+        r->bytes += bytes;
+      return c.panels.emplace(key, std::move(panel)).first->second.data.get();
+    }
   }
-  c.bytes += bytes;
-  if (r)
-    r->bytes += bytes;
-  return c.panels.emplace(key, std::move(panel)).first->second.data.get();
+  // No room after all (rare: a race lost): this call reads its own copy.
+  std::memcpy(scratch, p, panelFloats(k, kc, nc) * sizeof(float));
+  return scratch;
 }
 
 }  // namespace hc::rt
@@ -152,7 +158,13 @@ extern "C" void hcrt_gemm_forget_packed(const void *base, size_t bytes) {
       ++it;
     }
   }
-  // and the limits of ranges inside those bytes
+}
+
+extern "C" void hcrt_gemm_unlimit_packed(const void *base, size_t bytes) {
+  using namespace hc::rt;
+  const uintptr_t b = reinterpret_cast<uintptr_t>(base), e = b + bytes;
+  PanelCache &c = cache();
+  std::lock_guard<std::mutex> lk(c.mu);
   c.regions.erase(std::remove_if(c.regions.begin(), c.regions.end(),
                                  [&](const Region &r) { return b <= r.begin && r.end <= e; }),
                   c.regions.end());

@@ -297,13 +297,15 @@ def ConstantWeights : Pass<"hc-constant-weights", "mlir::ModuleOp"> {
     executor drops them when the host sets a parameter. A sampler's weights
     qualify; a training step's do not (its optimizer writes them).
 
-    The kept panels are memory the plan counts. Each weight W [N, K] is
-    counted once, as (N rounded up to 64) x K + 4096 floats; under a memory
-    budget (`hcs.memory`), weights are marked in program order while they
-    fit the budget less the arenas in memory and the reserve. The total is
-    recorded as `hcs.kept_weights_bytes` on the function: hc-verify-plan
-    adds it to the plan's need, and the runtime holds the step's parameter
-    arena to it (`hcrt_gemm_limit_packed`).
+    Under a memory budget (`hcs.memory`) the kept panels are memory the
+    plan counts. Each weight (a buffer's view) W [N, K] counts once, as
+    ((N rounded up to 64) + 64) x K floats and 16 KiB; each in program
+    order is marked if it fits what is left of the budget less the arenas
+    in memory and the reserve. The total is recorded as
+    `hcs.kept_weights_bytes` on the function: hc-verify-plan adds it to the
+    plan's need, and the runtime holds the step's parameter arena to it
+    (`hcrt_gemm_limit_packed`). Without a budget every such weight is
+    marked and only libhcrt's own cap (`HC_GEMM_PACKED_MB`) applies.
   }];
 }
 

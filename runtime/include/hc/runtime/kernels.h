@@ -155,15 +155,17 @@ typedef struct hc_sgemm_args {
 } hc_sgemm_args;
 
 // The packed panels of every b_constant call whose B overlaps the `bytes`
-// bytes at `base` are dropped, and the limits of ranges inside those bytes:
-// call it before changing such a B, and before its memory is freed or
-// reused, never while a GEMM reads that B.
+// bytes at `base` are dropped: call it before changing such a B, and
+// before its memory is freed or reused, never while a GEMM reads that B.
 void hcrt_gemm_forget_packed(const void *base, size_t bytes);
 // The panels packed from B's whose first element lies in the `bytes` bytes
 // at `base` hold at most `limit` bytes together (a step's parameter arena:
 // the room its memory plan left them); past it, such calls pack B as if
 // b_constant were 0. A range overlapping earlier ones replaces their limits.
 void hcrt_gemm_limit_packed(const void *base, size_t bytes, size_t limit);
+// The limits of the ranges inside the `bytes` bytes at `base` are dropped
+// (before that memory is freed).
+void hcrt_gemm_unlimit_packed(const void *base, size_t bytes);
 // Bytes the packed panels of b_constant calls hold now (tests, diagnostics).
 size_t hcrt_gemm_packed_bytes(void);
 
