@@ -24,6 +24,14 @@ struct Shape {
   int64_t M, hidden, mlp;  // tokens, D, 4 D
 };
 
+// y [M, N] = A [M, K] W^T, W [N, K] (a linear layer's forward)
+hc_sgemm_args linearArgs(const float *A, const float *W, int64_t M, int64_t N, int64_t K) {
+  hc_sgemm_args g{};
+  g.M = M, g.N = N, g.K = K, g.batch = 1, g.alpha = 1, g.beta = 0;
+  g.A = A, g.lda = K, g.B = W, g.ldb = K, g.trans_b = 1;
+  return g;
+}
+
 double timeIt(const std::function<void()> &f) {
   auto t0 = Clock::now();
   f();
@@ -73,9 +81,7 @@ int main(int argc, char **argv) {
         e = u(rng);
     // forward: a = GELU(x W1^T + b1), pre kept
     auto fwd = [&](int variant) {
-      hc_sgemm_args g{};
-      g.M = M, g.N = N, g.K = K, g.batch = 1, g.alpha = 1, g.beta = 0;
-      g.A = x.data(), g.lda = K, g.B = w1.data(), g.ldb = K, g.trans_b = 1;
+      hc_sgemm_args g = linearArgs(x.data(), w1.data(), M, N, K);
       hc_epilogue e{};
       e.flags = HC_EPI_BIAS, e.bias = b1.data();
       if (variant >= 2) {  // 3: a sampler's, no pre-activation kept
@@ -119,9 +125,7 @@ int main(int argc, char **argv) {
         e = u(rng);
     const int64_t tokens = 256, samples = M / tokens;
     auto residual = [&](int variant) {
-      hc_sgemm_args g{};
-      g.M = M, g.N = K, g.K = N, g.batch = 1, g.alpha = 1, g.beta = 0;
-      g.A = a.data(), g.lda = N, g.B = w2.data(), g.ldb = N, g.trans_b = 1;
+      hc_sgemm_args g = linearArgs(a.data(), w2.data(), M, K, N);
       hc_epilogue e{};
       e.flags = HC_EPI_BIAS, e.bias = b2.data();
       if (variant >= 2) {
