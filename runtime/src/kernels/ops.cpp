@@ -176,19 +176,24 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
       p.c.assign(p.ng * D, 0.0f);
   }
   const bool stream = streamOutput(rows, D);
-  // Statistics recomputed a chunk of about 64 KiB of x at a time: the
-  // backward's two reads of those rows then hit L2 instead of memory.
+  // Statistics recomputed: with dgamma/dbeta, a chunk of about 64 KiB of
+  // x at a time (the backward's two reads of those rows then hit L2
+  // instead of memory); without, row by row in the backward's pass.
   const bool recompute = a.mean == nullptr || a.rstd == nullptr;
+  const bool byRow = recompute && !wantG && !wantB;
   const int64_t chunk = std::max<int64_t>(1, 16384 / D);
-  std::vector<float> stats(recompute ? 2 * rows : 0);
+  std::vector<float> stats(recompute && !byRow ? 2 * rows : 0);
   hc_layernorm_bwd_args c = a;
-  if (recompute)
+  if (recompute && !byRow)
     c.mean = stats.data(), c.rstd = stats.data() + rows;
   parallel(r, [&](int i, int) {
     Part &p = parts[i];
     if (p.e <= p.b)
       return;
-    if (!recompute) {
+    // Without dgamma and dbeta (adaLN's form), each row's statistics are
+    // recomputed just before its pass, the row arriving from memory
+    // beside dy's (the trickle brings both ahead).
+    if (!recompute || byRow) {
       o.layernorm_bwd_rows(a, p.b, p.e, wantG ? p.g.data() : nullptr,
                            wantB ? p.bb.data() : nullptr,
                            wantS ? p.s.data() : nullptr,
