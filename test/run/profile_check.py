@@ -35,6 +35,12 @@ def check_profile(c, path, batch, np_):
     kinds = {k["kernel"]: k for k in j["kinds"]}
     m = j["machine"]
     check(m["fma_peak_gflops"] > 0 and m["triad_gbs"] > 0 and m["threads"] >= 1, "machine %s" % m)
+    # An fp32 library's products are bounded by the FMA peak.
+    check(m["product_peak_gflops"] == m["fma_peak_gflops"], "machine %s" % m)
+    for k in j["kinds"]:
+        bound = min(m["product_peak_gflops"], k["flop_per_byte"] * m["triad_gbs"])
+        check(k["flops_per_step"] == 0 or abs(k["roofline_bound_gflops"] - bound) <= 1e-9 * bound,
+              "%s: roofline bound %g, expected %g" % (k["kernel"], k["roofline_bound_gflops"], bound))
     # (every weight gradient here has its bias gradient beside it: one
     # linear_grad_weight_bias call, hc-fuse-bias-grads)
     for k in ("linear", "linear_grad_input", "linear_grad_weight_bias", "attention", "attention_grad",

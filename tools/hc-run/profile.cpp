@@ -30,6 +30,11 @@ void Profiler::measureMachine() {
   peakGflops_ = hcrt_fma_peak_gflops(threads_, isa == HC_ISA_AVX512 ? HC_ISA_AVX512
                                                                     : HC_ISA_AVX2);
   triadGbs_ = hcrt_triad_gbs(threads_);
+  // A bf16 library's GEMMs and attention run on bf16 dot products where the
+  // CPU has them: their roofline is that peak (MFU stays against the FMA's).
+  productPeakGflops_ = peakGflops_;
+  if (lib_.desc.raw.value("precision", std::string()) == "bf16" && hcrt_bf16_native())
+    productPeakGflops_ = std::max(peakGflops_, hcrt_bf16_peak_gflops(threads_));
 }
 
 std::vector<hc_call_profile> Profiler::read(StepContext &ctx) const {
@@ -114,7 +119,10 @@ void Profiler::finish(StepContext &ctx) {
   const double modelFlops = lib_.desc.raw.value("model_flops_per_step", 0.0);
   const double peak = peakGflops_ * 1e9;
   nlohmann::ordered_json j;
-  j["machine"] = {{"isa", isa_}, {"threads", threads_}, {"fma_peak_gflops", peakGflops_},
+  j["machine"] = {{"isa", isa_},
+                  {"threads", threads_},
+                  {"fma_peak_gflops", peakGflops_},
+                  {"product_peak_gflops", productPeakGflops_},
                   {"triad_gbs", triadGbs_}};
   j["steps"] = steps_;
   j["step_s"] = step;
@@ -127,11 +135,16 @@ void Profiler::finish(StepContext &ctx) {
   for (const auto &[name, k] : kinds)
     byTime.push_back({k.seconds, name});
   std::sort(byTime.rbegin(), byTime.rend());
+  const std::string bf16Peak =
+      productPeakGflops_ != peakGflops_
+          ? ", bf16 peak " + std::to_string(static_cast<int>(productPeakGflops_ + 0.5)) +
+                " GFLOP/s (the products' roofline)"
+          : "";
   std::printf("hc-run --profile: %lld step(s) of %.4f s on %d thread(s), %s; FMA peak "
-              "%.1f GFLOP/s, triad %.1f GB/s; MFU %.1f%%; outside GEMM and attention "
+              "%.1f GFLOP/s%s, triad %.1f GB/s; MFU %.1f%%; outside GEMM and attention "
               "%.1f%% of the step\n",
               static_cast<long long>(steps_), step, threads_, isa_.c_str(), peakGflops_,
-              triadGbs_, 100 * j["mfu"].get<double>(),
+              bf16Peak.c_str(), triadGbs_, 100 * j["mfu"].get<double>(),
               100 * j["outside_gemm_attention_share"].get<double>());
   std::printf("%-24s %8s %10s %7s %9s %8s %9s %8s\n", "kernel", "calls", "s/step", "share",
               "GFLOP/s", "GB/s", "FLOP/B", "roofline");
@@ -141,7 +154,7 @@ void Profiler::finish(StepContext &ctx) {
     const double gb = secs > 0 ? k.bytes / secs / 1e9 : 0;
     const double ai = k.bytes > 0 ? k.flops / k.bytes : 0;
     // The roofline's bound for this intensity, and how close the kernel is.
-    const double bound = std::min(peakGflops_, ai * triadGbs_);
+    const double bound = std::min(productPeakGflops_, ai * triadGbs_);
     const double reach = k.flops > 0 && bound > 0 ? gf / bound
                          : triadGbs_ > 0        ? gb / triadGbs_
                                                 : 0;

@@ -1,5 +1,6 @@
 // hc-run --profile FILE: where a step's time goes, per kernel kind, against
-// the machine's FMA peak and triad bandwidth measured at the start, and the
+// the machine's FMA peak (a bf16 library's products: the bf16 peak) and
+// triad bandwidth measured at the start, and the
 // step's MFU (model FLOPs over peak x time). One JSON file (rank 0), and a
 // table on stdout. Step 1 (first touch of every arena) is left out when
 // there are more steps.
@@ -41,6 +42,7 @@ private:
   const StepLibrary &lib_;
   bool on_ = false;
   double peakGflops_ = 0, triadGbs_ = 0;
+  double productPeakGflops_ = 0;  // the GEMMs' and attention's: bf16's or the FMA's
   int threads_ = 0;
   std::string isa_;
   std::vector<hc_call_profile> base_; // after step 1
