@@ -406,7 +406,8 @@ const Flag kFlags[] = {
      "bytes the step's resident set may use (suffix K, M, G: powers of 1024): arenas plus "
      "the host's inputs plus 64 MiB. hc-automem recomputes the activations cheapest to "
      "recompute (by its cost model) until the plan fits, or fails naming what the smallest "
-     "plan needs"},
+     "plan needs. A sampler keeps packed copies of only those weights that fit what the "
+     "plan leaves (hc-constant-weights)"},
     {"--fast-mem", nullptr, "B", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
        return parseBytes("--fast-mem", v, PO.fastMem, e);
