@@ -67,7 +67,8 @@ int main(int argc, char **argv) {
   std::printf("# hc-bench-epilogue: %d thread(s), isa %s, %s GEMMs%s, median of %d "
               "interleaved runs (ms)\n",
               threads, hcrt_isa_name(hcrt_isa()), bf16 ? "bf16" : "fp32",
-              bf16 && hcrt_bf16_native() ? " (vdpbf16ps)" : "", reps);
+              bf16 ? (std::string(" (") + hcrt_bf16_path_name(hcrt_bf16_path()) + ")").c_str() : "",
+              reps);
   std::printf("%-20s %-28s %9s %9s %9s %7s\n", "shape", "product", "plain",
               "+pass", "fused", "f/pass");
   for (const Shape &s : shapes) {

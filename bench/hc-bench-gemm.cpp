@@ -281,9 +281,12 @@ int main(int argc, char **argv) {
            (long long)th, p256, p512);
     double pk = std::max(p256, p512);
     if (gBf16) {
-      pk = hcrt_bf16_peak_gflops(static_cast<int32_t>(th));
-      printf("measured bf16 (vdpbf16ps) peak, %lld thread(s): %.1f GFLOP/s; hc bf16 kernel: %s\n",
-             (long long)th, pk, hcrt_bf16_native() ? "vdpbf16ps" : "emulated (fp32 FMA)");
+      const bool amx = hcrt_bf16_path() == HC_BF16_AMX;
+      pk = amx ? hcrt_amx_bf16_peak_gflops(static_cast<int32_t>(th))
+               : hcrt_bf16_peak_gflops(static_cast<int32_t>(th));
+      printf("measured bf16 (%s) peak, %lld thread(s): %.1f GFLOP/s; hc bf16 kernel: %s\n",
+             amx ? "AMX tiles" : "vdpbf16ps", (long long)th, pk,
+             hcrt_bf16_path_name(hcrt_bf16_path()));
       if (pk <= 0)
         pk = std::max(p256, p512);
     }

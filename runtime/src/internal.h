@@ -235,6 +235,20 @@ const GemmKernel &gemmAvx512();
 // bf16 inputs, fp32 accumulation (gemm_avx512bf16.cpp): vdpbf16ps on
 // operands rounded to bf16 as they are packed.
 const GemmKernel &gemmAvx512Bf16();
+// bf16 inputs, fp32 accumulation on AMX tiles (gemm_amxbf16.cpp). With
+// `emulated`, the same kernel (packing, tile layout, loops) with each tile
+// instruction carried out in C++: its test on CPUs without AMX (needs
+// AVX512-BF16 for the packing).
+const GemmKernel &gemmAmxBf16(bool emulated);
+// B packed as the AMX kernel reads it (gemm_avx512bf16.cpp's pair words,
+// 32-column slivers).
+namespace gemm_avx512bf16 {
+void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
+                  int64_t kc, int64_t n0, int64_t nc, float *dst);
+}
+// `iters` rounds of 4 independent AMX bf16 tile products (16 x 16 x 32
+// each) on the calling thread: machine_peak.cpp's AMX peak.
+double amxBf16Loop(long iters);
 // sgemmInCache with a given kernel.
 void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g);
 // hc_sgemm's driver (gemm.cpp) with a given kernel; aSums: op(A)'s row
@@ -242,6 +256,9 @@ void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g);
 void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
                     hc_threads threads, double *aSums);
 bool cpuHasAvx512Bf16();
+// AMX-TILE and AMX-BF16 in CPUID, and the OS lets this process use the
+// tile data (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here).
+bool cpuHasAmxBf16();
 
 // float -> bf16 -> float, round to nearest even (NaN stays NaN, quiet).
 inline float bf16Round(float x) {

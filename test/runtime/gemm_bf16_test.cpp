@@ -1,6 +1,7 @@
 // bf16 GEMM tests: hc_gemm_bf16 on every path this CPU has (vdpbf16ps where
-// AVX512-BF16 exists; the emulation through each fp32 kernel otherwise,
-// forced with hcrt_set_bf16_native(0)) and hc_gemm_bf16_ref, against a
+// AVX512-BF16 exists, and the AMX kernel on emulated tiles there, on real
+// ones where AMX-BF16 exists; the emulation through each fp32 kernel
+// everywhere) and hc_gemm_bf16_ref, against a
 // float64 sum of the bf16-rounded operands (round to nearest even).
 //
 // The products of two bf16 values are exact in float32, so the only error
@@ -80,10 +81,10 @@ int64_t run(const Case &c, uint32_t seed) {
   char what[200];
   snprintf(what, sizeof what,
            "M=%lld N=%lld K=%lld ta=%d tb=%d batch=%lld flags=%u beta=%g "
-           "threads=%d ref=%d isa=%s native=%d",
+           "threads=%d ref=%d isa=%s path=%s",
            (long long)M, (long long)N, (long long)K, c.ta, c.tb, (long long)B,
            c.flags, c.beta, c.threads, c.ref, hcrt_isa_name(hcrt_isa()),
-           hcrt_bf16_native());
+           hcrt_bf16_path_name(hcrt_bf16_path()));
   Checker chk{what};
   for (int64_t b = 0; b < B; ++b)
     for (int64_t m = 0; m < M; ++m)
@@ -131,27 +132,28 @@ int64_t run(const Case &c, uint32_t seed) {
   return chk.bad;
 }
 
-// Each path of hc_gemm_bf16 this CPU has: {isa, native}.
+// Each path of hc_gemm_bf16 this CPU has: {isa, HC_BF16_* path}.
 struct Path {
   int32_t isa;
-  bool native;
+  int32_t path;
 };
 std::vector<Path> paths() {
   std::vector<Path> v;
   for (int32_t isa : availableIsas()) {
-    v.push_back({isa, false});
     IsaScope s(isa);
-    if (hcrt_set_bf16_native(1))
-      v.push_back({isa, true});
+    for (int32_t p : bf16PathsHere())
+      v.push_back({isa, p});
   }
-  hcrt_set_bf16_native(1);
   return v;
 }
 
 struct PathScope {
   IsaScope isa;
-  explicit PathScope(const Path &p) : isa(p.isa) { hcrt_set_bf16_native(p.native); }
-  ~PathScope() { hcrt_set_bf16_native(1); }
+  explicit PathScope(const Path &p) : isa(p.isa) { useBf16Path(p.path); }
+  ~PathScope() {
+    hcrt_set_bf16_amx(-1);
+    hcrt_set_bf16_native(1);
+  }
 };
 
 void shapes(const Path &p) {
@@ -170,14 +172,22 @@ void shapes(const Path &p) {
 } // namespace
 
 TEST(GemmBf16, NativePathWhereCpuHasIt) {
-  // Says which paths this machine runs; the native one only with AVX512-BF16.
+  // Says which paths this machine runs; vdpbf16ps only with AVX512-BF16,
+  // AMX's kernel on emulated tiles there too, on hardware tiles with AMX.
   std::string names;
   for (const Path &p : paths())
-    names += std::string(hcrt_isa_name(p.isa)) + (p.native ? "+bf16 " : " ");
+    names += std::string(hcrt_isa_name(p.isa)) + "+" + hcrt_bf16_path_name(p.path) + " ";
   std::printf("bf16 GEMM paths on this CPU: %s\n", names.c_str());
-  if (!hcrt_bf16_native())
-    std::printf("no AVX512-BF16 (or not the AVX-512 path): vdpbf16ps kernel "
-                "untested here, only the emulation\n");
+  bool amx = false, dp = false;
+  for (const Path &p : paths()) {
+    amx |= p.path == HC_BF16_AMX;
+    dp |= p.path == HC_BF16_VDPBF16PS;
+  }
+  if (!dp)
+    std::printf("no AVX512-BF16 (or not the AVX-512 path): vdpbf16ps and the AMX "
+                "kernel untested here, only the emulation\n");
+  if (!amx)
+    std::printf("no AMX-BF16: the AMX kernel tested on emulated tiles only\n");
   SUCCEED();
 }
 
@@ -319,6 +329,6 @@ TEST(GemmBf16, DiffersFromFp32ByRounding) {
     g.M = g.N = g.K = 1, g.batch = 1, g.alpha = 1, g.beta = 0;
     g.A = &a, g.lda = 1, g.B = &b, g.ldb = 1, g.C = &c, g.ldc = 1;
     hc_gemm_bf16(&g, threads(1));
-    EXPECT_EQ(c, 1.0f) << hcrt_isa_name(p.isa) << " native=" << p.native;
+    EXPECT_EQ(c, 1.0f) << hcrt_isa_name(p.isa) << " " << hcrt_bf16_path_name(p.path);
   }
 }

@@ -63,10 +63,10 @@ TEST(GemmPacked, KeptPanelsGiveTheSameBits) {
   setenv("HC_GEMM_KC", "40", 1);  // several k blocks, a partial last one
   for (int32_t isa : availableIsas()) {
     IsaScope s(isa);
-    // bf16 through the emulation, and through vdpbf16ps where CPUID has it
-    for (int bf16Kernel : {-1, 0, 1}) {
+    // fp32 (-1), then bf16 on each path this CPU has (HC_BF16_*)
+    for (int bf16Kernel : {-1, 0, 1, 2, 3}) {
       const bool bf16 = bf16Kernel >= 0;
-      if (bf16 && hcrt_set_bf16_native(bf16Kernel) != bf16Kernel)
+      if (bf16 && !useBf16Path(bf16Kernel))
         continue;
       for (int ta = 0; ta < 2; ++ta)
         for (int tb = 0; tb < 2; ++tb)
@@ -80,7 +80,7 @@ TEST(GemmPacked, KeptPanelsGiveTheSameBits) {
               EXPECT_GT(hcrt_gemm_packed_bytes(), 0u);
               const std::vector<float> kept = run(c, A, B, bias, true);   // reads the copy
               const std::string where = std::string(hcrt_isa_name(isa)) +
-                                        (bf16 ? bf16Kernel ? " bf16 vdpbf16ps" : " bf16 emulated" : " fp32") +
+                                        (bf16 ? std::string(" bf16 ") + hcrt_bf16_path_name(bf16Kernel) : std::string(" fp32")) +
                                         " M=" + std::to_string(M) + " N=" + std::to_string(N) +
                                         " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
               ASSERT_EQ(0, std::memcmp(packed.data(), first.data(), bytesOf(packed))) << where;
@@ -104,6 +104,7 @@ TEST(GemmPacked, KeptPanelsGiveTheSameBits) {
             }
     }
     hcrt_set_bf16_native(-1);
+    hcrt_set_bf16_amx(-1);
   }
   unsetenv("HC_GEMM_KC");
 }

@@ -225,22 +225,24 @@ TEST(GraphOps, AttentionBf16) {
   const C cases[] = {{2, 5, 0, 2, 3}, {1, 17, 0, 2, 16}, {2, 70, 0, 3, 8}, {1, 33, 0, 1, 64},
                      {2, 7, 3, 2, 5}, {1, 65, 19, 2, 16}, {3, 1, 2, 1, 1}};
   const int32_t saved = hcrt_bf16_native(), savedIsa = hcrt_isa();
-  std::vector<std::pair<int32_t, int32_t>> paths;  // (ISA, native)
-  for (int32_t isa : availableIsas())
-    for (int32_t native : {1, 0})
-      paths.emplace_back(isa, native);
+  std::vector<std::pair<int32_t, int32_t>> paths;  // (ISA, HC_BF16_* path)
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int32_t p : bf16PathsHere())
+      paths.emplace_back(isa, p);
+  }
   // Squared distances to the bf16 model, of the result and of float32's,
   // summed over the cases per path and output (single small cases are
   // noisy: a few rounding flips in dS weigh as much as the rounding).
   std::map<std::tuple<int32_t, int32_t, std::string>, std::pair<double, double>> sums;
   uint32_t seed = 1400;
-  for (auto [isa, native] : paths)
+  for (const auto &ip : paths)  // (not bindings: the lambdas below capture them)
     for (const C &cc : cases)
       for (Layout l : {kContig, kStrided, kPadded})
         for (int th : kThreads) {
-          hcrt_set_isa(isa);
-          if (hcrt_set_bf16_native(native) != native)
-            continue;  // no vdpbf16ps here, or not on this ISA's path
+          hcrt_set_isa(ip.first);
+          if (!useBf16Path(ip.second))
+            continue;
           const bool self = cc.L == 0;
           const int64_t B = cc.B, N = cc.N, L = self ? N : cc.L, H = cc.H, Dh = cc.Dh,
                         D = H * Dh;
@@ -277,8 +279,8 @@ TEST(GraphOps, AttentionBf16) {
           const AttentionRef r16 = attentionRef(B, N, L, H, Dh, scale, at, dout.v, true),
                              r32 = attentionRef(B, N, L, H, Dh, scale, at, dout.v, false);
           const std::string what = std::string(self ? "attention" : "cross_attention") +
-                                   " bf16 isa " + std::to_string(isa) + " native " +
-                                   std::to_string(native) + " " +
+                                   " bf16 isa " + std::to_string(ip.first) + " " +
+                                   hcrt_bf16_path_name(ip.second) + " " +
                                    tag("", th, {inPtr[0]});
           // got(i), the models' values and the fp32 bound of each element.
           auto compare = [&](const char *name, int64_t n, const std::function<double(int64_t)> &got,
@@ -298,7 +300,7 @@ TEST(GraphOps, AttentionBf16) {
                   << what << " " << name << "[" << i << "]: got " << got(i) << " want " << m16[i];
             }
             EXPECT_LE(outside, std::max<int64_t>(2, n / 10)) << what << " " << name;
-            auto &[s16, s32] = sums[{isa, native, name}];
+            auto &[s16, s32] = sums[{ip.first, ip.second, name}];
             s16 += d16, s32 += d32;
           };
           const double fo = 8 * (L + Dh + 16) * kU, fg = 16 * (2 * L + Dh + 16) * kU;
@@ -323,12 +325,13 @@ TEST(GraphOps, AttentionBf16) {
           }
         }
   for (const auto &[key, d] : sums) {
-    const auto &[isa, native, name] = key;
+    const auto &[isa, path, name] = key;
     EXPECT_LE(std::sqrt(d.first), 0.2 * std::sqrt(d.second))
-        << "bf16 attention, isa " << isa << " native " << native << ", " << name
+        << "bf16 attention, isa " << isa << " " << hcrt_bf16_path_name(path) << ", " << name
         << ": not closer to the bf16 model than the float32 result is";
   }
   hcrt_set_bf16_native(saved);
+  hcrt_set_bf16_amx(-1);
   hcrt_set_isa(savedIsa);
 }
 

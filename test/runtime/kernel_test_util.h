@@ -86,6 +86,33 @@ struct IsaScope {
 
 inline hc_threads threads(int n) { return hc_threads{0, n}; }
 
+// Puts hc_gemm_bf16 on `path` (HC_BF16_*) under the current ISA: AMX
+// (hardware or emulated tiles) or, with AMX off, vdpbf16ps or the
+// emulation. Returns whether that path is in effect (the CPU has it).
+inline bool useBf16Path(int32_t path) {
+  switch (path) {
+  case HC_BF16_AMX:
+    return hcrt_set_bf16_amx(1) == path;
+  case HC_BF16_AMX_EMULATED:
+    return hcrt_set_bf16_amx(2) == path;
+  default:
+    hcrt_set_bf16_amx(0);
+    hcrt_set_bf16_native(path == HC_BF16_VDPBF16PS);
+    return hcrt_bf16_path() == path;
+  }
+}
+
+// Each bf16 GEMM path under the current ISA, back to the defaults after.
+inline std::vector<int32_t> bf16PathsHere() {
+  std::vector<int32_t> v;
+  for (int32_t p : {HC_BF16_EMULATED, HC_BF16_VDPBF16PS, HC_BF16_AMX_EMULATED, HC_BF16_AMX})
+    if (useBf16Path(p))
+      v.push_back(p);
+  hcrt_set_bf16_amx(-1);
+  hcrt_set_bf16_native(1);
+  return v;
+}
+
 // GELU (tanh form) and its derivative in double.
 inline double geluD(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));

@@ -30,11 +30,17 @@ void Profiler::measureMachine() {
   peakGflops_ = hcrt_fma_peak_gflops(threads_, isa == HC_ISA_AVX512 ? HC_ISA_AVX512
                                                                     : HC_ISA_AVX2);
   triadGbs_ = hcrt_triad_gbs(threads_);
-  // A bf16 library's GEMMs and attention run on bf16 dot products where the
-  // CPU has them: their roofline is that peak (MFU stays against the FMA's).
+  // A bf16 library's GEMMs and attention run on AMX tiles or bf16 dot
+  // products where the CPU has them: their roofline is that peak (MFU stays
+  // against the FMA's).
   productPeakGflops_ = peakGflops_;
-  if (lib_.desc.raw.value("precision", std::string()) == "bf16" && hcrt_bf16_native())
-    productPeakGflops_ = std::max(peakGflops_, hcrt_bf16_peak_gflops(threads_));
+  if (lib_.desc.raw.value("precision", std::string()) == "bf16") {
+    const int32_t path = hcrt_bf16_path();
+    if (path == HC_BF16_AMX)
+      productPeakGflops_ = std::max(peakGflops_, hcrt_amx_bf16_peak_gflops(threads_));
+    else if (path == HC_BF16_VDPBF16PS)
+      productPeakGflops_ = std::max(peakGflops_, hcrt_bf16_peak_gflops(threads_));
+  }
 }
 
 std::vector<hc_call_profile> Profiler::read(StepContext &ctx) const {

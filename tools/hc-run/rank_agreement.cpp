@@ -55,7 +55,7 @@ json fieldsOf(const Options &opt, const StepLibrary &lib, const DataFiles &files
   // Where the library is bf16: the GEMM path this rank's CPU chose (each
   // rounds its sums differently; ranks must run the same arithmetic).
   if (d.raw.value("precision", std::string()) == "bf16")
-    f["the bf16 GEMM path"] = hcrt_bf16_native() ? "vdpbf16ps" : "emulated";
+    f["the bf16 GEMM path"] = hcrt_bf16_path_name(hcrt_bf16_path());
   f["--num-classes"] = std::to_string(opt.numClasses);
   f["--class-dropout"] = number(opt.classDropout);
   f["--val-data (content)"] = opt.valData.empty() ? "none" : identityOf("--val-data", opt.valData);

@@ -324,7 +324,10 @@ int runTrainMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm)
       std::printf("hc-run: learning rate: %s\n", schedule.describe().c_str());
     if (d.raw.value("precision", std::string()) == "bf16")
       std::printf("hc-run: bf16 GEMMs: %s\n",
-                  hcrt_bf16_native()
+                  hcrt_bf16_path() == HC_BF16_AMX ? "AMX-BF16 tiles"
+                  : hcrt_bf16_path() == HC_BF16_AMX_EMULATED
+                      ? "the AMX kernel on emulated tiles (HC_AMX=2: a test mode, slow)"
+                  : hcrt_bf16_native()
                       ? "AVX512-BF16 vdpbf16ps (faster than the fp32 FMAs here)"
                       : hcrt_bf16_over_fma() > 0
                             ? "bf16-rounded operands on the fp32 FMAs (this CPU's vdpbf16ps "

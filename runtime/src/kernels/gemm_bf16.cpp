@@ -1,6 +1,7 @@
 // hc_gemm_bf16: hc_sgemm's driver (gemm.cpp) with a kernel whose packing
-// rounds both operands to bf16 (round to nearest even). With AVX512-BF16
-// the kernel is gemm_avx512bf16.cpp's (bf16 pairs, vdpbf16ps); elsewhere
+// rounds both operands to bf16 (round to nearest even). With AMX the
+// kernel is gemm_amxbf16.cpp's (tiles); with AVX512-BF16 where it outruns
+// the FMAs, gemm_avx512bf16.cpp's (bf16 pairs, vdpbf16ps); elsewhere
 // the fp32 kernel of hcrt_isa() with its packing followed by the rounding
 // of the packed panel, so the products are the same exact bf16 products
 // (8-bit significands: exact in float32) summed in float32. The fp32
@@ -68,9 +69,41 @@ bool native() {
   return wantNative() && hcrt_isa() == HC_ISA_AVX512 && cpuHasAvx512Bf16();
 }
 
+// HC_AMX's modes (hcrt_set_bf16_amx); -1: not read yet.
+std::atomic<int32_t> gAmx{-1};
+
+int32_t amxMode() {
+  int32_t v = gAmx.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char *e = hc::rt::setting(hc::rt::Setting::Amx);
+    v = e && *e ? std::atoi(e) : 1;
+    gAmx.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+int32_t path() {
+  if (hcrt_isa() == HC_ISA_AVX512 && cpuHasAvx512Bf16()) {
+    const int32_t amx = amxMode();
+    if (amx == 1 && cpuHasAmxBf16())
+      return HC_BF16_AMX;
+    if (amx == 2)
+      return HC_BF16_AMX_EMULATED;
+  }
+  return native() ? HC_BF16_VDPBF16PS : HC_BF16_EMULATED;
+}
+
 const GemmKernel &kernelBf16() {
-  if (native())
+  switch (path()) {
+  case HC_BF16_AMX:
+    return gemmAmxBf16(false);
+  case HC_BF16_AMX_EMULATED:
+    return gemmAmxBf16(true);
+  case HC_BF16_VDPBF16PS:
     return gemmAvx512Bf16();
+  default:
+    break;
+  }
   switch (hcrt_isa()) {
   case HC_ISA_AVX512:
     return Rounded<gemmAvx512>::kernel();
@@ -104,6 +137,26 @@ int32_t hcrt_bf16_native(void) { return native() ? 1 : 0; }
 int32_t hcrt_set_bf16_native(int32_t on) {
   gNative.store(on < 0 ? -1 : on ? 1 : 0, std::memory_order_relaxed);
   return hcrt_bf16_native();
+}
+
+int32_t hcrt_bf16_path(void) { return path(); }
+
+const char *hcrt_bf16_path_name(int32_t p) {
+  switch (p) {
+  case HC_BF16_AMX:
+    return "amx";
+  case HC_BF16_AMX_EMULATED:
+    return "amx-emulated";
+  case HC_BF16_VDPBF16PS:
+    return "vdpbf16ps";
+  default:
+    return "emulated";
+  }
+}
+
+int32_t hcrt_set_bf16_amx(int32_t mode) {
+  gAmx.store(mode < 0 ? -1 : mode > 2 ? 1 : mode, std::memory_order_relaxed);
+  return path();
 }
 
 void hc_gemm_bf16_ref(const hc_sgemm_args *g) {

@@ -6,6 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace {
 
 int32_t detectBest() {
@@ -67,6 +73,25 @@ bool cpuHasAvx512Bf16() {
            __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") &&
            __builtin_cpu_supports("avx512bf16");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+bool cpuHasAmxBf16() {
+#if defined(__x86_64__)
+  static const bool has = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+      return false;
+    const bool amxBf16 = (d >> 22) & 1, amxTile = (d >> 24) & 1;
+    if (!amxBf16 || !amxTile || !cpuHasAvx512Bf16())
+      return false;
+    // The tile data is an XSAVE feature Linux hands out on request
+    // (ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18), for the
+    // whole process; without it the first tile instruction raises SIGILL.
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
   }();
   return has;
 #else

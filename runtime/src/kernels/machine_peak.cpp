@@ -2,6 +2,7 @@
 // --profile's roofline, the benchmarks' "% of peak"): the FMA peak of a
 // number of threads and a STREAM-like triad bandwidth.
 #include "hc/runtime/kernels.h"
+#include "internal.h"
 
 #include <immintrin.h>
 
@@ -166,4 +167,19 @@ extern "C" double hcrt_triad_gbs(int32_t threads) {
   for (int r = 0; r < 5; ++r)
     best = std::min(best, run());
   return 12.0 * n / best / 1e9; // STREAM's best-of, the conservative reference
+}
+
+extern "C" double hcrt_amx_bf16_peak_gflops(int32_t threads) {
+  threads = std::max(threads, 1);
+  if (!hc::rt::cpuHasAmxBf16())
+    return 0;
+  const long iters = 400000;
+  std::vector<double> runs;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::atomic<double> sink{0};
+    double s = onThreads(threads, [&](int) { sink.store(hc::rt::amxBf16Loop(iters)); });
+    runs.push_back(threads * iters * 4.0 * 16 * 16 * 32 * 2 / s / 1e9);
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[1];
 }

@@ -86,6 +86,9 @@ double hcrt_bf16_peak_gflops(int32_t threads);
 // measured now in a few milliseconds; 0 without AVX512-BF16. About 2 on
 // Zen 4/5, 0.5 on the Xeon measured in bench/results-device-anchors-spr16.txt.
 double hcrt_bf16_over_fma(void);
+// The AMX-BF16 tile products' peak (4 independent TDPBF16PS chains per
+// thread), the threads run at once; 0 where hcrt_bf16_path() cannot be AMX.
+double hcrt_amx_bf16_peak_gflops(int32_t threads);
 double hcrt_triad_gbs(int32_t threads);
 
 // ---------------------------------------------------------------- GEMM ----
@@ -208,6 +211,24 @@ void hc_sgemm_row_sums(const hc_sgemm_args *args, double *a_sums, hc_threads thr
 void hc_gemm_bf16_row_sums(const hc_sgemm_args *args, double *a_sums, hc_threads threads);
 int32_t hcrt_bf16_native(void);
 int32_t hcrt_set_bf16_native(int32_t on);
+// The kernel hc_gemm_bf16 (and bf16 attention's tile products) run now:
+// AMX tiles where the CPU and OS have AMX-BF16 (before any of the above:
+// 16 x 16 x 32 products per instruction), else vdpbf16ps or the emulation
+// as above. HC_BF16_AMX_EMULATED is the AMX kernel with each tile
+// instruction carried out in C++ (its test on CPUs without AMX).
+enum {
+  HC_BF16_EMULATED = 0,
+  HC_BF16_VDPBF16PS = 1,
+  HC_BF16_AMX = 2,
+  HC_BF16_AMX_EMULATED = 3,
+};
+int32_t hcrt_bf16_path(void);
+const char *hcrt_bf16_path_name(int32_t path);
+// HC_AMX=0/1/2 in the environment, or hcrt_set_bf16_amx(mode): 0 no AMX,
+// 1 AMX where the CPU has it (the default), 2 the emulated tiles where the
+// CPU has AVX512-BF16 (the AVX-512 path); mode < 0 decides again.
+// Returns hcrt_bf16_path() afterwards.
+int32_t hcrt_set_bf16_amx(int32_t mode);
 // Convenience: no batch, no epilogue.
 void hc_sgemm_simple(int32_t trans_a, int32_t trans_b, int64_t M, int64_t N,
                      int64_t K, float alpha, const float *A, int64_t lda,

@@ -416,6 +416,21 @@ void microDirect(int64_t kc, const float *a, int64_t lda, int aLayout,
 }
 
 } // namespace
+
+// B in 32-column slivers of pair words (word (p, j) at sliver[p * 32 + j]):
+// the AMX kernel's B (gemm_amxbf16.cpp), whose tile rows are k pairs.
+void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
+                  int64_t kc, int64_t n0, int64_t nc, float *dst) {
+  constexpr int W = 32;
+  for (int64_t j = 0; j < nc; j += W) {
+    const int cols = static_cast<int>(nc - j < W ? nc - j : W);
+    if (transB)
+      packRows<W>(B + (n0 + j) * ldb + k0, ldb, cols, kc, dst + j * kc);
+    else
+      packCols<W>(B + k0 * ldb + n0 + j, ldb, cols, kc, dst + j * kc);
+  }
+}
+
 } // namespace gemm_avx512bf16
 #pragma clang attribute pop
 
