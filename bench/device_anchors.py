@@ -12,7 +12,15 @@ Carried from the developer's machine (build/, ignored by git):
   build/devrun/debs/*.deb (Debian 12's Open MPI and the libraries hc-run
   links, unpacked with dpkg -x).
 
-usage: python3 bench/device_anchors.py --out DIR [--threads N] [--steps 6]
+  build/test/runtime/hcrt-kernel-tests (--gtest FILTER: the kernel tests
+  run there first, on that CPU's paths: AMX's real tiles).
+
+usage: python3 bench/device_anchors.py --out DIR [--work DIR] [--threads N]
+       [--steps 6] [--systems LIST] [--gtest FILTER] [--gemm] [--profile]
+--gemm: hc-bench-gemm --precision bf16 on S/2's shapes (M = 8192) at the
+  given threads and at 1, with AMX and with HC_AMX=0.
+--profile: one more hc-bf16 run under hc-run --profile (its table kept).
+hc-bf16-noamx: hc-bf16 with HC_AMX=0 (the bf16 GEMMs off the tiles).
 Every system trains DiT-S/2 (4x32x32 latents, 1000 classes) at batch 32
 from the same weights with AdamW; the first half of the steps are warm-up,
 the table gives the median of the rest, MFU against hc-bench-gemm's FMA
@@ -78,16 +86,37 @@ def median_step(metrics, warm):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
+    ap.add_argument("--work", help="scratch (data, weights): default OUT/work")
+    ap.add_argument("--gtest", help="run hcrt-kernel-tests with this filter first")
+    ap.add_argument("--gemm", action="store_true")
+    ap.add_argument("--profile", action="store_true")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--systems", default="hc-fp32,hc-bf16,torch-eager,torch-compile,"
                                          "torch-bf16,torch-compile-bf16")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    work = os.path.join(a.out, "work")
+    work = a.work or os.path.join(a.out, "work")
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, **unpack_debs(os.path.join(work, "deb")),
                HC_NUM_THREADS=str(a.threads), OMP_NUM_THREADS=str(a.threads))
+    def tool(name, args, out, extra_env=None, timeout=300):
+        p = subprocess.run([os.path.join(ROOT, "build", *name)] + args,
+                           env=dict(env, **(extra_env or {})), capture_output=True,
+                           text=True, timeout=timeout)
+        with open(os.path.join(a.out, out), "a") as f:
+            f.write("$ %s %s%s (exit %d)\n%s%s\n" % (
+                " ".join("%s=%s" % kv for kv in (extra_env or {}).items()), name[-1],
+                " " + " ".join(args), p.returncode, p.stdout[-6000:], p.stderr[-2000:]))
+        print("%s: exit %d" % (name[-1], p.returncode), flush=True)
+    if a.gtest:
+        tool(("test", "runtime", "hcrt-kernel-tests"), ["--gtest_filter=" + a.gtest], "gtest.txt")
+    if a.gemm:
+        for th in (str(a.threads), "1"):
+            for amx in ("1", "0"):
+                tool(("bin", "hc-bench-gemm"), ["--precision", "bf16", "--model", "S", "--m",
+                                                "8192", "--threads", th, "--reps", "5"],
+                     "gemm.txt", {"HC_AMX": amx})
     rng = np.random.default_rng(0)
     np.save(os.path.join(work, "images.npy"), rng.standard_normal((128, 4, 32, 32), dtype=np.float32))
     np.save(os.path.join(work, "labels.npy"), rng.integers(0, 1000, 128).astype(np.int64))
@@ -115,6 +144,8 @@ def main():
     systems = {
         "hc-fp32": [os.path.join(ROOT, "build", "bin", "hc-run"), os.path.join(RUN, "s2_fp32.so")],
         "hc-bf16": [os.path.join(ROOT, "build", "bin", "hc-run"), os.path.join(RUN, "s2_bf16.so")],
+        "hc-bf16-noamx": [os.path.join(ROOT, "build", "bin", "hc-run"),
+                          os.path.join(RUN, "s2_bf16.so")],
         "torch-eager": torch_cmd, "torch-compile": torch_cmd + ["--compile"],
         "torch-bf16": torch_cmd + ["--autocast", "bf16"],
         "torch-compile-bf16": torch_cmd + ["--compile", "--autocast", "bf16"]}
@@ -127,6 +158,8 @@ def main():
                     os.path.join(work, "labels.npy"), "--steps", str(a.steps), "--log-every",
                     "1", "--no-progress"]
         e = dict(env, OMP_WAIT_POLICY="ACTIVE") if key.startswith("torch") else env
+        if key == "hc-bf16-noamx":
+            e = dict(env, HC_AMX="0")
         t0 = time.time()
         p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=420)
         if p.returncode != 0:
@@ -148,6 +181,12 @@ def main():
         ratio = r[0] / ref[0] if isinstance(ref, tuple) else float("nan")
         lines.append("%-20s %9.3f %6.1f%% %9.0f %9.2fx" % (key, r[0], 100 * flops / r[0] / (fma * 1e9),
                                                          r[1], ratio))
+    if a.profile:
+        prof = os.path.join(work, "profile.json")
+        tool(("bin", "hc-run"), [os.path.join(RUN, "s2_bf16.so"), "--init", init, "--data",
+                                 os.path.join(work, "images.npy"), "--labels",
+                                 os.path.join(work, "labels.npy"), "--steps", "4",
+                                 "--no-progress", "--profile", prof], "profile.txt")
     text = "\n".join(lines) + "\n"
     print(text)
     open(os.path.join(a.out, "table.txt"), "w").write(text)

@@ -10,7 +10,7 @@
 //                 [--model S|XL|all] [--no-fused] [--precision fp32|bf16]
 //                 [--pass fwd,dX,dW] [--peak-only]
 //
-// --peak-only: one line per thread count with the FMA and vdpbf16ps peaks
+// --peak-only: one line per thread count with the FMA, vdpbf16ps and AMX peaks
 // measured now, nothing else (bench/anchors.py's MFU denominator).
 //
 // --precision bf16: hc_gemm_bf16 (fp32 operands rounded to bf16 while they
@@ -231,12 +231,13 @@ int main(int argc, char **argv) {
   quietLibraryThreads();
   if (peakOnly) {
     // One line per thread count: the FMA peak of the widest vector unit, and
-    // the vdpbf16ps peak where the CPU has it (0 where not).
+    // the vdpbf16ps and AMX tile peaks where the CPU has them (0 where not).
     const bool wide = __builtin_cpu_supports("avx512f");
     for (int64_t th : threadList)
-      printf("peak threads=%lld isa=%s fma_gflops=%.1f bf16_gflops=%.1f\n",
+      printf("peak threads=%lld isa=%s fma_gflops=%.1f bf16_gflops=%.1f amx_gflops=%.1f\n",
              static_cast<long long>(th), wide ? "avx512" : "avx2", peak(static_cast<int>(th), wide),
-             hcrt_bf16_peak_gflops(static_cast<int32_t>(th)));
+             hcrt_bf16_peak_gflops(static_cast<int32_t>(th)),
+             hcrt_amx_bf16_peak_gflops(static_cast<int32_t>(th)));
     return 0;
   }
   if (quick) {
