@@ -52,8 +52,10 @@ def loss_of(hc_run, so, folder, inputs):
     return float([l for l in out.splitlines() if l.startswith("loss ")][0].split()[1])
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, env=None):
+    """cmd's stdout; env: variables set on top of this process's."""
+    p = subprocess.run(cmd, capture_output=True, text=True,
+                       env=dict(os.environ, **env) if env else None)
     if p.returncode != 0:
         sys.exit("FAILED: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
     return p.stdout
