@@ -224,7 +224,7 @@ TEST(GraphOps, AttentionBf16) {
   };
   const C cases[] = {{2, 5, 0, 2, 3}, {1, 17, 0, 2, 16}, {2, 70, 0, 3, 8}, {1, 33, 0, 1, 64},
                      {2, 7, 3, 2, 5}, {1, 65, 19, 2, 16}, {3, 1, 2, 1, 1}};
-  const int32_t saved = hcrt_bf16_native(), savedIsa = hcrt_isa();
+  const int32_t savedIsa = hcrt_isa();
   std::vector<std::pair<int32_t, int32_t>> paths;  // (ISA, HC_BF16_* path)
   for (int32_t isa : availableIsas()) {
     IsaScope s(isa);
@@ -330,7 +330,7 @@ TEST(GraphOps, AttentionBf16) {
         << "bf16 attention, isa " << isa << " " << hcrt_bf16_path_name(path) << ", " << name
         << ": not closer to the bf16 model than the float32 result is";
   }
-  hcrt_set_bf16_native(saved);
+  hcrt_set_bf16_native(-1);
   hcrt_set_bf16_amx(-1);
   hcrt_set_isa(savedIsa);
 }

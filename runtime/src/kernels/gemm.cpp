@@ -66,7 +66,8 @@ Blocking blocking(const GemmKernel &k) {
   b.kc = knob(hc::rt::Setting::GemmKc, kc);
   int64_t mc = static_cast<int64_t>(c.l2 / 4) / (b.kc * 4);
   mc = std::max<int64_t>(k.mr, std::min<int64_t>(4096, mc / k.mr * k.mr));
-  b.mc = knob(hc::rt::Setting::GemmMc, mc);
+  // a whole number of MR panels (a block packs ceil(mc / MR) of them)
+  b.mc = std::max<int64_t>(k.mr, (knob(hc::rt::Setting::GemmMc, mc) + k.mr - 1) / k.mr * k.mr);
   int64_t nc = static_cast<int64_t>(2 * c.l2) / (b.kc * 4);
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
   b.nc = knob(hc::rt::Setting::GemmNc, nc);

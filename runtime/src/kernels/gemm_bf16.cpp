@@ -72,11 +72,14 @@ bool native() {
 // HC_AMX's modes (hcrt_set_bf16_amx); -1: not read yet.
 std::atomic<int32_t> gAmx{-1};
 
+// 0 off, 1 where the CPU has it, 2 emulated; anything else the default, 1.
+int32_t validAmxMode(int32_t m) { return m >= 0 && m <= 2 ? m : 1; }
+
 int32_t amxMode() {
   int32_t v = gAmx.load(std::memory_order_relaxed);
   if (v < 0) {
     const char *e = hc::rt::setting(hc::rt::Setting::Amx);
-    v = e && *e ? std::atoi(e) : 1;
+    v = e && *e ? validAmxMode(std::atoi(e)) : 1;
     gAmx.store(v, std::memory_order_relaxed);
   }
   return v;
@@ -132,7 +135,7 @@ void hc_gemm_bf16_row_sums(const hc_sgemm_args *g, double *aSums, hc_threads thr
   gemmWithKernel(kernelBf16(), g, threads, aSums);
 }
 
-int32_t hcrt_bf16_native(void) { return native() ? 1 : 0; }
+int32_t hcrt_bf16_native(void) { return path() == HC_BF16_VDPBF16PS ? 1 : 0; }
 
 int32_t hcrt_set_bf16_native(int32_t on) {
   gNative.store(on < 0 ? -1 : on ? 1 : 0, std::memory_order_relaxed);
@@ -155,7 +158,7 @@ const char *hcrt_bf16_path_name(int32_t p) {
 }
 
 int32_t hcrt_set_bf16_amx(int32_t mode) {
-  gAmx.store(mode < 0 ? -1 : mode > 2 ? 1 : mode, std::memory_order_relaxed);
+  gAmx.store(mode < 0 ? -1 : validAmxMode(mode), std::memory_order_relaxed);
   return path();
 }
 

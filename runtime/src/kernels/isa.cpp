@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -80,7 +80,7 @@ bool cpuHasAvx512Bf16() {
 #endif
 }
 bool cpuHasAmxBf16() {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__linux__)
   static const bool has = [] {
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))

@@ -87,7 +87,7 @@ double hcrt_bf16_peak_gflops(int32_t threads);
 // Zen 4/5, 0.5 on the Xeon measured in bench/results-device-anchors-spr16.txt.
 double hcrt_bf16_over_fma(void);
 // The AMX-BF16 tile products' peak (4 independent TDPBF16PS chains per
-// thread), the threads run at once; 0 where hcrt_bf16_path() cannot be AMX.
+// thread), the threads run at once; 0 where hcrt_bf16_path() is not AMX.
 double hcrt_amx_bf16_peak_gflops(int32_t threads);
 double hcrt_triad_gbs(int32_t threads);
 
@@ -194,9 +194,9 @@ void hc_sgemm_ref(const hc_sgemm_args *args);
 // once per process (hcrt_bf16_over_fma() > 1); where it is slower (the
 // Xeon above: half the FMA rate) the emulation is the faster bf16 GEMM.
 // HC_BF16_NATIVE=1 or 0 in the environment, or hcrt_set_bf16_native(on),
-// decide instead (on < 0: decide again, the environment else measured);
-// hcrt_set_bf16_native returns whether the vdpbf16ps kernel is in use
-// afterwards.
+// decide instead (on < 0: decide again, the environment else measured)
+// where AMX (below) is not used; hcrt_bf16_native and hcrt_set_bf16_native
+// return whether the vdpbf16ps kernel is in use (afterwards).
 void hc_gemm_bf16(const hc_sgemm_args *args, hc_threads threads);
 // Reference of the same contract (single thread, double accumulation).
 void hc_gemm_bf16_ref(const hc_sgemm_args *args);
@@ -225,8 +225,9 @@ enum {
 int32_t hcrt_bf16_path(void);
 const char *hcrt_bf16_path_name(int32_t path);
 // HC_AMX=0/1/2 in the environment, or hcrt_set_bf16_amx(mode): 0 no AMX,
-// 1 AMX where the CPU has it (the default), 2 the emulated tiles where the
-// CPU has AVX512-BF16 (the AVX-512 path); mode < 0 decides again.
+// 1 AMX where the CPU has it (the default; any other value means it too),
+// 2 the emulated tiles where the CPU has AVX512-BF16 (the AVX-512 path);
+// mode < 0 decides again. Only mode 1 asks the OS for the tile data.
 // Returns hcrt_bf16_path() afterwards.
 int32_t hcrt_set_bf16_amx(int32_t mode);
 // Convenience: no batch, no epilogue.

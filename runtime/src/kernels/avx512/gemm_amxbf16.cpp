@@ -9,7 +9,10 @@
 // The 32 x 32 micro-tile is 2 x 2 accumulator tiles (four independent
 // TDPBF16PS chains: one instruction issues every 16 cycles and its result
 // takes longer than that), two A tiles and two B tiles: all 8 tile
-// registers, configured once per thread.
+// registers, configured by each thread as it packs a block of A (so that
+// another library's tile configuration on the thread between two GEMMs
+// does no harm). The tiles are not released: the team's threads keep 8 KiB
+// of tile state across context switches.
 //
 // Packed layouts (one uint32 word = bf16(x[2p]) | bf16(x[2p + 1]) << 16),
 // for the k pairs p in [0, ceil(kc / 2)), split into blocks of 16 pairs
@@ -30,6 +33,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -67,11 +71,11 @@ TileConfig fullConfig() {
 }
 
 struct HardwareTiles {
-  static void configure() {
-    // The configuration is per thread and stays until changed; nothing
-    // else in hc changes it.
+  // always: load it again (each block of A); else only where this thread
+  // never did. The configuration is per thread and stays until changed.
+  static void configure(bool always) {
     static thread_local bool configured = false;
-    if (!configured) {
+    if (always || !configured) {
       const TileConfig c = fullConfig();
       _tile_loadconfig(&c);
       configured = true;
@@ -91,7 +95,7 @@ struct EmulatedTiles {
     static thread_local State s;
     return s;
   }
-  static void configure() {}
+  static void configure(bool) {}
   template <int t> static void zero() { std::memset(state().tile[t], 0, 16 * 64); }
   template <int t> static void load(const void *p, int64_t stride) {
     for (int r = 0; r < 16; ++r)
@@ -188,7 +192,8 @@ void packPanelRows(const float *src, int64_t lda, int rows, int64_t kc, int32_t 
       _mm_prefetch(reinterpret_cast<const char *>(row + 4 * lda), _MM_HINT_T0);
     for (int64_t q = 0; q < nb; ++q)
       _mm512_storeu_si512(dst + q * kBlockWords + i * kPairsPerTile,
-                          i < rows ? rowWords(row + 32 * q, 32) : _mm512_setzero_si512());
+                          i < rows ? rowWords(row + 32 * q, static_cast<int>(std::min<int64_t>(32, kc - 32 * q)))
+                                   : _mm512_setzero_si512());
     if (tp)
       _mm512_mask_storeu_epi32(dst + nb * kBlockWords + i * tp, tailMask,
                                i < rows ? rowWords(row + 32 * nb, static_cast<int>(kc - 32 * nb))
@@ -236,8 +241,12 @@ void packPanelCols(const float *src, int64_t lda, int rows, int64_t kc, int32_t 
   }
 }
 
+// An odd kc's last whole block holds 31 k (its last pair's high half is
+// zero): rowWords reads only those.
+template <class T>
 void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
            int64_t k0, int64_t kc, float *dst) {
+  T::configure(true);
   for (int64_t i = 0; i < mc; i += MR) {
     const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
     int32_t *panel = reinterpret_cast<int32_t *>(dst + i * kc);
@@ -295,7 +304,7 @@ template <class T> void storeTiles(float *c, int64_t ldc) {
 template <class T>
 void microT(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
             float alpha, float beta, int nr) {
-  T::configure();
+  T::configure(false);
   // C's lines asked for (to write) before the products: a tile's rows lie
   // ldc apart, each store a miss of its own at the end otherwise (1 thread,
   // S/2's 8192 x 384 x 384 ran at 14% of the tile peak, its dW, whose C
@@ -366,7 +375,7 @@ void combine(const float *t, int64_t ldt, int mr, int nr, float *C, int64_t ldc,
 } // namespace
 
 double peakLoop(long iters) {
-  HardwareTiles::configure();
+  HardwareTiles::configure(false);
   alignas(64) static const int32_t zeros[16 * 16] = {};
   _tile_zero(C00);
   _tile_zero(C01);
@@ -394,7 +403,7 @@ const GemmKernel &gemmAmxBf16(bool emulated) {
   using namespace gemm_amxbf16;
   auto make = [](auto tiles) {
     using T = decltype(tiles);
-    GemmKernel r = {MR,          NR,           packA,   gemm_avx512bf16::packPairsB32,
+    GemmKernel r = {MR,          NR,           packA<T>, gemm_avx512bf16::packPairsB32,
                     micro<T>,    microEdge<T>, combine, nullptr};
     r.directRowsA = false;
     r.directB = false;
