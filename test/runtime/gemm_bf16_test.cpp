@@ -226,6 +226,44 @@ TEST(GemmBf16, NativeOnlyWhereFasterThanTheFmas) {
   hcrt_set_bf16_amx(-1);
 }
 
+TEST(GemmBf16, AmxTilesAgainstTheirEmulation) {
+  // Where the CPU has AMX: the same products on hardware and emulated
+  // tiles (same packing and loop order), no denormals among the inputs.
+  // Says how many results differ in bits (whether the hardware sums each
+  // tile's pairs in the SDM pseudo-code's order, as the emulation does)
+  // and holds them within float32 summation's bound of each other.
+  IsaScope s(HC_ISA_AVX512);
+  if (!useBf16Path(HC_BF16_AMX) || !useBf16Path(HC_BF16_AMX_EMULATED)) {
+    hcrt_set_bf16_amx(-1);
+    std::printf("no AMX-BF16 here: nothing to compare\n");
+    return;
+  }
+  const int64_t M = 97, N = 101, K = 131;
+  std::vector<float> A = randomVec(M * K, 5, -2, 2), B = randomVec(K * N, 6, -2, 2);
+  std::vector<float> hw(M * N), emu(M * N);
+  for (int32_t path : {HC_BF16_AMX, HC_BF16_AMX_EMULATED}) {
+    useBf16Path(path);
+    hc_sgemm_args g{};
+    g.M = M, g.N = N, g.K = K, g.batch = 1, g.alpha = 1, g.beta = 0;
+    g.A = A.data(), g.lda = K, g.B = B.data(), g.ldb = N;
+    g.C = (path == HC_BF16_AMX ? hw : emu).data(), g.ldc = N;
+    hc_gemm_bf16(&g, threads(1));
+  }
+  hcrt_set_bf16_amx(-1);
+  int64_t differ = 0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double S = 0;
+      for (int64_t k = 0; k < K; ++k)
+        S += std::fabs(bf16(A[m * K + k]) * bf16(B[k * N + n]));
+      const int64_t i = m * N + n;
+      differ += std::memcmp(&hw[i], &emu[i], 4) != 0;
+      EXPECT_LE(std::fabs((double)hw[i] - emu[i]), 4.0 * (K + 4) * kU * S) << "element " << i;
+    }
+  std::printf("AMX tiles against their emulation: %lld of %lld results differ in bits\n",
+              (long long)differ, (long long)(M * N));
+}
+
 TEST(GemmBf16, ReferenceShapes) {
   Case c{29, 33, 47, 1, 0};
   c.ref = true;

@@ -1,6 +1,7 @@
 // The machine's own ceilings, measured where they are used (hc-run
-// --profile's roofline, the benchmarks' "% of peak"): the FMA peak of a
-// number of threads and a STREAM-like triad bandwidth.
+// --profile's roofline, the benchmarks' "% of peak"): the FMA, vdpbf16ps
+// and AMX tile peaks of a number of threads and a STREAM-like triad
+// bandwidth.
 #include "hc/runtime/kernels.h"
 #include "internal.h"
 

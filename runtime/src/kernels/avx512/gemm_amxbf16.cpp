@@ -27,8 +27,10 @@
 // tile configuration has one depth, and loading another zeroes the tiles).
 //
 // Tiles, by the policy `T`: HardwareTiles issues the AMX instructions;
-// EmulatedTiles carries out each in C++ with the instruction's own order
-// of fp32 sums (its test on CPUs without AMX: gtest.runtime.GemmBf16.*).
+// EmulatedTiles carries out each in C++ in the order of fp32 sums the
+// SDM's pseudo-code gives, without its flushing of denormals (its test on
+// CPUs without AMX: gtest.runtime.GemmBf16.*; where both run,
+// AmxTilesAgainstTheirEmulation says how far apart they are).
 #include "internal.h"
 
 #include <immintrin.h>
