@@ -4,7 +4,8 @@
 network), one round, indicative (bench/anchors.py is the interleaved,
 5-round table of the developer's machine).
 
-Carried from the developer's machine (build/, ignored by git):
+Carried from the developer's machine (build/, ignored by git; build/devrun
+is what bench/device_prepare.sh makes):
   build/bin/hc-run, build/bin/hc-bench-gemm, build/lib/libhcrt.so,
   build/devrun/s2_fp32.so, s2_bf16.so (hc-compile --batch 32 --topology of
   the lent machine), s2.init.header.json (the init file's safetensors
