@@ -205,8 +205,9 @@ next to it). R ranks train data-parallel on a global batch of R*B.
   --profile FILE    (both modes) time every call of the step; rank 0 writes
                     FILE (JSON: per kernel kind s/step, share, GFLOP/s, GB/s,
                     roofline against the FMA peak (a bf16 library's products:
-                    the bf16 peak) and triad bandwidth measured at the
-                    start, the step's MFU) and prints a table
+                    the peak of its path, AMX tiles or vdpbf16ps) and triad
+                    bandwidth measured at the start, the step's MFU) and
+                    prints a table
   --check-finite    (both modes) check every float tensor every kernel writes
                     (activations, gradients, updated parameters) each step;
                     the first NaN or infinity stops the run (exit 1) naming
