@@ -195,6 +195,12 @@ struct GemmKernel {
                       float *aCopy, const float *b, int64_t ldbk, float *bCopy,
                       float *c, int64_t ldc, float alpha, float beta, int nr,
                       const float *bias);
+  // micro for a whole tile of the first k block with alpha 1, beta 0 and a
+  // bias epilogue alone: C = bias (NR column terms on every row) + A B, in
+  // that order (AMX: the accumulators start from the bias). Null where
+  // the kernel has none (microDirect adds its bias after the products).
+  void (*microBias)(int64_t kc, const float *a, const float *b, float *c,
+                    int64_t ldc, const float *bias) = nullptr;
   // What microDirect reads in place besides a transposed A: a row-major A
   // (aLayout 1) and B's rows. The bf16 kernel converts what it reads to
   // bf16 pairs, worth it only where each value is converted once: it reads

@@ -327,6 +327,17 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       bool toC = false;  // the kernel writes C itself
       float betaEff = 1.0f;
       const float *toCBias = nullptr;
+      // A kernel that starts its tile from the bias (AMX): forward
+      // linears' bias without the tile buffer and combine pass (16
+      // threads of the lent Xeon, S/2's M = 8192 forward shapes, 3 runs
+      // alternated: +4-19% GFLOP/s; bench/results-device-amx-spr16.txt).
+      const bool biasFirst = k.microBias && mr == MR && nr == NR && first &&
+                             e.kind == EpiKind::Affine && e.bias && !e.gate &&
+                             !e.residual && e.beta == 0.0f && p.alpha == 1.0f;
+      if (biasFirst) {
+        k.microBias(kc, a, b, p.C + m * p.ldc + n, p.ldc, e.bias + n);
+        continue;
+      }
       if (whole) {
         if (e.kind == EpiKind::None) {
           toC = true;

@@ -303,9 +303,12 @@ template <class T> void storeTiles(float *c, int64_t ldc) {
 // C[0:MR, 0:nr] = alpha * A B + beta * C. A whole tile with alpha 1 and
 // beta 0 or 1 goes straight between C and the tiles; anything else
 // through a staging tile.
+// bias (whole tiles, alpha 1, beta 0; else null): the accumulators start
+// from it (each tile's 16 rows loaded from the same 64 bytes), so a
+// linear's C = bias + A B is stored straight from the tiles.
 template <class T>
 void microT(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-            float alpha, float beta, int nr) {
+            float alpha, float beta, int nr, const float *bias = nullptr) {
   T::configure(false);
   // C's lines asked for (to write) before the products: a tile's rows lie
   // ldc apart, each store a miss of its own at the end otherwise (1 thread,
@@ -318,7 +321,12 @@ void microT(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
   const int32_t *aw = reinterpret_cast<const int32_t *>(a);
   const int32_t *bw = reinterpret_cast<const int32_t *>(b);
   const bool direct = nr == NR && alpha == 1.0f && (beta == 0.0f || beta == 1.0f);
-  if (direct && beta == 1.0f) {
+  if (bias) {
+    T::template load<C00>(bias, 0);
+    T::template load<C01>(bias + 16, 0);
+    T::template load<C10>(bias, 0);
+    T::template load<C11>(bias + 16, 0);
+  } else if (direct && beta == 1.0f) {
     const int64_t s = ldc * static_cast<int64_t>(sizeof(float));
     T::template load<C00>(c, s);
     T::template load<C01>(c + 16, s);
@@ -355,6 +363,14 @@ template <class T>
 void micro(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
            float alpha, float beta) {
   microT<T>(kc, a, b, c, ldc, alpha, beta, NR);
+}
+
+// C[0:MR, 0:NR] = bias + A B (the driver's bias epilogue on a whole tile
+// of the first k block, alpha 1, beta 0).
+template <class T>
+void microBias(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+               const float *bias) {
+  microT<T>(kc, a, b, c, ldc, 1.0f, 0.0f, NR, bias);
 }
 
 // An edge tile of nr < NR columns into `tile` (rows NR apart, beta 0).
@@ -412,6 +428,7 @@ const GemmKernel &gemmAmxBf16(bool emulated) {
     // 16 x 16 x 32 products every 16 cycles: 1024 FLOPs a cycle at best.
     r.flopsPerCycle = 1024;
     r.pairedB = true;
+    r.microBias = microBias<T>;
     return r;
   };
   static const GemmKernel hardware = make(HardwareTiles{});
