@@ -27,15 +27,16 @@
 // tile configuration has one depth, and loading another zeroes the tiles).
 //
 // Tiles, by the policy `T`: HardwareTiles issues the AMX instructions;
-// EmulatedTiles carries out each in C++ in the order of fp32 sums the
-// SDM's pseudo-code gives, without its flushing of denormals (its test on
-// CPUs without AMX: gtest.runtime.GemmBf16.*; where both run,
-// AmxTilesAgainstTheirEmulation says how far apart they are).
+// EmulatedTiles carries out each in C++ with the hardware's order of fp32
+// sums and flushing of denormals, measured (EmulatedTiles::dot), so that
+// CPUs without AMX test the same bits (gtest.runtime.GemmBf16.*; where
+// both run, AmxTilesAgainstTheirEmulation requires them equal).
 #include "internal.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -115,19 +116,33 @@ struct EmulatedTiles {
     std::memcpy(&f, &u, 4);
     return f;
   }
-  // TDPBF16PS as the SDM writes it: for each row m, pair k, column n,
-  // two products added in turn to the fp32 element.
+  // Denormals as the hardware treats them: inputs read as zero, results
+  // flushed (zeros keep their sign).
+  static float flush(float x) {
+    return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
+  }
+  // TDPBF16PS as the hardware computes it (measured on the lent Xeon:
+  // bench/results-device-amx-spr16.txt): for each row m and column n, the
+  // products of the pairs' low halves summed in float32 in pair order, the
+  // high halves' likewise, the two sums added, then that added to C (not
+  // the SDM pseudo-code's order, two products added to C per pair).
   template <int c, int a, int b> static void dot() {
     State &s = state();
     float C[16][16];
     std::memcpy(C, s.tile[c], sizeof C);
-    for (int m = 0; m < 16; ++m)
+    for (int m = 0; m < 16; ++m) {
+      float lo[16] = {}, hi[16] = {};
       for (int k = 0; k < 16; ++k)
         for (int n = 0; n < 16; ++n) {
           const unsigned char *ak = s.tile[a] + 64 * m + 4 * k, *bk = s.tile[b] + 64 * k + 4 * n;
-          C[m][n] += bf(ak) * bf(bk);
-          C[m][n] += bf(ak + 2) * bf(bk + 2);
+          const float p0 = flush(flush(bf(ak)) * flush(bf(bk)));
+          const float p1 = flush(flush(bf(ak + 2)) * flush(bf(bk + 2)));
+          lo[n] = flush(lo[n] + p0);
+          hi[n] = flush(hi[n] + p1);
         }
+      for (int n = 0; n < 16; ++n)
+        C[m][n] = flush(flush(C[m][n]) + flush(lo[n] + hi[n]));
+    }
     std::memcpy(s.tile[c], C, sizeof C);
   }
 };
