@@ -26,6 +26,11 @@ usage: sample_check.py CASE --bin DIR --work DIR
               as with HC_GEMM_PACKED_MB=0 (every call packs W again); under
               a --mem-budget with room for half of the kept panels, only
               some are marked, within the room, and the samples stay.
+  profile     hc-run sample --profile: the JSON's invariants for a sampler
+              (each model call a step, the first left out; forward kernels
+              only; times within the call; model FLOPs the forward's products
+              once, not a training step's three times) and the same samples
+              as without it; --profile over an input refused.
   refusals    bad flags (one line naming the flag, exit 2), guidance on a model
               without a null class, a training library given to sample and a
               sampler to training, an output over an input, hc-compile
@@ -353,6 +358,42 @@ def case_fid(a):
     print("frechet_distance: %.10f (closed form %.10f)" % (got, want))
 
 
+def case_profile(a):
+    import json
+    import re
+    hc_run = os.path.join(a.bin, "hc-run")
+    base = [hc_run, "sample", "sig.so", "--ckpt", "sig.ckpt.safetensors", "--classes", "0,2",
+            "--per-class", "1", "--cfg-scale", "4", "--sampler", "ddim", "--sampling-steps", "4,3",
+            "--seed", "7", "--no-progress", "--save-npy"]
+    run(base + ["prof-plain.npy"], a.work)
+    p = run(base + ["prof.npy", "--profile", "prof.json"], a.work)
+    same = np.load(os.path.join(a.work, "prof-plain.npy")).tobytes() == \
+        np.load(os.path.join(a.work, "prof.npy")).tobytes()
+    check(same, "--profile changed the samples")
+    calls = int(re.search(r"done: (\d+) model calls", p.stdout).group(1))
+    j = json.load(open(os.path.join(a.work, "prof.json")))
+    check(j["unit"] == "model call" and j["steps"] == calls - 1 and calls >= 2,
+          "unit %r, %s steps for %d model calls" % (j["unit"], j["steps"], calls))
+    check("hc-run sample --profile: %d model call(s)" % (calls - 1) in p.stdout, p.stdout)
+    kinds = {k["kernel"]: k for k in j["kinds"]}
+    for k in ("linear", "attention", "modulated_layer_norm"):
+        check(kinds.get(k, {}).get("calls_per_step", 0) >= 1, "kind %s missing: %s" % (k, sorted(kinds)))
+    backward = [k for k in kinds if k.endswith("_grad") or k in ("adamw", "mse_loss")]
+    check(not backward, "a sampler's profile has training kernels %s" % backward)
+    total = sum(k["seconds_per_step"] for k in j["kinds"])
+    check(abs(total - j["profiled_s"]) <= 1e-9 + 1e-6 * total and total <= j["step_s"] * 1.02 + 1e-4,
+          "kinds add to %g s, profiled %g, call %g" % (total, j["profiled_s"], j["step_s"]))
+    forward = sum(k["flops_per_step"] for k in j["kinds"])
+    check(forward > 0 and abs(j["model_flops_per_step"] - forward) <= 1e-9 * forward,
+          "model flops %g, the forward's products %g" % (j["model_flops_per_step"], forward))
+    mfu = forward / (j["machine"]["fma_peak_gflops"] * 1e9 * j["step_s"])
+    check(abs(j["mfu"] - mfu) <= 1e-9 * mfu, "mfu %g, expected %g" % (j["mfu"], mfu))
+    refused(a, base + ["prof2.npy", "--profile", "sig.ckpt.safetensors"],
+            ["--profile", "would be overwritten"])
+    print("sample --profile: %d of %d model calls, %.1f%% MFU, linear %.0f%% of a call"
+          % (j["steps"], calls, 100 * j["mfu"], 100 * kinds["linear"]["share"]))
+
+
 def refused(a, args, words, code=2):
     p = run(args, a.work, expect=code)
     lines = [l for l in p.stderr.splitlines() if l.strip()]
@@ -422,5 +463,5 @@ def case_refusals(a):
 if __name__ == "__main__":
     sys.exit(case_main({"setup": case_setup, "arithmetic": case_arithmetic,
                         "refusals": case_refusals, "checkpoint": case_checkpoint,
-                        "fid": case_fid, "packed": case_packed}, options=("--bin", "--work"),
+                        "fid": case_fid, "packed": case_packed, "profile": case_profile}, options=("--bin", "--work"),
                        context=lambda a: a))

@@ -19,7 +19,10 @@ bool isGemmOrAttention(const hc_call_profile &c) { return c.flops > 0; }
 } // namespace
 
 Profiler::Profiler(const Options &opt, const StepLibrary &lib)
-    : opt_(opt), lib_(lib), on_(!opt.profile.empty()) {}
+    : path_(opt.profile), skipFirst_(opt.steps > 1), lib_(lib), on_(!opt.profile.empty()) {}
+
+Profiler::Profiler(const std::string &path, const StepLibrary &lib)
+    : path_(path), unit_("model call"), lib_(lib), on_(!path.empty()) {}
 
 void Profiler::measureMachine() {
   if (!on_)
@@ -58,8 +61,9 @@ void Profiler::afterStep(StepContext &ctx, int64_t step, double seconds) {
     return;
   windowSeconds_ += seconds;
   ++windowSteps_;
-  if (step == 1 && opt_.steps > 1) {
+  if (step == 1 && skipFirst_) {
     base_ = read(ctx);
+    firstSeconds_ = seconds;
     return;
   }
   stepSeconds_ += seconds;
@@ -95,7 +99,14 @@ nlohmann::ordered_json Profiler::window(StepContext &ctx) {
 }
 
 void Profiler::finish(StepContext &ctx) {
-  if (!on_ || steps_ == 0)
+  if (!on_)
+    return;
+  if (steps_ == 0 && !base_.empty()) {  // step 1 was all there was
+    base_.clear();
+    steps_ = 1;
+    stepSeconds_ = firstSeconds_;
+  }
+  if (steps_ == 0)
     return;
   std::vector<hc_call_profile> calls = read(ctx);
   struct Kind {
@@ -130,6 +141,7 @@ void Profiler::finish(StepContext &ctx) {
                   {"fma_peak_gflops", peakGflops_},
                   {"product_peak_gflops", productPeakGflops_},
                   {"triad_gbs", triadGbs_}};
+  j["unit"] = unit_;  // what a "step" below is: a training step or a model call
   j["steps"] = steps_;
   j["step_s"] = step;
   j["profiled_s"] = profiled;
@@ -146,12 +158,13 @@ void Profiler::finish(StepContext &ctx) {
           ? ", bf16 peak " + std::to_string(static_cast<int>(productPeakGflops_ + 0.5)) +
                 " GFLOP/s (the products' roofline)"
           : "";
-  std::printf("hc-run --profile: %lld step(s) of %.4f s on %d thread(s), %s; FMA peak "
+  std::printf("hc-run%s --profile: %lld %s(s) of %.4f s on %d thread(s), %s; FMA peak "
               "%.1f GFLOP/s%s, triad %.1f GB/s; MFU %.1f%%; outside GEMM and attention "
-              "%.1f%% of the step\n",
-              static_cast<long long>(steps_), step, threads_, isa_.c_str(), peakGflops_,
-              bf16Peak.c_str(), triadGbs_, 100 * j["mfu"].get<double>(),
-              100 * j["outside_gemm_attention_share"].get<double>());
+              "%.1f%% of the %s\n",
+              unit_ == "step" ? "" : " sample", static_cast<long long>(steps_), unit_.c_str(),
+              step, threads_, isa_.c_str(), peakGflops_, bf16Peak.c_str(), triadGbs_,
+              100 * j["mfu"].get<double>(),
+              100 * j["outside_gemm_attention_share"].get<double>(), unit_.c_str());
   std::printf("%-24s %8s %10s %7s %9s %8s %9s %8s\n", "kernel", "calls", "s/step", "share",
               "GFLOP/s", "GB/s", "FLOP/B", "roofline");
   for (const auto &[secs, name] : byTime) {
@@ -181,7 +194,7 @@ void Profiler::finish(StepContext &ctx) {
   j["slowest_calls"] = top;
   const std::string text = j.dump(2) + "\n";
   std::string err;
-  if (!hc::rt::writeFileAtomic(opt_.profile, text.data(), text.size(), err))
+  if (!hc::rt::writeFileAtomic(path_, text.data(), text.size(), err))
     throw Error(1, "--profile " + err);
 }
 

@@ -3,7 +3,8 @@
 // triad bandwidth measured at the start, and the
 // step's MFU (model FLOPs over peak x time). One JSON file (rank 0), and a
 // table on stdout. Step 1 (first touch of every arena) is left out when
-// there are more steps.
+// there are more steps. hc-run sample --profile: the same for a sampler's
+// model calls (a "step" is one call; "unit" in the JSON says which).
 #ifndef HC_RUN_PROFILE_H
 #define HC_RUN_PROFILE_H
 
@@ -18,11 +19,15 @@ namespace hcrun {
 class Profiler {
 public:
   Profiler(const Options &opt, const StepLibrary &lib);
+  // hc-run sample --profile PATH (empty: off): each model call a step.
+  Profiler(const std::string &path, const StepLibrary &lib);
   bool on() const { return on_; }
   // Rank 0, before the first step: measures the peak and the bandwidth.
   void measureMachine();
   // After each step (1-based index) with its wall time.
   void afterStep(StepContext &ctx, int64_t step, double seconds);
+  // The same, counting the calls itself (sample mode's model calls).
+  void afterCall(StepContext &ctx, double seconds) { afterStep(ctx, ++calls_, seconds); }
   // The steps since the last call, for the metrics line: seconds per step
   // in GEMM/attention kernels, in copies and in the other kernels, and MFU
   // against the peak measured at the start (rank 0; empty when off).
@@ -38,9 +43,15 @@ private:
     return std::max(1.0, lib_.desc.raw.value("cftp_clusters", 1.0));
   }
   std::vector<hc_call_profile> read(StepContext &ctx) const;
-  const Options &opt_;
+  std::string path_;
+  // Whether step 1 is left out (train and test modes: when more steps are
+  // asked for; sample mode: when a second call comes).
+  bool skipFirst_ = true;
+  std::string unit_ = "step";
   const StepLibrary &lib_;
   bool on_ = false;
+  int64_t calls_ = 0;
+  double firstSeconds_ = 0;
   double peakGflops_ = 0, triadGbs_ = 0;
   double productPeakGflops_ = 0;  // the GEMMs' and attention's: bf16's or the FMA's
   int threads_ = 0;

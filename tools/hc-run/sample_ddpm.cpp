@@ -44,7 +44,7 @@ int64_t sampleDdpmChunks(const SampleRun &r, const SamplingSchedule &sched, bool
       for (int64_t j = 0; j < n; ++j)
         r.inputs.setImage(j, x + j * D);
       r.inputs.setTime(sched.timestepMap[i]);
-      ctx.step(r.inputs.ptrs(), K - 1 - i);
+      modelCall(r, K - 1 - i);
       if (lib.api->get_tensor(ctx.handle(), "prediction", pred.data(),
                               pred.size() * sizeof(float)) != 0)
         throw Error(1, lib.path + ": get_tensor('prediction') failed");

@@ -37,7 +37,7 @@ int64_t sampleFlowChunks(const SampleRun &r, const FlowObjective &obj,
       for (int64_t j = 0; j < n; ++j)
         r.inputs.setImage(j, xs.data() + j * D);
       r.inputs.setTime(t);
-      r.ctx.step(r.inputs.ptrs(), step++);
+      modelCall(r, step++);
       if (r.lib.api->get_tensor(r.ctx.handle(), "prediction", pred.data(),
                                 pred.size() * sizeof(float)) != 0)
         throw Error(1, r.lib.path + ": get_tensor('prediction') failed");

@@ -37,6 +37,7 @@ const char *kSampleUsage = R"(usage: hc-run sample SAMPLER.so --ckpt CKPT.safete
            [--cond NAME=C.npy ... [--per-cond N]] [--cfg-drop all|LIST]
            [--weights ema|raw] [--num-classes N] [--class-dropout P]
            [--sampling-steps K] [--seed S] [--no-clip] [--progress|--no-progress]
+           [--profile FILE]
            flow models: [--atol A] [--rtol R] [--diffusion-form F]
            [--diffusion-norm X] [--last-step Mean|Tweedie|Euler|none]
            [--last-step-size H]
@@ -109,6 +110,11 @@ options:
                       clip its latents; pixel data is clipped by default)
   --progress, --no-progress   a progress bar on stderr (default: when stderr
                       is a terminal)
+  --profile FILE      time every kernel call of the model calls: FILE (JSON)
+                      and a table on stdout, as train mode's --profile, a
+                      "step" being one model call (the first left out when
+                      more come: its pages are touched first); MFU is the
+                      forward's products over the FMA peak and the call time
 )";
 
 // A --ckpt-dir folder stands for its newest checkpoint, judged as --resume
@@ -239,6 +245,8 @@ SampleOptions parseSampleOptions(int argc, char **argv) {
       o.noClipGiven = true;
     } else if (a == "--progress" || a == "--no-progress") {
       o.progress = a == "--progress";
+    } else if (a == "--profile") {
+      o.profile = value();
     } else if (!a.empty() && a[0] == '-') {
       usageError("sample: unknown flag '" + a + "'");
     } else if (o.library.empty()) {
@@ -499,6 +507,14 @@ void progressLine(int64_t done, int64_t total, double seconds) {
   std::fflush(stderr);
 }
 
+void modelCall(const SampleRun &r, int64_t index) {
+  const auto t0 = std::chrono::steady_clock::now();
+  r.ctx.step(r.inputs.ptrs(), index);
+  if (r.profiler)
+    r.profiler->afterCall(
+        r.ctx, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
 void writeNpyOrFail(const std::string &path, const std::string &dtype,
                     const std::vector<int64_t> &shape, const void *data) {
   std::string err;
@@ -573,6 +589,8 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
     outputs.push_back({"--save-npy", o.saveNpy});
     outputs.push_back({"--save-npy's labels", labelsPathFor(o.saveNpy)});
   }
+  if (!o.profile.empty())
+    outputs.push_back({"--profile", o.profile});
   checkOutputsAgainstInputs(outputs, inputs);
   // As train mode: no output takes a checkpoint's name in the folder the
   // weights come from.
@@ -586,7 +604,9 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
     usageError("--dump-steps needs every image in one model call (" + std::to_string(N) +
                " images, " + std::to_string(perCall) + " per call)");
 
-  StepContext ctx(lib, comm);
+  StepContext ctx(lib, comm, false, !o.profile.empty());
+  Profiler profiler(o.profile, lib);
+  profiler.measureMachine();
   const bool ema = loadWeights(lib, ctx, o.ckpt, o.weights, m.flow ? &m.flowObjective : nullptr);
   const std::string rows = std::to_string(plan.rowLabels.size());
   const std::string what =
@@ -625,7 +645,7 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
   const SampleRun run{lib,      ctx,       feed,           m.batch,      m.channels,
                       m.height, m.width,   plane,          m.outChannels, guided,
                       m.learnSigma, guidance.scale, perCall, N,          o.seed,
-                      samples,  bar,       o.dumpSteps};
+                      samples,  bar,       o.dumpSteps,    &profiler};
   const int64_t calls = m.flow ? sampleFlowChunks(run, m.flowObjective, o.flow)
                                : sampleDdpmChunks(run, sched, o.sampler == "ddim", o.clip);
   for (float v : samples)
@@ -653,6 +673,7 @@ int runSampleMode(int argc, char **argv, hc::rt::Comm &comm) {
                 : m.conditional  ? "one row per class"
                                  : "rows of 8");
   }
+  profiler.finish(ctx);
   std::printf("done: %lld model calls in %.3f s\n", static_cast<long long>(calls), seconds());
   return 0;
 }

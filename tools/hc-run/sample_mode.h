@@ -4,6 +4,7 @@
 #define HC_RUN_SAMPLE_MODE_H
 
 #include "common.h"
+#include "profile.h"
 #include "flow_sampling.h"
 
 #include <cstdint>
@@ -36,6 +37,7 @@ struct SampleOptions {
   bool clip = true, help = false;
   bool noClipGiven = false;
   int progress = -1;
+  std::string profile;  // --profile FILE
 };
 
 // What the sampler needs to know about the model, read off the description.
@@ -135,7 +137,12 @@ struct SampleRun {
   std::vector<float> &samples;  // [N, C, H, W], written
   bool bar;
   std::string dumpSteps;  // --dump-steps DIR (one chunk only)
+  Profiler *profiler = nullptr;  // --profile: told each call's time
 };
+
+// One model call (the library's step) at sampling step `index`, timed for
+// --profile.
+void modelCall(const SampleRun &r, int64_t index);
 
 struct SamplingSchedule;
 // DDPM's ancestral sampler, or DDIM (eta 0), over every chunk; returns the

@@ -546,9 +546,11 @@ void Emitter::placeEntries() {
 
 bool Emitter::describe(std::string &description, std::string &error) {
   // Model FLOPs, the usual MFU numerator: 3x the forward's matrix products
-  // (recompute inside attention's backward is not counted).
+  // for a training step (recompute inside attention's backward is not
+  // counted), 1x for a forward-only sampling library (one model call).
   // The forward's matrix products are the calls whose registry FLOP rule
   // is a forward one (linear, linear_gelu, matmul, attention).
+  const double passes = outputs.empty() ? 3.0 : 1.0;
   double modelFlops = 0;
   for (std::size_t i = 0; i <= lossCall && i < calls.size(); ++i) {
     const hs::KernelInfo *k =
@@ -556,7 +558,7 @@ bool Emitter::describe(std::string &description, std::string &error) {
     if (k && (k->flops == hs::FlopRule::LINEAR ||
               k->flops == hs::FlopRule::MATMUL ||
               k->flops == hs::FlopRule::ATTENTION))
-      modelFlops += 3 * callFlops[i];
+      modelFlops += passes * callFlops[i];
   }
   int64_t batch = info.batchPerRank;
   for (auto &[i, obj] : inputByIndex) {
