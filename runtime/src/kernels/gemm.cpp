@@ -329,8 +329,9 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       const float *toCBias = nullptr;
       // A kernel that starts its tile from the bias (AMX): forward
       // linears' bias without the tile buffer and combine pass (16
-      // threads of the lent Xeon, S/2's M = 8192 forward shapes, 3 runs
-      // alternated: +4-19% GFLOP/s; bench/results-device-amx-spr16.txt).
+      // threads of the lent Xeon, S/2's M = 8192 forward shapes, runs
+      // alternated: means +5-19% GFLOP/s by shape; the ranges overlap on
+      // 8192 x 384 x 384; bench/results-device-amx-spr16.txt).
       const bool biasFirst = k.microBias && mr == MR && nr == NR && first &&
                              e.kind == EpiKind::Affine && e.bias && !e.gate &&
                              !e.residual && e.beta == 0.0f && p.alpha == 1.0f;
