@@ -277,6 +277,54 @@ TEST(GemmBf16, AmxTilesAgainstTheirEmulation) {
   hcrt_set_bf16_amx(-1);
 }
 
+TEST(GemmBf16, AmxEmulationKeepsTheMeasuredArithmetic) {
+  // The emulated tiles hold TDPBF16PS's arithmetic as measured on the lent
+  // Xeon (bench/results-device-amx-spr16.txt, 2026-11-30): low and high
+  // pair halves summed apart, then added, then added to C; denormal inputs
+  // read as zero, denormal products and results flushed. Each case is
+  // element (0, 0) of a whole 32 x 32 tile (beta 1: C's old value in the
+  // accumulator), K = 4 (two pairs), everything else zero.
+  IsaScope s(HC_ISA_AVX512);
+  if (!useBf16Path(HC_BF16_AMX_EMULATED)) {
+    hcrt_set_bf16_amx(-1);
+    std::printf("no AVX512-BF16 here: the AMX emulation does not run\n");
+    return;
+  }
+  struct Case {
+    const char *what;
+    float a[4], b[4], c, want;
+  };
+  const float big = std::ldexp(1.0f, 12), tiny = std::ldexp(1.0f, -70);
+  const Case cases[] = {
+      // lo = 2^24 + 1 -> 2^24, hi = 1 - 2^24 exact: 1 (the SDM's order
+      // gives 0, the exact sum 2)
+      {"order", {big, 1, 1, -big}, {big, 1, 1, big}, 0.0f, 1.0f},
+      {"denormal input", {std::ldexp(1.0f, -127), 0, 0, 0}, {std::ldexp(1.0f, 100), 0, 0, 0},
+       0.0f, 0.0f},
+      {"denormal product", {tiny, 0, 0, 0}, {tiny, 0, 0, 0}, 0.0f, 0.0f},
+      {"normal C plus a flushed product", {tiny, 0, 0, 0}, {tiny, 0, 0, 0},
+       std::ldexp(1.0f, -126), std::ldexp(1.0f, -126)},
+      {"denormal C", {0, 0, 0, 0}, {0, 0, 0, 0}, std::ldexp(1.0f, -140), 0.0f},
+      {"-0 plus nothing", {0, 0, 0, 0}, {0, 0, 0, 0}, -0.0f, 0.0f},
+  };
+  const int64_t M = 32, N = 32, K = 4;
+  for (const Case &c : cases) {
+    std::vector<float> A(M * K, 0.0f), B(K * N, 0.0f), C(M * N, 0.0f);
+    for (int k = 0; k < K; ++k)
+      A[k] = c.a[k], B[k * N] = c.b[k];
+    C[0] = c.c;
+    hc_sgemm_args g{};
+    g.M = M, g.N = N, g.K = K, g.batch = 1, g.alpha = 1, g.beta = 1;
+    g.A = A.data(), g.lda = K, g.B = B.data(), g.ldb = N, g.C = C.data(), g.ldc = N;
+    hc_gemm_bf16(&g, threads(1));
+    uint32_t got, want;
+    std::memcpy(&got, &C[0], 4);
+    std::memcpy(&want, &c.want, 4);
+    EXPECT_EQ(got, want) << c.what << ": " << C[0] << ", hardware " << c.want;
+  }
+  hcrt_set_bf16_amx(-1);
+}
+
 TEST(GemmBf16, ReferenceShapes) {
   Case c{29, 33, 47, 1, 0};
   c.ref = true;
