@@ -207,7 +207,8 @@ next to it). R ranks train data-parallel on a global batch of R*B.
                     roofline against the FMA peak (a bf16 library's products:
                     the peak of its path, AMX tiles or vdpbf16ps) and triad
                     bandwidth measured at the start, the step's MFU) and
-                    prints a table
+                    prints a table (hc-run sample --profile: the same per
+                    model call)
   --check-finite    (both modes) check every float tensor every kernel writes
                     (activations, gradients, updated parameters) each step;
                     the first NaN or infinity stops the run (exit 1) naming
