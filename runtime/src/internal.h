@@ -86,8 +86,14 @@ const CacheInfo &cacheInfo();
 // in place).
 bool cpuIsIntel();
 
-// Thread-local scratch, 64-byte aligned, grown on demand, one per `slot`.
+// Thread-local scratch, 64-byte aligned, grown on demand, one per `slot`
+// (0-7; in use: 0 the K split's partial C, 1 attention's tiles, 2-3 the
+// GEMM's packed A and B, 4 a bf16 operand's block widened for packing).
 float *scratch(int slot, std::size_t floats);
+
+// A runtime contract the compiler guarantees was broken (a kernel given a
+// dtype its registry row does not allow): one line naming it, then abort.
+[[noreturn]] void contractViolation(const char *what);
 
 // Per-ISA bodies of the fused kernels (ops_impl.inc), chunk-level: ops.cpp
 // does the partitioning.
@@ -279,6 +285,22 @@ inline float bf16Round(float x) {
   __builtin_memcpy(&r, &u, 4);
   return r;
 }
+
+// bf16 storage (HCRT_BF16): the bits bf16Round keeps, and back.
+inline uint16_t bf16Bits(float x) {
+  const float r = bf16Round(x);
+  uint32_t u;
+  __builtin_memcpy(&u, &r, 4);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16Widen(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float r;
+  __builtin_memcpy(&r, &u, 4);
+  return r;
+}
+// n floats rounded to bf16 into dst (vectorized where the ISA converts).
+void storeBf16(const float *src, int64_t n, uint16_t *dst);
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluC = 0.044715f;

@@ -198,3 +198,21 @@ func.func @step() {
   %a = hcs.buffer "disk" : memref<64xf32>
   return
 }
+
+// -----
+
+// The verifier holds every call to the slots: a bf16 x on a GEMM without
+// precision bf16, and a bf16 output of a kernel that writes float32 only.
+func.func @refused(%x: memref<4x8xbf16>, %w: memref<8x8xf32>, %y: memref<4x8xf32>) {
+  // expected-error @+1 {{kernel 'linear' input 0 cannot be bf16 (kernels.def's HCRT_BF16_SLOTS, with precision bf16)}}
+  hcs.call "linear"(%x, %w) -> (%y) {} : (memref<4x8xbf16>, memref<8x8xf32>) -> memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @refused_output(%x: memref<4x8xf32>, %y: memref<4x8xbf16>) {
+  // expected-error @+1 {{kernel 'tanh' output 0 cannot be bf16 (kernels.def's HCRT_BF16_SLOTS)}}
+  hcs.call "tanh"(%x) -> (%y) {} : (memref<4x8xf32>) -> memref<4x8xbf16>
+  return
+}

@@ -11,6 +11,9 @@ run by hc-run, against PyTorch on the same module, weights and inputs.
     gradients within 1e-3 of it (median over tensors), and each one at most
     0.7 of the compiled fp32 step's distance to it: the compiled step does
     round its GEMM inputs, and the evaluator models the same rounding.
+And bf16 storage (hc-bf16-storage, on by default): the step compiled with
+--bf16-storage off gives the very same loss and gradient bits, while the
+default one's schedule holds bf16 buffers (its GEMM-only activations).
 With --amx-emulated, the bf16 step once more on the AMX kernel (HC_AMX=2:
 its packing and loops, each tile instruction carried out in C++; needs
 AVX512-BF16), held to the same bounds: every GEMM form and attention's tile
@@ -94,14 +97,17 @@ def main():
     amx = a.amx_emulated and "avx512f" in flags and "avx512_bf16" in flags
     if a.amx_emulated and not amx:
         print("no AVX512-BF16 here: the AMX kernel's emulated step is not run")
-    variants = [("fp32", "fp32", None), ("bf16", "bf16", None)]
+    # (name, library, --precision, hc-compile's extra flags, environment)
+    variants = [("fp32", "fp32", "fp32", [], None), ("bf16", "bf16", "bf16", [], None),
+                ("bf16-unstored", "bf16-unstored", "bf16", ["--bf16-storage", "off"], None)]
     if amx:
-        variants.append(("bf16-amx", "bf16", {"HC_AMX": "2"}))
-    for name, prec, env in variants:
-        if not os.path.exists(w(prec + ".so")):
+        variants.append(("bf16-amx", "bf16", "bf16", [], {"HC_AMX": "2"}))
+        variants.append(("bf16-amx-unstored", "bf16-unstored", "bf16", [], {"HC_AMX": "2"}))
+    for name, lib, prec, extra, env in variants:
+        if not os.path.exists(w(lib + ".so")):
             run([os.path.join(a.bin, "hc-compile"), w("model.onnx"), "--batch", str(a.batch),
-                 "-o", w(prec + ".so"), "--precision", prec] + hyper)
-        out = run([hc_run, w(prec + ".so"), "--inputs", w("ref"), "--steps", "1",
+                 "-o", w(lib + ".so"), "--precision", prec] + extra + hyper)
+        out = run([hc_run, w(lib + ".so"), "--inputs", w("ref"), "--steps", "1",
                    "--save-grads", w(name + ".safetensors")], env)
         losses[name] = first_loss(out)
         grads[name] = read_safetensors(w(name + ".safetensors"))
@@ -116,6 +122,21 @@ def main():
     want = load_npy_dir(w("ref", "grads"))
     for name in [v[0] for v in variants if v[1] == "bf16"]:
         check(name, losses, grads, want, eval_loss, eval_grads, torch_bf16, torch_fp32, errors)
+    # bf16 storage: the same bits as float32 buffers, and really bf16 ones.
+    schedule = run([os.path.join(a.bin, "hc-compile"), w("model.onnx"), "--batch", str(a.batch),
+                    "--precision", "bf16", "--emit=schedule"] + hyper)
+    stored = sum(1 for l in schedule.splitlines() if "hcs.buffer" in l and "xbf16>" in l)
+    print("bf16 storage: %d bf16 buffers in the schedule" % stored)
+    if stored == 0:
+        errors.append("the bf16 schedule has no bf16 buffer (hc-bf16-storage did nothing)")
+    for stored_name, plain in (("bf16", "bf16-unstored"), ("bf16-amx", "bf16-amx-unstored")):
+        if plain not in losses:
+            continue
+        same = losses[stored_name] == losses[plain] and all(
+            np.array_equal(grads[stored_name][n], grads[plain][n]) for n in grads[plain])
+        print("%s: bf16 storage on vs off: %s" % (stored_name, "the same bits" if same else "DIFFER"))
+        if not same:
+            errors.append("%s: --bf16-storage on and off differ" % stored_name)
     if amx and all(np.array_equal(grads["bf16-amx"][n], grads["bf16"][n]) for n in want):
         errors.append("HC_AMX=2 gave the bf16 step's very bits: the AMX kernel did not run")
     if errors:

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 using namespace hctest;
 
@@ -252,6 +253,57 @@ TEST(Ops, LayerNormRecomputedStatsEqualTheForwards) {
           EXPECT_EQ(0, std::memcmp(dsc[0].data(), dsc[run].data(), G * D * sizeof(float)))
               << what << " dscale, threads " << run;
         }
+      }
+  }
+}
+
+namespace {
+uint16_t bf16Of(float f) {  // round to nearest even, the kernels' rule
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u | 0x00400000u) >> 16);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+} // namespace
+
+TEST(Ops, Bf16StoredOutputsAreTheRoundedFloat32Results) {
+  // hc-bf16-storage's producers: modulated layer norm and tanh GELU with a
+  // bf16 y give exactly the float32 kernels' results rounded to nearest
+  // even, at any row count, width, group size (pieces restart inside and
+  // across modulation groups) and thread count; nothing past y is written.
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (auto [R, D, gr] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                           {19, 37, 5}, {40, 1153, 7}, {300, 384, 256}, {70, 17, 70}})
+      for (int th : {1, 2}) {
+        const int64_t ld = D + 3, G = (R + gr - 1) / gr;
+        std::vector<float> x = randomVec(R * ld, 21, -2, 3);
+        std::vector<float> shift = randomVec(G * D, 22), scale = randomVec(G * D, 23);
+        std::vector<float> y = nanVec(R * D);
+        std::vector<uint16_t> h(R * D + 8, 0xabcd);
+        hc_layernorm_args a{};
+        a.rows = R, a.D = D, a.x = x.data(), a.ldx = ld, a.y = y.data(), a.ldy = D;
+        a.shift = shift.data(), a.scale = scale.data(), a.group_rows = gr, a.ld_mod = D;
+        a.eps = 1e-6f;
+        hc_layernorm_fwd(&a, threads(th));
+        hc_layernorm_fwd_bf16(&a, h.data(), threads(th));
+        int64_t bad = 0;
+        for (int64_t i = 0; i < R * D; ++i)
+          bad += h[i] != bf16Of(y[i]);
+        EXPECT_EQ(0, bad) << "layer norm isa=" << hcrt_isa_name(isa) << " R=" << R
+                          << " D=" << D << " gr=" << gr << " threads=" << th;
+        EXPECT_EQ(0xabcd, h[R * D]) << "wrote past y";
+        const int64_t n = R * ld;
+        std::vector<float> g(n);
+        std::vector<uint16_t> gh(n + 8, 0xabcd);
+        hc_gelu_tanh_fwd(n, x.data(), g.data(), threads(th));
+        hc_gelu_tanh_fwd_bf16(n, x.data(), gh.data(), threads(th));
+        bad = 0;
+        for (int64_t i = 0; i < n; ++i)
+          bad += gh[i] != bf16Of(g[i]);
+        EXPECT_EQ(0, bad) << "gelu isa=" << hcrt_isa_name(isa) << " n=" << n;
+        EXPECT_EQ(0xabcd, gh[n]) << "wrote past y";
       }
   }
 }

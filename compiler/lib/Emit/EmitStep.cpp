@@ -92,16 +92,19 @@ struct Call {
   int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1, cluster = 0;
 };
 
+// The runtime's dtype (hc/abi/tensor.h) and the description's name.
 std::pair<int, const char *> dtypeOf(Type t) {
   if (t.isF32())
-    return {0, "float32"};
+    return {HCRT_F32, "float32"};
   if (t.isF64())
-    return {1, "float64"};
+    return {HCRT_F64, "float64"};
   if (t.isInteger(64))
-    return {2, "int64"};
+    return {HCRT_I64, "int64"};
   if (t.isInteger(32))
-    return {3, "int32"};
-  return {4, "bool"};
+    return {HCRT_I32, "int32"};
+  if (t.isBF16())
+    return {HCRT_BF16, "bfloat16"};
+  return {HCRT_I1, "bool"};
 }
 
 int64_t elemBytes(Type t) {

@@ -30,10 +30,14 @@ int64_t elementBytes(MemRefType type) {
 
 // Where a memref lives: a storage vector, the slot of element 0 and slot
 // strides per dimension.
+// bf16: a bf16 buffer (hc-bf16-storage): a value stored there is rounded
+// to bf16 (as the runtime stores it; the bf16 GEMM that reads it rounds the
+// same value to itself, so the evaluation does not change).
 struct Mem {
   std::vector<double> *storage = nullptr;
   int64_t base = 0;
   Shape shape, strides;
+  bool bf16 = false;
 };
 
 int64_t slotsPerElement(MemRefType type, int64_t slotBytes) {
@@ -50,7 +54,7 @@ Mem contiguous(std::vector<double> *storage, int64_t base, MemRefType type,
   Shape strides = stridesOf(shape);
   for (int64_t &s : strides)
     s *= slotsPerElement(type, slotBytes);
-  return Mem{storage, base, shape, strides};
+  return Mem{storage, base, shape, strides, type.getElementType().isBF16()};
 }
 
 // Calls fn(storage slot) for each element in row-major order.
@@ -71,7 +75,10 @@ void write(const Mem &m, const EvalTensor &t) {
       static_cast<int64_t>(t.data.size()) != t.numElements())
     fail("result shape does not match its buffer");
   size_t k = 0;
-  forEachSlot(m, [&](int64_t slot) { m.storage->at(slot) = t.data[k++]; });
+  forEachSlot(m, [&](int64_t slot) {
+    const double v = t.data[k++];
+    m.storage->at(slot) = m.bf16 ? bf16Round(v) : v;
+  });
 }
 
 } // namespace
@@ -177,7 +184,7 @@ void ScheduleEvaluator::Impl::layout() {
           int64_t per = slotsPerElement(v.getType(), slotBytes);
           Mem m{src.storage, src.base + offset * per,
                 Shape(v.getType().getShape().begin(), v.getType().getShape().end()),
-                {}};
+                {}, v.getType().getElementType().isBF16()};
           for (int64_t s : strides)
             m.strides.push_back(s * per);
           mems[v.getResult()] = m;

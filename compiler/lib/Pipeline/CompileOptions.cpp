@@ -309,6 +309,18 @@ const Flag kFlags[] = {
      "fp32 (AVX512-BF16 where the CPU has it), and so do flash attention's products (Q, K, "
      "V, dO, the probabilities and dS rounded; its softmax fp32); norms, softmax, the "
      "loss, the optimizer, parameters and optimizer state stay fp32"},
+    {"--bf16-storage", nullptr, "on|off", Group::Machine,
+     [](const std::string &v, CompileOptions &o, std::string &e) {
+       std::string s;
+       if (parseChoice("--bf16-storage", v, {"on", "off"}, s, e) < 0)
+         return -1;
+       return PO.bf16Storage = s == "on", 1;
+     },
+     [](const CompileOptions &o) { return onOff(PO.bf16Storage); },
+     "with --precision bf16: the activations that only bf16 GEMMs read (the modulated "
+     "norms before qkv and fc1, the GELU before fc2) stored as bf16 (hc-bf16-storage; "
+     "default on): the GEMMs round them as they pack anyway, so the same bits in half "
+     "the bytes"},
     {"--freeze", nullptr, "A,B", Group::Optimizer, parseFreeze,
      [](const CompileOptions &o) { return joined(PO.freeze); },
      "parameters that get no gradient and no update, beyond the model's own frozen set "

@@ -131,6 +131,9 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
     LowerToScheduleOptions lower;
     lower.bucketBytes = options.bucketBytes;
     pm.addPass(createLowerToSchedule(lower));
+    // Before every pass that counts, moves or cuts bytes.
+    if (options.precision == "bf16" && options.bf16Storage)
+      pm.addPass(createBf16Storage());
     AutoMemOptions mem;
     mem.memBudget = options.memBudget;
     mem.fastMem = options.fastMem;

@@ -18,8 +18,38 @@ static_assert(sizeof(hcrt_attrs::ints) / sizeof(int64_t) == kMaxAttrInts &&
                   sizeof(hcrt_attrs::floats) / sizeof(double) == kMaxAttrFloats,
               "KernelRegistry.h's limits are hcrt_attrs' sizes");
 
+namespace {
+struct Bf16Slots {
+  const char *name;
+  unsigned ins, outs;
+};
+} // namespace
+
+// kernels.def's HCRT_BF16_SLOTS rows onto the entries they name.
 KernelRegistry::KernelRegistry(std::vector<KernelInfo> kernels)
-    : all(std::move(kernels)) {}
+    : all(std::move(kernels)) {
+  static const Bf16Slots slots[] = {
+#define HCRT_KERNEL(...)
+#define HCRT_BF16_SLOTS(name, ins, outs) {#name, ins, outs},
+#include "hc/abi/kernels.def"
+#undef HCRT_BF16_SLOTS
+#undef HCRT_KERNEL
+  };
+  for (const Bf16Slots &s : slots)
+    for (KernelInfo &k : all)
+      if (StringRef(k.name) == s.name)
+        k.bf16Ins = s.ins, k.bf16Outs = s.outs;
+}
+
+bool KernelRegistry::bf16Allowed(const KernelInfo &k, DictionaryAttr attrs, bool output,
+                                 unsigned index) {
+  if (index >= 32 || !(((output ? k.bf16Outs : k.bf16Ins) >> index) & 1))
+    return false;
+  if (output)
+    return true;
+  auto precision = attrs ? attrs.getAs<StringAttr>("precision") : StringAttr();
+  return precision && precision.getValue() == "bf16";
+}
 
 namespace {
 std::vector<KernelInfo> &extensionKernels() {

@@ -66,6 +66,17 @@ LogicalResult CallOp::verify() {
   if (!k)
     return emitOpError("unknown runtime kernel '")
            << getKernel() << "' (abi/include/hc/abi/kernels.def lists them)";
+  // bf16 buffers only where the kernel reads or writes them.
+  for (bool output : {false, true}) {
+    ValueRange operands = output ? ValueRange(getOuts()) : ValueRange(getIns());
+    for (auto [i, v] : llvm::enumerate(operands))
+      if (cast<MemRefType>(v.getType()).getElementType().isBF16() &&
+          !KernelRegistry::bf16Allowed(*k, getAttrs(), output, i))
+        return emitOpError("kernel '")
+               << getKernel() << "' " << (output ? "output " : "input ") << i
+               << " cannot be bf16 (kernels.def's HCRT_BF16_SLOTS"
+               << (output ? "" : ", with precision bf16") << ")";
+  }
   return KernelRegistry::verifyAttrs(*k, getAttrs(),
                                      [&] { return emitOpError(); });
 }

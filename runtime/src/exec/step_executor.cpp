@@ -349,7 +349,7 @@ bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
       // Parameters, gradients and optimizer state are named slices of their
       // arenas (one optimizer call spans many): name the one holding it.
       const hcrt_desc &d = P->descs[P->operands[P->entries[ci].first + P->entries[ci].nin + k]];
-      int64_t byte = d.byte_offset + at * (d.dtype == HCRT_F64 ? 8 : 4);
+      int64_t byte = d.byte_offset + at * hcrt_dtype_bytes(d.dtype);
       // Streams run at once: report the failure earliest in program order,
       // the one a sequential run reports.
       std::lock_guard<std::mutex> lk(s->errorMu);

@@ -387,14 +387,19 @@ int teamThreadCluster(int thread) {
   return thread >= 0 && thread < t->size ? t->cluster[thread] : -1;
 }
 
+void contractViolation(const char *what) {
+  std::fprintf(stderr, "hcrt: %s\n", what);
+  std::abort();
+}
+
 float *scratch(int slot, std::size_t floats) {
   struct Buf {
     float *p = nullptr;
     std::size_t n = 0;
     ~Buf() { std::free(p); }
   };
-  thread_local Buf bufs[4];
-  Buf &b = bufs[slot & 3];
+  thread_local Buf bufs[8];
+  Buf &b = bufs[slot & 7];
   if (b.n < floats) {
     std::free(b.p);
     std::size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;

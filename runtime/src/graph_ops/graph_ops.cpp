@@ -769,7 +769,7 @@ HCRT_OP_DEF(random_uniform) {
 
 extern "C" int64_t hcrt_first_nonfinite(const hcrt_tensor *t, const char *kernel,
                                         double *value) {
-  if (!t->data || (t->dtype != HCRT_F32 && t->dtype != HCRT_F64))
+  if (!t->data || (t->dtype != HCRT_F32 && t->dtype != HCRT_F64 && t->dtype != HCRT_BF16))
     return -1;
   int64_t n = 1;
   for (int32_t k = 0; k < t->rank; ++k)
@@ -779,17 +779,13 @@ extern "C" int64_t hcrt_first_nonfinite(const hcrt_tensor *t, const char *kernel
   static std::atomic<bool> planted{false};
   if (plant && kernel && n > 0 && std::strcmp(plant, kernel) == 0 &&
       !planted.exchange(true)) {
-    if (t->dtype == HCRT_F32)
-      static_cast<float *>(t->data)[0] = std::nanf("");
-    else
-      static_cast<double *>(t->data)[0] = std::nan("");
+    hc::rt::gop::storeD(t->data, t->dtype, 0, std::nan(""));
   }
 #else
   (void)kernel;
 #endif
   for (int64_t i = 0; i < n; ++i) {
-    double v = t->dtype == HCRT_F32 ? static_cast<const float *>(t->data)[i]
-                                    : static_cast<const double *>(t->data)[i];
+    const double v = hc::rt::gop::loadD(t->data, t->dtype, i);
     if (!std::isfinite(v)) {
       *value = v;
       return i;

@@ -186,14 +186,21 @@ HCRT_OP_DEF(modulated_layer_norm) {
     return;
   hc_layernorm_args a{};
   a.rows = B * N, a.D = D;
-  a.x = rowSource(x, 2, y.data, threads, a.ldx);  // y may alias x
+  const bool bf16Out = y.dtype == HCRT_BF16;  // bf16 storage
+  Buf<float> bx, bsh, bsc;
+  if (bf16Out)
+    a.x = rowSource(x, 2, bx, threads, a.ldx);
+  else
+    a.x = rowSource(x, 2, y.data, threads, a.ldx);  // y may alias x
   a.y = static_cast<float *>(y.data), a.ldy = D;
-  Buf<float> bsh, bsc;
   a.shift = contiguousF32(sh, bsh, threads);
   a.scale = contiguousF32(sc, bsc, threads);
   a.group_rows = N, a.ld_mod = D;
   a.eps = static_cast<float>(attrFloat(attrs, 0, 1e-5));
-  hc_layernorm_fwd(&a, threads);
+  if (bf16Out)
+    hc_layernorm_fwd_bf16(&a, static_cast<uint16_t *>(y.data), threads);
+  else
+    hc_layernorm_fwd(&a, threads);
 }
 
 // dx, dshift, dscale of modulated_layer_norm; mean and rstd recomputed from

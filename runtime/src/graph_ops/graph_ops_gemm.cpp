@@ -8,6 +8,7 @@
 #include "graph_ops_util.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 namespace hc::rt::gop {
@@ -21,6 +22,7 @@ struct GemmOperand {
   const float *p = nullptr;
   int64_t ld = 1;
   int32_t trans = 0;
+  bool bf16 = false;  // p points at bf16 elements (hc_sgemm_args::a_bf16)
 };
 
 bool gemmOperand(const float *p, int64_t rows, int64_t cols, int64_t rs,
@@ -73,6 +75,23 @@ Mat matOrPack(const hcrt_tensor &t, int split, Buf<float> &buf, hc_threads th,
 
 // The precision flag of a GEMM-class call (kernels.def).
 bool bf16Of(const hcrt_attrs *attrs) { return attrInt(attrs, 0, 0) != 0; }
+
+// A bf16 activation (kernels.def's HCRT_BF16_SLOTS: x of linear and of
+// its weight gradients) as a GEMM operand, rows = all but its last dim,
+// read where it lies: hc-bf16-storage gives such a call precision bf16 and
+// a buffer whose dims fold (a contiguous one, or a CFTP cut of its rows).
+GemmOperand bf16Operand(const hcrt_tensor &t, bool bf16Call, const char *kernel) {
+  Mat m;
+  GemmOperand o;
+  if (!bf16Call || !matView(t, t.rank - 1, m) ||
+      !gemmOperand(static_cast<const float *>(t.data), m.rows, m.cols, m.rs, m.cs, o)) {
+    std::string what = std::string(kernel) +
+                       ": a bf16 x needs precision bf16 and dims that fold to a matrix";
+    contractViolation(what.c_str());
+  }
+  o.bf16 = true;
+  return o;
+}
 // linear's and linear_gelu's `weight` flag (kernels.def): the compiler says
 // the weight's bytes stay the same from call to call (a sampler's).
 bool weightConstantOf(const hcrt_attrs *attrs) { return attrInt(attrs, 1, 0) != 0; }
@@ -101,6 +120,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
   g.alpha = 1.0f, g.beta = 0.0f;
   g.A = a.p, g.lda = a.ld;
   g.B = b.p, g.ldb = b.ld;
+  g.a_bf16 = a.bf16, g.b_bf16 = b.bf16;
   g.C = c, g.ldc = N;
   g.epi = epi;
   g.b_constant = bConstant ? 1 : 0;
@@ -117,9 +137,17 @@ void linearForward(const hcrt_tensor *ins, int32_t nin, float *y,
   const hcrt_tensor &x = ins[0], &w = ins[1];
   Buf<float> bx, bx2, bw, bb;
   const float *px;
-  Mat mx = matOrPack(x, x.rank - 1, bx, th, px);
-  const int64_t M = mx.rows, K = mx.cols, N = w.shape[0];
-  GemmOperand A = gemmOperandOrPack(px, M, K, mx.rs, mx.cs, bx2, th);
+  GemmOperand A;
+  int64_t M, K;
+  const int64_t N = w.shape[0];
+  if (x.dtype == HCRT_BF16) {
+    A = bf16Operand(x, bf16, "linear");
+    M = prod(x.shape, 0, x.rank - 1), K = x.shape[x.rank - 1];
+  } else {
+    Mat mx = matOrPack(x, x.rank - 1, bx, th, px);
+    M = mx.rows, K = mx.cols;
+    A = gemmOperandOrPack(px, M, K, mx.rs, mx.cs, bx2, th);
+  }
   // B = W^T: logical K x N, element (k, n) = W[n, k].
   GemmOperand Bop = gemmOperandOrPack(static_cast<const float *>(w.data), K, N,
                                       w.strides[1], w.strides[0], bw, th);
@@ -151,10 +179,13 @@ void linearGradInput(const hcrt_tensor &dy, const hcrt_tensor &w, float *dx,
 void linearGradWeight(const hcrt_tensor &dy, const hcrt_tensor &x,
                       hcrt_tensor &dw, hcrt_tensor *db, bool bf16, hc_threads th) {
   Buf<float> bg, bx, bg2, bx2;
-  const float *pg, *px;
+  const float *pg, *px = nullptr;
   Mat mg = matOrPack(dy, dy.rank - 1, bg, th, pg);
-  Mat mx = matOrPack(x, x.rank - 1, bx, th, px);
-  const int64_t M = mg.cols, N = mx.cols, K = mg.rows;
+  Mat mx{};
+  const bool xBf16 = x.dtype == HCRT_BF16;
+  if (!xBf16)
+    mx = matOrPack(x, x.rank - 1, bx, th, px);
+  const int64_t M = mg.cols, N = x.shape[x.rank - 1], K = mg.rows;
   if (K <= 0 || M <= 0 || N <= 0) {  // no product to read dY: dW = 0
     float *o = static_cast<float *>(dw.data);
     std::fill(o, o + M * N, 0.0f);
@@ -165,7 +196,8 @@ void linearGradWeight(const hcrt_tensor &dy, const hcrt_tensor &x,
   const int64_t chunks = (K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK;
   std::vector<double> sums(db ? static_cast<size_t>(chunks * M) : 0, 0.0);
   GemmOperand A = gemmOperandOrPack(pg, M, K, mg.cs, mg.rs, bg2, th);
-  GemmOperand Bop = gemmOperandOrPack(px, K, N, mx.rs, mx.cs, bx2, th);
+  GemmOperand Bop = xBf16 ? bf16Operand(x, bf16, "linear_grad_weight")
+                          : gemmOperandOrPack(px, K, N, mx.rs, mx.cs, bx2, th);
   gemm(M, N, K, A, Bop, static_cast<float *>(dw.data), nullptr, bf16, th,
        db ? sums.data() : nullptr);
   if (db)

@@ -182,6 +182,12 @@ HCRT_OP_DEF(gelu) {
   const hcrt_tensor &x = ins[0];
   hcrt_tensor &y = outs[0];
   const bool tanhApprox = attrInt(attrs, 0, 1) != 0;
+  if (tanhApprox && x.dtype == HCRT_F32 && y.dtype == HCRT_BF16) {  // bf16 storage
+    Buf<float> bx;
+    hc_gelu_tanh_fwd_bf16(numel(y), contiguousF32(x, bx, threads),
+                          static_cast<uint16_t *>(y.data), threads);
+    return;
+  }
   if (tanhApprox && x.dtype == HCRT_F32 && y.dtype == HCRT_F32) {
     const float *px = inPlaceSource(x, y, threads);
     hc_gelu_tanh_fwd(numel(y), px, static_cast<float *>(y.data), threads);

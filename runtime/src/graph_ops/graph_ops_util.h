@@ -82,6 +82,8 @@ inline double loadD(const void *base, int32_t dt, int64_t off) {
     return static_cast<double>(static_cast<const int64_t *>(base)[off]);
   case HCRT_I32:
     return static_cast<const int32_t *>(base)[off];
+  case HCRT_BF16:
+    return bf16Widen(static_cast<const uint16_t *>(base)[off]);
   default:
     return static_cast<const uint8_t *>(base)[off] != 0 ? 1.0 : 0.0;
   }
@@ -114,6 +116,9 @@ inline void storeD(void *base, int32_t dt, int64_t off, double v) {
     break;
   case HCRT_I32:
     static_cast<int32_t *>(base)[off] = truncToInt<int32_t>(v);
+    break;
+  case HCRT_BF16:  // the float32 value, rounded (as a kernel's float32 result)
+    static_cast<uint16_t *>(base)[off] = bf16Bits(static_cast<float>(v));
     break;
   default:
     static_cast<uint8_t *>(base)[off] = v != 0 ? 1 : 0;

@@ -83,6 +83,8 @@ Blocking blocking(const GemmKernel &k) {
 // ks of each chunk in order.
 void addRowSums(const Problem &p, int64_t m0, int64_t m1, int64_t k0,
                 int64_t k1) {
+  if (p.aBf16)
+    contractViolation("hc_gemm_bf16_row_sums: row sums of a bf16 A");
   const OpsTable &o = ops();
   for (int64_t k = k0; k < k1;) {
     const int64_t chunk = k / HC_SUM_CHUNK;
@@ -99,6 +101,44 @@ void addRowSums(const Problem &p, int64_t m0, int64_t m1, int64_t k0,
       }
     k = end;
   }
+}
+
+// The block of a bf16 operand, rows x cols at src (rows ld apart), widened
+// into the calling thread's scratch slot 4 (rows cols apart).
+const float *widened(const float *src, int64_t ld, int64_t rows, int64_t cols) {
+  float *w = scratch(4, static_cast<std::size_t>(rows * cols) + 16);
+  const uint16_t *s = reinterpret_cast<const uint16_t *>(src);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint32_t *d = reinterpret_cast<uint32_t *>(w + r * cols);
+    const uint16_t *row = s + r * ld;
+    for (int64_t c = 0; c < cols; ++c)
+      d[c] = static_cast<uint32_t>(row[c]) << 16;
+  }
+  return w;
+}
+
+void packA(const GemmKernel &k, const Problem &p, int64_t m0, int64_t mc,
+           int64_t k0, int64_t kc, float *dst) {
+  if (!p.aBf16)
+    return k.packA(p.A, p.lda, p.transA, m0, mc, k0, kc, dst);
+  if (p.transA)  // (m, k) at A[k * lda + m]
+    k.packA(widened(advance(p.A, true, k0 * p.lda + m0), p.lda, kc, mc), mc, 1, 0, mc,
+            0, kc, dst);
+  else
+    k.packA(widened(advance(p.A, true, m0 * p.lda + k0), p.lda, mc, kc), kc, 0, 0, mc,
+            0, kc, dst);
+}
+
+void packB(const GemmKernel &k, const Problem &p, int64_t k0, int64_t kc,
+           int64_t n0, int64_t nc, float *dst) {
+  if (!p.bBf16)
+    return k.packB(p.B, p.ldb, p.transB, k0, kc, n0, nc, dst);
+  if (p.transB)  // (k, n) at B[n * ldb + k]
+    k.packB(widened(advance(p.B, true, n0 * p.ldb + k0), p.ldb, nc, kc), kc, 1, 0, kc,
+            0, nc, dst);
+  else
+    k.packB(widened(advance(p.B, true, k0 * p.ldb + n0), p.ldb, kc, nc), nc, 0, 0, kc,
+            0, nc, dst);
 }
 
 // Asks for the lines of C's mr x nr tile at c (rows ldc apart) into L2,
@@ -164,7 +204,7 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // unchanged. Short K (attention's in-cache tiles) keeps the rules below.
   // A constant B is packed once and kept (constantPanel): never streamed,
   // read in place or converted by the kernel.
-  b.streamB = !p.bConstant && !p.transB && p.K > bl.kc && bl.directB != 0 &&
+  b.streamB = !p.bConstant && !p.bBf16 && !p.transB && p.K > bl.kc && bl.directB != 0 &&
               static_cast<std::size_t>(mRange * b.kcMax * 4) <= l2 * 5 / 8;
   b.mcBlk = b.streamB ? mRange : bl.mc;
   b.mcMax = std::min<int64_t>(b.mcBlk, mRange);
@@ -193,17 +233,18 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // A kernel that copies every panel reads A's source once whatever the
   // panel of B (the width rule is about re-reading it).
   const bool copiedOnce = bl.copiesA;
-  b.directA = (bl.directA == 2 && (p.transA || k.directRowsA)) ||
-              (bl.directA == 1 && (p.transA || bl.rowsInPlace) &&
+  b.directA = !p.aBf16 &&
+              ((bl.directA == 2 && (p.transA || k.directRowsA)) ||
+               (bl.directA == 1 && (p.transA || bl.rowsInPlace) &&
                static_cast<std::size_t>(p.M * p.K * 4) > l2 &&
-               (copiedOnce ||
-                static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4));
+                (copiedOnce ||
+                 static_cast<std::size_t>(bl.kc * b.ncMax * 4) <= l2 * 3 / 4)));
   // B (row-major) read in place: where each sliver would serve few rows
   // (packing is then a large share of the work) and the KC x NC block sits
   // in half of L2. Attention's tiles (M = Dh = 64, B = P or dS, 256 x 256):
   // packing B was 12% of flash attention at 1 thread. A last partial
   // sliver is still packed (its columns end inside a vector).
-  b.directB = !p.bConstant && !p.transB &&
+  b.directB = !p.bConstant && !p.bBf16 && !p.transB &&
               (bl.directB == 2 || b.streamB ||
                (bl.directB == 1 && rows <= 16 * MR &&
                 static_cast<std::size_t>(b.kcMax * b.ncMax * 4) <= l2 / 2));
@@ -223,7 +264,7 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // first call that reads it, instead of a packing pass before the step
   // (the bf16 kernel, for a row-major B: X in the weight gradients, W in
   // the input gradients).
-  b.convertB = bl.convertsB && !p.transB && !b.directB && !p.bConstant;
+  b.convertB = bl.convertsB && !p.transB && !b.directB && !p.bConstant && !p.bBf16;
   return b;
 }
 
@@ -244,8 +285,7 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   const int64_t mFull = plan.directA ? mc / MR * MR : 0;
   const int64_t aOff = copyA ? 0 : mFull;
   if (mFull < mc)
-    k.packA(p.A, p.lda, p.transA, ic + mFull, mc - mFull, pc, kc,
-            Ap + (mFull - aOff) * kc);
+    packA(k, p, ic + mFull, mc - mFull, pc, kc, Ap + (mFull - aOff) * kc);
   for (int64_t jr = 0; jr < nc; jr += NR) {
     const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
     const bool bInPlace = jr < nFull;
@@ -442,8 +482,8 @@ void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       if (p.bConstant)  // the plan packs all of it (no in-place slivers)
         panel = constantPanel(k, p.B, p.ldb, p.transB, pc, kc, jc, nc, Bp);
       else if (nFull + nConvert < nc)
-        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + nFull + nConvert,
-                nc - nFull - nConvert, Bp + nConvert * kc);
+        packB(k, p, pc, kc, jc + nFull + nConvert, nc - nFull - nConvert,
+              Bp + nConvert * kc);
       PanelStep s{jc, nc, nFull, pc, kc, pc == 0, pc + kc >= p.K, panel};
       s.nConvert = nConvert;
       s.m0 = m0;
@@ -523,11 +563,12 @@ Problem problemOf(const hc_sgemm_args &g, int64_t b, double *aSums) {
   p.M = g.M, p.N = g.N, p.K = g.K;
   p.transA = g.trans_a, p.transB = g.trans_b;
   p.alpha = g.alpha;
-  p.A = g.A + b * g.stride_a, p.lda = g.lda;
-  p.B = g.B + b * g.stride_b, p.ldb = g.ldb;
+  p.aBf16 = g.a_bf16 != 0, p.bBf16 = g.b_bf16 != 0;
+  p.A = advance(g.A, p.aBf16, b * g.stride_a), p.lda = g.lda;
+  p.B = advance(g.B, p.bBf16, b * g.stride_b), p.ldb = g.ldb;
   p.C = g.C + b * g.stride_c, p.ldc = g.ldc;
   p.epi = resolveEpi(g, b);
-  p.bConstant = g.b_constant != 0 && keepsPanels();
+  p.bConstant = g.b_constant != 0 && !p.bBf16 && keepsPanels();
   if (aSums)
     p.aSums = aSums + b * ((g.K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK) * g.M;
   return p;
@@ -612,10 +653,14 @@ void gemmWithKernel(const GemmKernel &k, const hc_sgemm_args *g,
 } // namespace hc::rt
 
 extern "C" void hc_sgemm(const hc_sgemm_args *g, hc_threads threads) {
+  if (g->a_bf16 || g->b_bf16)
+    hc::rt::contractViolation("hc_sgemm: a bf16 operand (only hc_gemm_bf16 reads them)");
   hc::rt::gemmWithKernel(hc::rt::kernel(), g, threads, nullptr);
 }
 
 extern "C" void hc_sgemm_row_sums(const hc_sgemm_args *g, double *aSums,
                                   hc_threads threads) {
+  if (g->a_bf16 || g->b_bf16)
+    hc::rt::contractViolation("hc_sgemm_row_sums: a bf16 operand (only hc_gemm_bf16 reads them)");
   hc::rt::gemmWithKernel(hc::rt::kernel(), g, threads, aSums);
 }

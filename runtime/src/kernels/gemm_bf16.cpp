@@ -168,14 +168,26 @@ void hc_gemm_bf16_ref(const hc_sgemm_args *g) {
   if (M <= 0 || N <= 0)
     return;
   std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * N));
+  // Element i of an operand, float32 or bf16 (a_bf16, b_bf16).
+  auto at = [](const float *p, bool bf16, int64_t i) {
+    if (!bf16)
+      return p[i];
+    uint32_t u = static_cast<uint32_t>(reinterpret_cast<const uint16_t *>(p)[i]) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  const bool aBf16 = g->a_bf16 != 0, bBf16 = g->b_bf16 != 0;
   for (int64_t e = 0; e < batch; ++e) {
-    const float *A = g->A + e * g->stride_a, *B = g->B + e * g->stride_b;
+    const int64_t ea = e * g->stride_a, eb = e * g->stride_b;
     for (int64_t m = 0; m < M; ++m)
       for (int64_t k = 0; k < K; ++k)
-        a[m * K + k] = bf16Round(g->trans_a ? A[k * g->lda + m] : A[m * g->lda + k]);
+        a[m * K + k] = bf16Round(
+            at(g->A, aBf16, ea + (g->trans_a ? k * g->lda + m : m * g->lda + k)));
     for (int64_t k = 0; k < K; ++k)
       for (int64_t n = 0; n < N; ++n)
-        b[k * N + n] = bf16Round(g->trans_b ? B[n * g->ldb + k] : B[k * g->ldb + n]);
+        b[k * N + n] = bf16Round(
+            at(g->B, bBf16, eb + (g->trans_b ? n * g->ldb + k : k * g->ldb + n)));
     hc_sgemm_args one = *g;
     hc_epilogue epi{};
     if (g->epi) {
@@ -194,6 +206,7 @@ void hc_gemm_bf16_ref(const hc_sgemm_args *g) {
     }
     one.batch = 1;
     one.trans_a = one.trans_b = 0;
+    one.a_bf16 = one.b_bf16 = 0;
     one.A = a.data(), one.lda = K;
     one.B = b.data(), one.ldb = N;
     one.C = g->C + e * g->stride_c;

@@ -33,7 +33,25 @@ struct Problem {
   EpiCtx epi;
   double *aSums = nullptr;  // hc_sgemm_row_sums' sums (this entry's)
   bool bConstant = false;   // hc_sgemm_args::b_constant: B's panels kept
+  // hc_sgemm_args::a_bf16 / b_bf16: the operand's elements are bf16 (A, B
+  // point at them, cast): never read in place, packed through a widened
+  // block (packA / packB below).
+  bool aBf16 = false, bBf16 = false;
 };
+
+// The operand `elems` elements past `base`, whatever its element size.
+inline const float *advance(const float *base, bool bf16, int64_t elems) {
+  return bf16 ? reinterpret_cast<const float *>(
+                    reinterpret_cast<const uint16_t *>(base) + elems)
+              : base + elems;
+}
+// k.packA / k.packB of p's operand: a bf16 one is widened to float32 first
+// (exact), a block of it, so the kernel rounds the same values as it
+// would from a float32 operand holding them.
+void packA(const GemmKernel &k, const Problem &p, int64_t m0, int64_t mc,
+           int64_t k0, int64_t kc, float *dst);
+void packB(const GemmKernel &k, const Problem &p, int64_t k0, int64_t kc,
+           int64_t n0, int64_t nc, float *dst);
 
 // How runBlock walks a rows x cols block of p: block sizes and which
 // operand it reads in place. The grid and K-split estimates ask the same.

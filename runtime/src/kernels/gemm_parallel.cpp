@@ -106,8 +106,8 @@ void gemmKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
     split(p.K, i, P, 8, k0, k1);
     Problem q = p;
     q.K = k1 - k0;
-    q.A = p.A + (p.transA ? k0 * p.lda : k0);
-    q.B = p.B + (p.transB ? k0 : k0 * p.ldb);
+    q.A = advance(p.A, p.aBf16, p.transA ? k0 * p.lda : k0);
+    q.B = advance(p.B, p.bBf16, p.transB ? k0 : k0 * p.ldb);
     if (i > 0) {  // own partial product, dense, not read before written
       part[i] = scratch(0, static_cast<std::size_t>(p.M * p.N) + 16);
       q.C = part[i];
@@ -202,8 +202,8 @@ void gemmSharedPanel(const GemmKernel &k, const Blocking &bl, const Problem &p,
       const int64_t chunks = (nc + chunkCols - 1) / chunkCols;
       for (int64_t c; (c = st.packNext.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
         const int64_t j0 = c * chunkCols;
-        k.packB(p.B, p.ldb, p.transB, pc, kc, jc + j0,
-                std::min<int64_t>(chunkCols, nc - j0), Bp + j0 * kc);
+        packB(k, p, pc, kc, jc + j0, std::min<int64_t>(chunkCols, nc - j0),
+              Bp + j0 * kc);
         st.packDone.fetch_add(1, std::memory_order_release);
       }
       spinUntil(st.packDone, chunks);

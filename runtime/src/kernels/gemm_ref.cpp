@@ -22,6 +22,8 @@ float geluGradExact(float x) {
 using namespace hc::rt;
 
 extern "C" void hc_sgemm_ref(const hc_sgemm_args *g) {
+  if (g->a_bf16 || g->b_bf16)
+    hc::rt::contractViolation("hc_sgemm_ref: a bf16 operand (hc_gemm_bf16_ref reads them)");
   const int64_t M = g->M, N = g->N, K = g->K;
   const int64_t batch = g->batch <= 0 ? 1 : g->batch;
   const hc_epilogue *ep = g->epi;

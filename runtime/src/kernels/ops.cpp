@@ -11,6 +11,11 @@
 
 namespace hc::rt {
 
+void storeBf16(const float *src, int64_t n, uint16_t *dst) {
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = bf16Bits(src[i]);
+}
+
 const OpsTable &ops() {
   switch (hcrt_isa()) {
   case HC_ISA_AVX512:
@@ -82,6 +87,19 @@ void hc_gelu_tanh_fwd(int64_t n, const float *x, float *y, hc_threads t) {
   forChunks(t, n, [&](int64_t b, int64_t e) { o.gelu_fwd(e - b, x + b, y + b); });
 }
 
+// Float32 results a piece at a time in L1, then rounded into y.
+void hc_gelu_tanh_fwd_bf16(int64_t n, const float *x, uint16_t *y, hc_threads t) {
+  const OpsTable &o = ops();
+  forChunks(t, n, [&](int64_t b, int64_t e) {
+    alignas(64) float tmp[2048];
+    for (int64_t c = b; c < e; c += 2048) {
+      const int64_t len = std::min<int64_t>(2048, e - c);
+      o.gelu_fwd(len, x + c, tmp);
+      storeBf16(tmp, len, y + c);
+    }
+  });
+}
+
 void hc_gelu_tanh_bwd(int64_t n, const float *x, const float *dy, float *dx,
                       hc_threads t) {
   const OpsTable &o = ops();
@@ -126,6 +144,35 @@ void hc_layernorm_fwd(const hc_layernorm_args *a, hc_threads t) {
   const bool stream = streamOutput(a->rows, a->D);
   forPieces(t, a->rows, a->rows * a->D, 1, [&](int64_t b, int64_t e) {
     o.layernorm_fwd_rows(*a, b, e, stream);
+  });
+}
+
+// A few rows at a time into scratch slot 5 (rows of one modulation group:
+// a piece's rows restart at 0, so their group must be its first), then
+// rounded into y.
+void hc_layernorm_fwd_bf16(const hc_layernorm_args *a, uint16_t *y, hc_threads t) {
+  const OpsTable &o = ops();
+  const int64_t D = a->D, gr = a->group_rows > 0 ? a->group_rows : a->rows;
+  if (a->rows <= 0 || D <= 0)
+    return;
+  const int64_t chunk = std::max<int64_t>(1, 16384 / D);
+  forPieces(t, a->rows, a->rows * D, 1, [&](int64_t b, int64_t e) {
+    float *tmp = scratch(5, static_cast<std::size_t>(chunk * D));
+    for (int64_t r = b; r < e;) {
+      const int64_t len = std::min({chunk, e - r, (r / gr + 1) * gr - r});
+      hc_layernorm_args c = *a;
+      c.rows = len, c.x = a->x + r * a->ldx, c.y = tmp, c.ldy = D;
+      c.group_rows = len;
+      if (a->shift)
+        c.shift = a->shift + r / gr * a->ld_mod;
+      if (a->scale)
+        c.scale = a->scale + r / gr * a->ld_mod;
+      c.mean = a->mean ? a->mean + r : nullptr;
+      c.rstd = a->rstd ? a->rstd + r : nullptr;
+      o.layernorm_fwd_rows(c, 0, len, false);
+      storeBf16(tmp, len * D, y + r * D);
+      r += len;
+    }
   });
 }
 

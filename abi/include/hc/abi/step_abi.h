@@ -22,7 +22,9 @@ extern "C" {
 // inputs) when cross-attention joined; a library of 5 would feed it garbage.
 // 7: the step program (step_program.h) gained the kept panels' limit; the
 // runtime would read a library of 6's table past its end.
-#define HC_STEP_ABI_VERSION 7
+// 8: buffers may be bf16 (HCRT_BF16, hc-bf16-storage): a runtime of 7 would
+// read their descriptors' dtype 5 as a 4-byte type.
+#define HC_STEP_ABI_VERSION 8
 
 // What the host gives a step: its place in the job and the collective.
 typedef struct hc_step_env {

@@ -19,11 +19,24 @@ typedef struct hc_threads {
 
 #define HCRT_MAX_RANK 8
 
-enum { HCRT_F32 = 0, HCRT_F64 = 1, HCRT_I64 = 2, HCRT_I32 = 3, HCRT_I1 = 4 /* uint8 0/1 */ };
+// HCRT_BF16: bfloat16 storage (the upper 16 bits of a float32, rounded to
+// nearest even), only where kernels.def's HCRT_BF16_SLOTS allow it: the
+// activations that only bf16 GEMMs read (hc-bf16-storage).
+enum {
+  HCRT_F32 = 0,
+  HCRT_F64 = 1,
+  HCRT_I64 = 2,
+  HCRT_I32 = 3,
+  HCRT_I1 = 4, /* uint8 0/1 */
+  HCRT_BF16 = 5
+};
 
 // Bytes of one element of `dtype`.
 static inline int32_t hcrt_dtype_bytes(int32_t dtype) {
-  return dtype == HCRT_F64 || dtype == HCRT_I64 ? 8 : dtype == HCRT_I1 ? 1 : 4;
+  return dtype == HCRT_F64 || dtype == HCRT_I64 ? 8
+         : dtype == HCRT_I1                     ? 1
+         : dtype == HCRT_BF16                   ? 2
+                                                : 4;
 }
 
 typedef struct hcrt_tensor {

@@ -39,6 +39,9 @@ struct PipelineOptions {
   // "fp32" or "bf16" (hc-bf16-gemms: GEMM-class ops take bf16-rounded
   // inputs, fp32 accumulation; everything else stays fp32)
   std::string precision = "fp32";
+  // With bf16: the activations only bf16 GEMMs read stored as bf16
+  // (hc-bf16-storage; the same bits, half their bytes)
+  bool bf16Storage = true;
   bool train = false; // autodiff + optimizer: the whole training step
   bool schedule = false;  // lower to the schedule level and plan buffers
   // Forward only (hc-extract-sampler): the model's full output, no loss,

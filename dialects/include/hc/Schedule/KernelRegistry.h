@@ -73,6 +73,9 @@ struct KernelInfo {
   // step library declares their hcrt_op_ bodies itself and links their
   // library.
   bool extension = false;
+  // Inputs / outputs that may be bf16 buffers (kernels.def's
+  // HCRT_BF16_SLOTS), bit i for operand i.
+  unsigned bf16Ins = 0, bf16Outs = 0;
   // Whether the layout has a slot `key` (e.g. the GEMM class's "precision").
   bool hasSlot(llvm::StringRef key) const {
     for (const AttrSlot &s : attrs)
@@ -110,6 +113,11 @@ public:
   static void addExtensionKernels(std::vector<KernelInfo> kernels);
 
   const KernelInfo *lookup(llvm::StringRef name) const;
+  // Whether a call of `k` with these attributes may have bf16 operand
+  // `index` of its inputs (`output` false) or outputs: the slot is in the
+  // kernel's HCRT_BF16_SLOTS, and an input's call has precision "bf16".
+  static bool bf16Allowed(const KernelInfo &k, mlir::DictionaryAttr attrs, bool output,
+                          unsigned index);
   llvm::ArrayRef<KernelInfo> kernels() const { return all; }
 
   // Whether `attrs` fit `k`'s layout: every Int/Ints/Float slot present with

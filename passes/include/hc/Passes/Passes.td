@@ -153,6 +153,25 @@ def Bf16Gemms : Pass<"hc-bf16-gemms", "mlir::func::FuncOp"> {
   let dependentDialects = ["hc::graph::HCDialect"];
 }
 
+def Bf16Storage : Pass<"hc-bf16-storage", "mlir::ModuleOp"> {
+  let summary = "bf16 buffers for the activations only bf16 GEMMs read";
+  let description = [{
+    `hc-compile --precision bf16` (`--bf16-storage on`, the default), on
+    the schedule right after lowering, before hc-automem, the buffer plan
+    and hc-cftp (which then count, move and cut the smaller buffers): an
+    "act" buffer of float32 becomes bf16, and every view of it too, when
+    one `hcs.call` writes it at an output `kernels.def`'s HCRT_BF16_SLOTS
+    allows (`gelu`'s and `modulated_layer_norm`'s y) and every other use is
+    a call reading it at an input the slots allow with precision bf16
+    (`linear`'s x, the weight gradients' x). Those GEMMs round that
+    operand to bf16 as they pack it, so storing the rounded value changes
+    no bit of the step; its bytes halve. Named buffers (the host reads
+    them) and any other use keep float32. DiT: the adaLN-modulated norms
+    before qkv and fc1 and the GELU before fc2, the activations the
+    backward keeps longest.
+  }];
+}
+
 def Autodiff : Pass<"hc-autodiff", "mlir::ModuleOp"> {
   let summary = "reverse-mode gradients of the loss w.r.t. every trainable parameter";
   let description = [{

@@ -155,6 +155,12 @@ typedef struct hc_sgemm_args {
   // runs as with b_constant 0), and reuses them instead of packing again.
   // Results are the same bits as with 0.
   int32_t b_constant;
+  // 1: A's (B's) elements are bf16 (uint16_t, the upper half of a float32),
+  // A (B) then points at them, cast; ld and strides count elements. Only
+  // for hc_gemm_bf16 (which rounds to bf16 anyway: the same bits as the
+  // float32 operand holding those values), and not with row sums of a bf16
+  // A (hc_gemm_bf16_row_sums); the other entry points abort on it.
+  int32_t a_bf16, b_bf16;
 } hc_sgemm_args;
 
 // The packed panels of every b_constant call whose B overlaps the `bytes`
@@ -243,6 +249,9 @@ void hc_sgemm_simple(int32_t trans_a, int32_t trans_b, int64_t M, int64_t N,
 // vectorized exp; the error is stated in runtime/README-kernels.md and
 // checked by the tests.
 void hc_gelu_tanh_fwd(int64_t n, const float *x, float *y, hc_threads threads);
+// The same with y stored as bf16 (each float32 result rounded to nearest
+// even: bf16 storage, HCRT_BF16).
+void hc_gelu_tanh_fwd_bf16(int64_t n, const float *x, uint16_t *y, hc_threads threads);
 // dx = dy * gelu_tanh'(x)   (x: the pre-activation)
 void hc_gelu_tanh_bwd(int64_t n, const float *x, const float *dy, float *dx,
                       hc_threads threads);
@@ -281,6 +290,9 @@ typedef struct hc_layernorm_args {
   float *mean, *rstd;
 } hc_layernorm_args;
 void hc_layernorm_fwd(const hc_layernorm_args *args, hc_threads threads);
+// The same with y [rows, D] contiguous bf16 (args->y and ldy ignored): each
+// float32 result rounded to nearest even.
+void hc_layernorm_fwd_bf16(const hc_layernorm_args *args, uint16_t *y, hc_threads threads);
 
 // Backward of hc_layernorm_fwd given dy (same ld as y unless lddy set).
 // Writes dx [rows, D] (may alias dy), and where non-NULL dgamma, dbeta [D]

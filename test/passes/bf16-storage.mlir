@@ -1,0 +1,93 @@
+// RUN: hc-opt %s --hc-bf16-storage --split-input-file | FileCheck %s
+
+// A DiT block's two cases: the GELU before fc2 (read by fc2's forward and
+// its weight gradient, once through a view) and the modulated norm before
+// fc1 become bf16 buffers, views included; the others stay float32: fc1's
+// pre-activation (gelu_grad reads it), fc2's output (linear writes no
+// bf16), the gradients.
+// CHECK-LABEL: func.func @block
+// CHECK: %[[H:.*]] = hcs.buffer "act" : memref<4x3x8xf32>
+// CHECK: %[[N:.*]] = hcs.buffer "act" : memref<4x3x8xbf16>
+// CHECK: %[[PRE:.*]] = hcs.buffer "act" : memref<4x3x16xf32>
+// CHECK: %[[G:.*]] = hcs.buffer "act" : memref<4x3x16xbf16>
+// CHECK: %[[Y:.*]] = hcs.buffer "act" : memref<4x3x8xf32>
+// CHECK: hcs.call "modulated_layer_norm"(%[[H]], %{{.*}}, %{{.*}}) -> (%[[N]]) {epsilon = {{.*}}} : (memref<4x3x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> memref<4x3x8xbf16>
+// CHECK: hcs.call "linear"(%[[N]], %{{.*}}) -> (%[[PRE]]) {precision = "bf16"} : (memref<4x3x8xbf16>, memref<16x8xf32>) -> memref<4x3x16xf32>
+// CHECK: hcs.call "gelu"(%[[PRE]]) -> (%[[G]]) {approximate = "tanh"} : (memref<4x3x16xf32>) -> memref<4x3x16xbf16>
+// CHECK: %[[GV:.*]] = hcs.view %[[G]] : memref<4x3x16xbf16> to memref<12x16xbf16>
+// CHECK: hcs.call "linear"(%[[GV]], %{{.*}}) -> (%[[Y]]) {precision = "bf16"} : (memref<12x16xbf16>, memref<8x16xf32>) -> memref<4x3x8xf32>
+// CHECK: hcs.call "linear_grad_weight_bias"(%{{.*}}, %[[G]]) -> (%{{.*}}, %{{.*}}) {precision = "bf16"} : (memref<4x3x8xf32>, memref<4x3x16xbf16>)
+// CHECK: hcs.call "gelu_grad"(%{{.*}}, %[[PRE]])
+// CHECK: hcs.call "linear_grad_weight"(%{{.*}}, %[[N]]) -> (%{{.*}}) {precision = "bf16"} : (memref<4x3x16xf32>, memref<4x3x8xbf16>)
+func.func @block() {
+  %h = hcs.buffer "act" : memref<4x3x8xf32>
+  %shift = hcs.buffer "param" {name = "shift"} : memref<4x8xf32>
+  %scale = hcs.buffer "param" {name = "scale"} : memref<4x8xf32>
+  %w1 = hcs.buffer "param" {name = "w1"} : memref<16x8xf32>
+  %w2 = hcs.buffer "param" {name = "w2"} : memref<8x16xf32>
+  %n = hcs.buffer "act" : memref<4x3x8xf32>
+  %pre = hcs.buffer "act" : memref<4x3x16xf32>
+  %g = hcs.buffer "act" : memref<4x3x16xf32>
+  %y = hcs.buffer "act" : memref<4x3x8xf32>
+  %dy = hcs.buffer "act" : memref<4x3x8xf32>
+  %dw2 = hcs.buffer "grad" : memref<8x16xf32>
+  %db2 = hcs.buffer "grad" : memref<8xf32>
+  %dg = hcs.buffer "act" : memref<4x3x16xf32>
+  %dpre = hcs.buffer "act" : memref<4x3x16xf32>
+  %dw1 = hcs.buffer "grad" : memref<16x8xf32>
+  hcs.call "modulated_layer_norm"(%h, %shift, %scale) -> (%n) {epsilon = 1.0e-06 : f64} : (memref<4x3x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> memref<4x3x8xf32>
+  hcs.call "linear"(%n, %w1) -> (%pre) {precision = "bf16"} : (memref<4x3x8xf32>, memref<16x8xf32>) -> memref<4x3x16xf32>
+  hcs.call "gelu"(%pre) -> (%g) {approximate = "tanh"} : (memref<4x3x16xf32>) -> memref<4x3x16xf32>
+  %gv = hcs.view %g : memref<4x3x16xf32> to memref<12x16xf32>
+  hcs.call "linear"(%gv, %w2) -> (%y) {precision = "bf16"} : (memref<12x16xf32>, memref<8x16xf32>) -> memref<4x3x8xf32>
+  hcs.call "linear_grad_weight_bias"(%dy, %g) -> (%dw2, %db2) {precision = "bf16"} : (memref<4x3x8xf32>, memref<4x3x16xf32>) -> (memref<8x16xf32>, memref<8xf32>)
+  hcs.call "linear_grad_input"(%dy, %w2) -> (%dg) {precision = "bf16"} : (memref<4x3x8xf32>, memref<8x16xf32>) -> memref<4x3x16xf32>
+  hcs.call "gelu_grad"(%dg, %pre) -> (%dpre) {approximate = "tanh"} : (memref<4x3x16xf32>, memref<4x3x16xf32>) -> memref<4x3x16xf32>
+  hcs.call "linear_grad_weight"(%dpre, %n) -> (%dw1) {precision = "bf16"} : (memref<4x3x16xf32>, memref<4x3x8xf32>) -> memref<16x8xf32>
+  return
+}
+
+// -----
+
+// Near misses, each kept float32: a reader the slots do not allow (a GELU
+// output that gelu_grad reads; a linear's weight operand); a GEMM without
+// precision bf16 (fp32 rounds nothing); a named buffer (the host reads it);
+// two writers; an "offload" buffer; a buffer a writer also reads.
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT: bf16>
+// CHECK: return
+func.func @kept() {
+  %x = hcs.buffer "act" : memref<4x8xf32>
+  %w = hcs.buffer "param" {name = "w"} : memref<8x8xf32>
+  %a = hcs.buffer "act" : memref<4x8xf32>
+  %a2 = hcs.buffer "act" : memref<4x8xf32>
+  hcs.call "gelu"(%x) -> (%a) {approximate = "tanh"} : (memref<4x8xf32>) -> memref<4x8xf32>
+  hcs.call "linear"(%a, %w) -> (%a2) {precision = "bf16"} : (memref<4x8xf32>, memref<8x8xf32>) -> memref<4x8xf32>
+  hcs.call "gelu_grad"(%a2, %a) -> (%a2) {approximate = "tanh"} : (memref<4x8xf32>, memref<4x8xf32>) -> memref<4x8xf32>
+  %b = hcs.buffer "act" : memref<8x8xf32>
+  %b2 = hcs.buffer "act" : memref<4x8xf32>
+  hcs.call "gelu"(%w) -> (%b) {approximate = "tanh"} : (memref<8x8xf32>) -> memref<8x8xf32>
+  hcs.call "linear"(%x, %b) -> (%b2) {precision = "bf16"} : (memref<4x8xf32>, memref<8x8xf32>) -> memref<4x8xf32>
+  %c = hcs.buffer "act" : memref<4x8xf32>
+  %c2 = hcs.buffer "act" : memref<4x8xf32>
+  hcs.call "gelu"(%x) -> (%c) {approximate = "tanh"} : (memref<4x8xf32>) -> memref<4x8xf32>
+  hcs.call "linear"(%c, %w) -> (%c2) {} : (memref<4x8xf32>, memref<8x8xf32>) -> memref<4x8xf32>
+  %d = hcs.buffer "act" {name = "monitor"} : memref<4x8xf32>
+  %d2 = hcs.buffer "act" : memref<4x8xf32>
+  hcs.call "gelu"(%x) -> (%d) {approximate = "tanh"} : (memref<4x8xf32>) -> memref<4x8xf32>
+  hcs.call "linear"(%d, %w) -> (%d2) {precision = "bf16"} : (memref<4x8xf32>, memref<8x8xf32>) -> memref<4x8xf32>
+  %e = hcs.buffer "act" : memref<4x8xf32>
+  %e2 = hcs.buffer "act" : memref<4x8xf32>
+  hcs.call "gelu"(%x) -> (%e) {approximate = "tanh"} : (memref<4x8xf32>) -> memref<4x8xf32>
+  hcs.call "gelu"(%a2) -> (%e) {approximate = "tanh"} : (memref<4x8xf32>) -> memref<4x8xf32>
+  hcs.call "linear"(%e, %w) -> (%e2) {precision = "bf16"} : (memref<4x8xf32>, memref<8x8xf32>) -> memref<4x8xf32>
+  %f = hcs.buffer "offload" : memref<4x8xf32>
+  %f2 = hcs.buffer "act" : memref<4x8xf32>
+  hcs.call "gelu"(%x) -> (%f) {approximate = "tanh"} : (memref<4x8xf32>) -> memref<4x8xf32>
+  hcs.call "linear"(%f, %w) -> (%f2) {precision = "bf16"} : (memref<4x8xf32>, memref<8x8xf32>) -> memref<4x8xf32>
+  %i = hcs.buffer "act" : memref<4x8xf32>
+  %i2 = hcs.buffer "act" : memref<4x8xf32>
+  hcs.call "modulated_layer_norm"(%i, %x, %x) -> (%i) {epsilon = 1.0e-06 : f64} : (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> memref<4x8xf32>
+  hcs.call "linear"(%i, %w) -> (%i2) {precision = "bf16"} : (memref<4x8xf32>, memref<8x8xf32>) -> memref<4x8xf32>
+  return
+}
