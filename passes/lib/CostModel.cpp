@@ -68,10 +68,20 @@ bool parseItem(const std::string &item, const std::string &where, MachineRates &
 
 } // namespace
 
-bool resolveMachineRates(const std::string &spec, std::string &resolved, std::string &error) {
+bool resolveMachineRates(const std::string &spec, std::string &resolved, std::string &error,
+                         bool bf16Emulated) {
   MachineRates rates;
   if (!parseRates(spec, rates, error))
     return false;
+  if (bf16Emulated) {  // which bf16 rates the spec left: parsed again over NaN
+    MachineRates given;
+    given.kernel.gemmBf16Flops = given.kernel.attentionBf16Flops = std::nan("");
+    parseRates(spec, given, error);
+    if (std::isnan(given.kernel.gemmBf16Flops))
+      rates.kernel.gemmBf16Flops = rates.kernel.gemmFlops;
+    if (std::isnan(given.kernel.attentionBf16Flops))
+      rates.kernel.attentionBf16Flops = rates.kernel.attentionFlops;
+  }
   resolved.clear();
   for (const RateKey &k : kRateKeys) {
     char value[40];

@@ -441,7 +441,9 @@ const Flag kFlags[] = {
      "gemm_bf16_gflops_per_thread, attention_gflops_per_thread, attention_bf16_gflops_per_thread, "
      "stream_gbps_per_thread, "
      "call_us, fork_us, sync_us, copy_gbps, disk_gbps (default: measured on a 2-core Zen 5, "
-     "bench/cftp-rates-zen5.txt)"},
+     "bench/cftp-rates-zen5.txt; with --precision bf16 and --topology native on a CPU "
+     "without AVX512-BF16, the bf16 rates not given are the fp32 ones: the runtime emulates "
+     "bf16 GEMMs there)"},
     {"--offload-dir", nullptr, "D", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
        if (v.empty()) {

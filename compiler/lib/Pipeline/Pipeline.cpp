@@ -96,6 +96,17 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
   }
   if (!given.train || given.sampler)
     options = given;
+  // Planned for this machine without a bf16 dot product: its bf16 GEMMs run
+  // at the fp32 rate (emulated), and hc-automem must price their
+  // recomputation so (the built-in rates are vdpbf16ps's: on a Zen 3 they
+  // had an S/2 step under --mem-budget recompute fc1 GEMMs, 7% slower).
+  if (options.precision == "bf16" && options.topology == "native" &&
+      !(__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f")) &&
+      !resolveMachineRates(options.rates, options.ratesResolved, error, true)) {
+    if (badInput)
+      *badInput = true;
+    return false;
+  }
   mlir::PassManager pm(module.getContext());
   if (options.fuse)
     addFusionPipeline(pm, options.fuseModulatedLayerNorm);

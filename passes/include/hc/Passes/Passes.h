@@ -31,7 +31,11 @@ void registerPipelines();
 // read their `rates` option with) once, into `resolved`: every key with its
 // value, as KEY=VALUE items, so the passes read no file. False + a
 // one-line error naming the file, line or key.
-bool resolveMachineRates(const std::string &spec, std::string &resolved, std::string &error);
+// bf16Emulated: the machine has no bf16 dot product (the runtime emulates
+// bf16 GEMMs through its fp32 kernels): the bf16 rates the spec does not
+// give are its fp32 ones, not the built-in vdpbf16ps rates.
+bool resolveMachineRates(const std::string &spec, std::string &resolved, std::string &error,
+                         bool bf16Emulated = false);
 
 } // namespace hc
 
