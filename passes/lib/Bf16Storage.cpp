@@ -1,8 +1,12 @@
-// hc-bf16-storage: with --precision bf16, the "act" buffers that one call
-// writes at a bf16-capable output and only bf16 GEMMs read (kernels.def's
-// HCRT_BF16_SLOTS) become bf16 buffers: the GEMMs round those operands to
-// bf16 as they pack them, so the stored rounding changes no bit and halves
-// the bytes every later pass (hc-automem, the buffer plan, hc-cftp) counts.
+// hc-bf16-storage: with --precision bf16, the "act" buffers that only bf16
+// products read (kernels.def's HCRT_BF16_SLOTS) become bf16 buffers: the
+// products round those operands to bf16 as they pack them, so the stored
+// rounding changes no bit and halves the bytes every later pass
+// (hc-automem, the buffer plan, hc-cftp) counts. A writer that can store
+// bf16 does (GELU, modulated layer norm); another (qkv's linear) writes a
+// float32 temporary that a cast rounds into the buffer, where the buffer
+// is read more than once (kept for the backward): the temporary lives one
+// call, the bf16 copy until the backward.
 #include "hc/Passes/Passes.h"
 #include "hc/Schedule/KernelRegistry.h"
 #include "hc/Schedule/ScheduleOps.h"
@@ -45,32 +49,44 @@ bool collectUses(Value v, SmallVectorImpl<std::tuple<hs::CallOp, bool, unsigned>
   return true;
 }
 
-// The buffer's uses allow bf16: exactly one write, at a slot that may
-// write bf16, by a call that does not read it too, and every read at a
-// slot that may read bf16.
-bool storable(hs::BufferOp buffer, SmallVectorImpl<hs::ViewOp> &views) {
+// How a buffer may become bf16.
+enum class Storage { Keep, Direct, Cast };
+
+// The buffer's uses allow bf16: exactly one write, by a call that does not
+// read it too, and every read at a slot that may read bf16. Direct: the
+// write's slot may write bf16 (written directly to the buffer, not a
+// view). Cast: it may not, and the buffer is read more than once.
+Storage storable(hs::BufferOp buffer, SmallVectorImpl<hs::ViewOp> &views,
+                 hs::CallOp &writer) {
   if (buffer.getArena() != "act" || buffer.getName() ||
       !buffer.getType().getElementType().isF32())
-    return false;
+    return Storage::Keep;
   SmallVector<std::tuple<hs::CallOp, bool, unsigned>> uses;
   if (!collectUses(buffer.getResult(), uses, views))
-    return false;
-  hs::CallOp writer;
+    return Storage::Keep;
+  bool direct = false;
+  int reads = 0;
   for (auto [call, output, index] : uses) {
-    if (!slotAllows(call, output, index))
-      return false;
     if (output) {
       if (writer)
-        return false;
+        return Storage::Keep;
       writer = call;
+      direct = slotAllows(call, true, index);
+      continue;
     }
+    if (!slotAllows(call, false, index))
+      return Storage::Keep;
+    ++reads;
   }
   if (!writer)
-    return false;
+    return Storage::Keep;
   for (auto [call, output, index] : uses)
     if (!output && call == writer)
-      return false;
-  return true;
+      return Storage::Keep;
+  if (direct)
+    return Storage::Direct;
+  const bool writesBuffer = llvm::is_contained(writer.getOuts(), buffer.getResult());
+  return reads > 1 && writesBuffer ? Storage::Cast : Storage::Keep;
 }
 
 MemRefType asBf16(MemRefType t) {
@@ -79,14 +95,30 @@ MemRefType asBf16(MemRefType t) {
 
 struct Bf16Storage : impl::Bf16StorageBase<Bf16Storage> {
   void runOnOperation() override {
-    getOperation().walk([&](hs::BufferOp buffer) {
+    SmallVector<hs::BufferOp> buffers;  // before the temporaries are added
+    getOperation().walk([&](hs::BufferOp buffer) { buffers.push_back(buffer); });
+    for (hs::BufferOp buffer : buffers) {
       SmallVector<hs::ViewOp> views;
-      if (!storable(buffer, views))
-        return;
+      hs::CallOp writer;
+      const Storage how = storable(buffer, views, writer);
+      if (how == Storage::Keep)
+        continue;
+      if (how == Storage::Cast) {
+        // The writer's float32 result in a temporary beside it, rounded
+        // into the buffer right after.
+        OpBuilder b(writer);
+        auto temp = b.create<hs::BufferOp>(buffer.getLoc(), buffer.getType(),
+                                           b.getStringAttr("act"), IntegerAttr(), StringAttr());
+        writer->replaceUsesOfWith(buffer.getResult(), temp.getResult());
+        b.setInsertionPointAfter(writer);
+        b.create<hs::CallOp>(writer.getLoc(), b.getStringAttr("cast"),
+                             ValueRange{temp.getResult()}, ValueRange{buffer.getResult()},
+                             b.getDictionaryAttr({}));
+      }
       buffer.getResult().setType(asBf16(buffer.getType()));
       for (hs::ViewOp view : views)
         view.getResult().setType(asBf16(view.getType()));
-    });
+    }
   }
 };
 

@@ -91,3 +91,42 @@ func.func @kept() {
   hcs.call "linear"(%i, %w) -> (%i2) {precision = "bf16"} : (memref<4x8xf32>, memref<8x8xf32>) -> memref<4x8xf32>
   return
 }
+
+// -----
+
+// qkv: its linear cannot write bf16, and attention and its gradient read it
+// (bf16 slots, precision bf16): the linear writes a float32 temporary, a
+// cast rounds it into the bf16 buffer the two read. Read once (a sampler's
+// attention) it stays float32: the cast would buy nothing.
+// CHECK-LABEL: func.func @qkv
+// CHECK: %[[QKV:.*]] = hcs.buffer "act" : memref<2x4x24xbf16>
+// CHECK: hcs.call "linear"(%{{.*}}, %{{.*}}) -> (%[[TMP:[0-9]+]]) {precision = "bf16"} : (memref<2x4x8xf32>, memref<24x8xf32>) -> memref<2x4x24xf32>
+// CHECK-NEXT: hcs.call "cast"(%[[TMP]]) -> (%[[QKV]]) {} : (memref<2x4x24xf32>) -> memref<2x4x24xbf16>
+// CHECK-NEXT: hcs.call "attention"(%[[QKV]]) -> (%{{.*}}, %{{.*}}) {num_heads = 2 : i64, precision = "bf16", scale = 5.000000e-01 : f64} : (memref<2x4x24xbf16>)
+// CHECK: hcs.call "attention_grad"(%{{.*}}, %{{.*}}, %{{.*}}, %[[QKV]]) -> (%{{.*}}) {{.*}} : (memref<2x4x8xf32>, memref<2x4x8xf32>, memref<2x2x4xf32>, memref<2x4x24xbf16>)
+// CHECK-LABEL: func.func @qkv_once
+// CHECK-NOT: bf16>
+// CHECK-NOT: "cast"
+// CHECK: return
+func.func @qkv() {
+  %x = hcs.buffer "act" : memref<2x4x8xf32>
+  %w = hcs.buffer "param" {name = "w"} : memref<24x8xf32>
+  %qkv = hcs.buffer "act" : memref<2x4x24xf32>
+  %o = hcs.buffer "act" : memref<2x4x8xf32>
+  %lse = hcs.buffer "act" : memref<2x2x4xf32>
+  %do = hcs.buffer "act" : memref<2x4x8xf32>
+  %dqkv = hcs.buffer "act" : memref<2x4x24xf32>
+  hcs.call "linear"(%x, %w) -> (%qkv) {precision = "bf16"} : (memref<2x4x8xf32>, memref<24x8xf32>) -> memref<2x4x24xf32>
+  hcs.call "attention"(%qkv) -> (%o, %lse) {num_heads = 2 : i64, precision = "bf16", scale = 0.5 : f64} : (memref<2x4x24xf32>) -> (memref<2x4x8xf32>, memref<2x2x4xf32>)
+  hcs.call "attention_grad"(%do, %o, %lse, %qkv) -> (%dqkv) {num_heads = 2 : i64, precision = "bf16", scale = 0.5 : f64} : (memref<2x4x8xf32>, memref<2x4x8xf32>, memref<2x2x4xf32>, memref<2x4x24xf32>) -> memref<2x4x24xf32>
+  return
+}
+func.func @qkv_once() {
+  %x = hcs.buffer "act" : memref<2x4x8xf32>
+  %w = hcs.buffer "param" {name = "w"} : memref<24x8xf32>
+  %qkv = hcs.buffer "act" : memref<2x4x24xf32>
+  %o = hcs.buffer "act" : memref<2x4x8xf32>
+  hcs.call "linear"(%x, %w) -> (%qkv) {precision = "bf16"} : (memref<2x4x8xf32>, memref<24x8xf32>) -> memref<2x4x24xf32>
+  hcs.call "attention"(%qkv) -> (%o) {num_heads = 2 : i64, precision = "bf16", scale = 0.5 : f64} : (memref<2x4x24xf32>) -> memref<2x4x8xf32>
+  return
+}

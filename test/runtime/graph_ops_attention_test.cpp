@@ -102,6 +102,15 @@ AttentionRef attentionRef(int64_t B, int64_t N, int64_t L, int64_t H, int64_t Dh
 }
 
 // Self-attention from a packed qkv [B, N, 3D] in every layout.
+// A contiguous float32 [d0, d1, d2] tensor at p.
+hcrt_tensor tensor3(float *p, int64_t d0, int64_t d1, int64_t d2) {
+  hcrt_tensor t{};
+  t.data = p, t.dtype = HCRT_F32, t.rank = 3;
+  t.shape[0] = d0, t.shape[1] = d1, t.shape[2] = d2;
+  t.strides[0] = d1 * d2, t.strides[1] = d2, t.strides[2] = 1;
+  return t;
+}
+
 TEST(GraphOps, Attention) {
   struct C {
     int64_t B, N, H, Dh;
@@ -329,6 +338,97 @@ TEST(GraphOps, AttentionBf16) {
     EXPECT_LE(std::sqrt(d.first), 0.2 * std::sqrt(d.second))
         << "bf16 attention, isa " << isa << " " << hcrt_bf16_path_name(path) << ", " << name
         << ": not closer to the bf16 model than the float32 result is";
+  }
+  hcrt_set_bf16_native(-1);
+  hcrt_set_bf16_amx(-1);
+  hcrt_set_isa(savedIsa);
+}
+
+// bf16 storage (hc-bf16-storage): q, k, v (one qkv, or three tensors with
+// padded rows) held as bf16 give the bf16 attention and its gradient the
+// very bits of float32 inputs holding the same values, on every bf16 path;
+// a kernel reading a bf16 row past its end or with a float32 stride would
+// differ.
+TEST(GraphOps, AttentionBf16StoredQkvSameBits) {
+  struct C {
+    int64_t B, N, L, H, Dh;  // L 0: self-attention from qkv
+  };
+  const C cases[] = {{2, 5, 0, 2, 3}, {1, 70, 0, 3, 8}, {2, 7, 3, 2, 5}, {1, 65, 19, 2, 16}};
+  const int32_t savedIsa = hcrt_isa();
+  uint32_t seed = 1700;
+  for (int32_t isa : availableIsas()) {
+    IsaScope s(isa);
+    for (int32_t path : bf16PathsHere())
+      for (const C &cc : cases)
+        for (int th : kThreads) {
+          hcrt_set_isa(isa);
+          if (!useBf16Path(path))
+            continue;
+          const bool self = cc.L == 0;
+          const int64_t B = cc.B, N = cc.N, L = self ? N : cc.L, H = cc.H, D = H * cc.Dh;
+          const int64_t pad = self ? 0 : 3;  // rows of q, k, v padded
+          struct In {
+            std::vector<float> f;
+            std::vector<uint16_t> h;
+            hcrt_tensor tf{}, th{};
+          };
+          std::vector<In> ins(self ? 1 : 3);
+          for (size_t w = 0; w < ins.size(); ++w) {
+            const int64_t rows = self ? N : w ? L : N, cols = self ? 3 * D : D, ld = cols + pad;
+            In &x = ins[w];
+            std::vector<float> r = randomVec(B * rows * ld, seed++, -2, 2);
+            x.f.resize(r.size()), x.h.resize(r.size());
+            for (size_t i = 0; i < r.size(); ++i) {
+              uint32_t u;
+              std::memcpy(&u, &r[i], 4);
+              u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+              if (static_cast<int64_t>(i) % ld >= cols)
+                u = 0x7fc00000u;  // padding: NaN
+              std::memcpy(&x.f[i], &u, 4);
+              x.h[i] = static_cast<uint16_t>(u >> 16);
+            }
+            for (hcrt_tensor *t : {&x.tf, &x.th}) {
+              t->rank = 3;
+              t->shape[0] = B, t->shape[1] = rows, t->shape[2] = cols;
+              t->strides[0] = rows * ld, t->strides[1] = ld, t->strides[2] = 1;
+            }
+            x.tf.dtype = HCRT_F32, x.tf.data = x.f.data();
+            x.th.dtype = HCRT_BF16, x.th.data = x.h.data();
+          }
+          hcrt_attrs a = attrs({H, 1}, {1 / std::sqrt((double)cc.Dh)});
+          std::vector<float> dout = randomVec(B * N * D, seed++);
+          // fwd + bwd from the float32 (0) and the bf16 (1) inputs
+          std::vector<float> o[2], lse[2], grad[2];
+          for (int k = 0; k < 2; ++k) {
+            std::vector<hcrt_tensor> in;
+            for (In &x : ins)
+              in.push_back(k ? x.th : x.tf);
+            o[k].assign(B * N * D, 0), lse[k].assign(B * H * N, 0);
+            hcrt_tensor outs[2] = {tensor3(o[k].data(), B, N, D), tensor3(lse[k].data(), B, H, N)};
+            hcrt_op_attention(in.data(), (int32_t)in.size(), outs, 2, &a, hc_threads{0, th});
+            std::vector<hcrt_tensor> bin = {tensor3(dout.data(), B, N, D), outs[0], outs[1]};
+            bin.insert(bin.end(), in.begin(), in.end());
+            grad[k].assign(self ? B * N * 3 * D : B * (N + 2 * L) * D, 0);
+            std::vector<hcrt_tensor> gout;
+            if (self)
+              gout.push_back(tensor3(grad[k].data(), B, N, 3 * D));
+            else {
+              gout.push_back(tensor3(grad[k].data(), B, N, D));
+              gout.push_back(tensor3(grad[k].data() + B * N * D, B, L, D));
+              gout.push_back(tensor3(grad[k].data() + B * (N + L) * D, B, L, D));
+            }
+            hcrt_op_attention_grad(bin.data(), (int32_t)bin.size(), gout.data(),
+                                   (int32_t)gout.size(), &a, hc_threads{0, th});
+          }
+          const std::string what = std::string(self ? "qkv" : "q, k, v") + " isa " +
+                                   std::to_string(isa) + " " + hcrt_bf16_path_name(path) +
+                                   " threads " + std::to_string(th);
+          EXPECT_EQ(0, std::memcmp(o[0].data(), o[1].data(), o[0].size() * 4)) << what << ": o";
+          EXPECT_EQ(0, std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * 4))
+              << what << ": lse";
+          EXPECT_EQ(0, std::memcmp(grad[0].data(), grad[1].data(), grad[0].size() * 4))
+              << what << ": gradients";
+        }
   }
   hcrt_set_bf16_native(-1);
   hcrt_set_bf16_amx(-1);

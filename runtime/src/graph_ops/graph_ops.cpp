@@ -597,6 +597,13 @@ HCRT_OP_DEF(cast) {
     copyToContiguous(ins[0], outs[0].data, threads);
     return;
   }
+  if (ins[0].dtype == HCRT_F32 && outs[0].dtype == HCRT_BF16 && isContiguous(ins[0])) {
+    const float *x = static_cast<const float *>(ins[0].data);
+    uint16_t *y = static_cast<uint16_t *>(outs[0].data);
+    parFor(threads, numel(outs[0]), 1024, 1.0,
+           [&](int64_t b, int64_t e) { storeBf16(x + b, e - b, y + b); });
+    return;
+  }
   unaryOp<Identity>(ins[0], outs[0], threads);
 }
 

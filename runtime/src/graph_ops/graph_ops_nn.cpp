@@ -361,12 +361,26 @@ static void attentionArgs(const hcrt_tensor *ins, int64_t nin, int64_t heads, do
   a.heads = heads;
   a.scale = static_cast<float>(scale);
   a.bf16 = bf16;
+  // bf16 storage (kernels.def's HCRT_BF16_SLOTS): all of q, k, v bf16, each
+  // read where it lies (rows of unit stride), and only by bf16 products.
+  a.qkv_bf16 = ins[0].dtype == HCRT_BF16;
+  for (int64_t i = 0; i < nin; ++i)
+    if ((ins[i].dtype == HCRT_BF16) != (a.qkv_bf16 != 0) ||
+        (a.qkv_bf16 && (!bf16 || (ins[i].strides[2] != 1 && ins[i].shape[2] > 1))))
+      contractViolation("attention: bf16 q, k, v need all three bf16, rows of unit "
+                        "stride and precision bf16");
   if (nin == 1) {
     const hcrt_tensor qkv = rowsOf(ins[0], buf[0], th);
     const int64_t D = qkv.shape[2] / 3;
     const float *p = static_cast<const float *>(qkv.data);
     a.batch = qkv.shape[0], a.Tq = a.Tk = qkv.shape[1], a.Dh = D / heads;
-    a.q = p, a.k = p + D, a.v = p + 2 * D;
+    a.q = p;
+    if (a.qkv_bf16) {
+      const uint16_t *h = static_cast<const uint16_t *>(qkv.data);
+      a.k = reinterpret_cast<const float *>(h + D), a.v = reinterpret_cast<const float *>(h + 2 * D);
+    } else {
+      a.k = p + D, a.v = p + 2 * D;
+    }
     a.q_sb = a.k_sb = a.v_sb = qkv.strides[0];
     a.q_st = a.k_st = a.v_st = qkv.strides[1];
     a.q_sh = a.k_sh = a.v_sh = a.Dh;

@@ -356,6 +356,9 @@ typedef struct hc_attention_args {
   // PyTorch's CPU flash attention does with bf16 inputs. The softmax, its
   // sums, lse and D_i = dO . O stay float32. 0: float32 throughout.
   int32_t bf16;
+  // 1 (with bf16 only): q, k and v point at bf16 elements (cast; strides
+  // in elements), stored rounded: the same products, half the bytes.
+  int32_t qkv_bf16;
 } hc_attention_args;
 void hc_flash_attention_fwd(const hc_attention_args *args, hc_threads threads);
 void hc_flash_attention_bwd(const hc_attention_args *args, hc_threads threads);
