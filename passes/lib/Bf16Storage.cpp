@@ -54,8 +54,8 @@ enum class Storage { Keep, Direct, Cast };
 
 // The buffer's uses allow bf16: exactly one write, by a call that does not
 // read it too, and every read at a slot that may read bf16. Direct: the
-// write's slot may write bf16 (written directly to the buffer, not a
-// view). Cast: it may not, and the buffer is read more than once.
+// write's slot may write bf16. Cast: it may not, the writer writes the
+// buffer itself (not a view of it), and the buffer is read more than once.
 Storage storable(hs::BufferOp buffer, SmallVectorImpl<hs::ViewOp> &views,
                  hs::CallOp &writer) {
   if (buffer.getArena() != "act" || buffer.getName() ||

@@ -88,7 +88,8 @@ bool cpuIsIntel();
 
 // Thread-local scratch, 64-byte aligned, grown on demand, one per `slot`
 // (0-7; in use: 0 the K split's partial C, 1 attention's tiles, 2-3 the
-// GEMM's packed A and B, 4 a bf16 operand's block widened for packing).
+// GEMM's packed A and B, 4 a bf16 operand's block widened for packing, 5
+// the bf16 layer norm's float32 rows).
 float *scratch(int slot, std::size_t floats);
 
 // A runtime contract the compiler guarantees was broken (a kernel given a

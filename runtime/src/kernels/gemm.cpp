@@ -117,28 +117,33 @@ const float *widened(const float *src, int64_t ld, int64_t rows, int64_t cols) {
   return w;
 }
 
+// The block [r0, r0 + rn) x [c0, c0 + cn) of a bf16 operand whose element
+// (r, c) is at src[r * ld + c] (trans 0) or src[c * ld + r] (trans 1),
+// widened, at its origin; `ld` becomes the widened rows' stride.
+const float *widenedBlock(const float *src, int64_t &ld, int trans, int64_t r0, int64_t rn,
+                          int64_t c0, int64_t cn) {
+  const float *w = trans ? widened(advance(src, true, c0 * ld + r0), ld, cn, rn)
+                         : widened(advance(src, true, r0 * ld + c0), ld, rn, cn);
+  ld = trans ? rn : cn;
+  return w;
+}
+
 void packA(const GemmKernel &k, const Problem &p, int64_t m0, int64_t mc,
            int64_t k0, int64_t kc, float *dst) {
   if (!p.aBf16)
     return k.packA(p.A, p.lda, p.transA, m0, mc, k0, kc, dst);
-  if (p.transA)  // (m, k) at A[k * lda + m]
-    k.packA(widened(advance(p.A, true, k0 * p.lda + m0), p.lda, kc, mc), mc, 1, 0, mc,
-            0, kc, dst);
-  else
-    k.packA(widened(advance(p.A, true, m0 * p.lda + k0), p.lda, mc, kc), kc, 0, 0, mc,
-            0, kc, dst);
+  int64_t ld = p.lda;
+  const float *w = widenedBlock(p.A, ld, p.transA, m0, mc, k0, kc);
+  k.packA(w, ld, p.transA, 0, mc, 0, kc, dst);
 }
 
 void packB(const GemmKernel &k, const Problem &p, int64_t k0, int64_t kc,
            int64_t n0, int64_t nc, float *dst) {
   if (!p.bBf16)
     return k.packB(p.B, p.ldb, p.transB, k0, kc, n0, nc, dst);
-  if (p.transB)  // (k, n) at B[n * ldb + k]
-    k.packB(widened(advance(p.B, true, n0 * p.ldb + k0), p.ldb, nc, kc), kc, 1, 0, kc,
-            0, nc, dst);
-  else
-    k.packB(widened(advance(p.B, true, k0 * p.ldb + n0), p.ldb, kc, nc), nc, 0, 0, kc,
-            0, nc, dst);
+  int64_t ld = p.ldb;
+  const float *w = widenedBlock(p.B, ld, p.transB, k0, kc, n0, nc);
+  k.packB(w, ld, p.transB, 0, kc, 0, nc, dst);
 }
 
 // Asks for the lines of C's mr x nr tile at c (rows ldc apart) into L2,
