@@ -92,6 +92,9 @@ LogicalResult checkClusterStreams(func::FuncOp f) {
   cftp::Places places;
   std::vector<int64_t> count(K, 0);
   std::vector<std::vector<int64_t>> seen(K, std::vector<int64_t>(K, 0));
+  // Scoped waits (only_for) order the next entry of their stream alone.
+  std::vector<std::vector<int64_t>> scoped(K, std::vector<int64_t>(K, 0));
+  std::vector<hs::ClusterWaitOp> scopedWait(K);
   std::vector<std::vector<Done>> log(K);
   for (Operation &op : f.getBody().front()) {
     if (auto w = dyn_cast<hs::ClusterWaitOp>(op)) {
@@ -100,7 +103,12 @@ LogicalResult checkClusterStreams(func::FuncOp f) {
         return w.emitError("waits for op ")
                << w.getCount() << " of cluster " << j << ", which has only "
                << count[j] << " before this point: the streams could deadlock";
-      seen[k][j] = std::max<int64_t>(seen[k][j], w.getCount());
+      if (w.getOnlyFor()) {
+        scoped[k][j] = std::max<int64_t>(scoped[k][j], w.getCount());
+        scopedWait[k] = w;
+      } else {
+        seen[k][j] = std::max<int64_t>(seen[k][j], w.getCount());
+      }
       continue;
     }
     // Stream entries: every op with accesses but hcs.loss (the generated
@@ -110,13 +118,21 @@ LogicalResult checkClusterStreams(func::FuncOp f) {
     int k = static_cast<int>(hs::clusterOf(&op));
     if (k < 0 || k >= K)
       return op.emitError("cluster ") << k << " outside the plan's " << K;
+    if (hs::ClusterWaitOp w = scopedWait[k]) {
+      if (*w.getOnlyFor() != hs::waitScopeFor(&op))
+        return w.emitError("a wait only for ")
+               << *w.getOnlyFor() << " before an op of its stream that is none";
+      scopedWait[k] = {};
+    }
     SmallVector<cftp::Access> acc;
     places.accessesOf(&op, acc);
     for (int j = 0; j < K; ++j) {
       if (j == k)
         continue;
+      const int64_t ordered = std::max(seen[k][j], scoped[k][j]);
+      scoped[k][j] = 0;
       for (auto it = log[j].rbegin(); it != log[j].rend(); ++it) {
-        if (it->idx + 1 <= seen[k][j])
+        if (it->idx + 1 <= ordered)
           break;
         for (const cftp::Access &a : acc)
           for (const cftp::Access &b : it->acc) {
@@ -137,6 +153,9 @@ LogicalResult checkClusterStreams(func::FuncOp f) {
     }
     log[k].push_back({count[k]++, &op, std::move(acc)});
   }
+  for (hs::ClusterWaitOp w : scopedWait)
+    if (w)
+      return w.emitError("a wait only for ") << *w.getOnlyFor() << " with no op after it in its stream";
   return success();
 }
 

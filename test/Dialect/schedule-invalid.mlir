@@ -216,3 +216,20 @@ func.func @refused_output(%x: memref<4x8xf32>, %y: memref<4x8xbf16>) {
   hcs.call "tanh"(%x) -> (%y) {} : (memref<4x8xf32>) -> memref<4x8xbf16>
   return
 }
+
+// -----
+
+// hcs.cluster_wait: two clusters, a count, and a scope the runtime knows.
+func.func @self_wait() {
+  // expected-error @+1 {{'hcs.cluster_wait' op a cluster cannot wait for itself}}
+  hcs.cluster_wait {cluster = 1 : i64, source = 1 : i64, count = 1 : i64}
+  return
+}
+
+// -----
+
+func.func @unknown_scope() {
+  // expected-error @+1 {{'hcs.cluster_wait' op only_for 'linear': a scoped wait orders an allreduce_start or a grad_accumulate call}}
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64, only_for = "linear"}
+  return
+}

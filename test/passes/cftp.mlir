@@ -23,20 +23,24 @@
 // stays on cluster 1, which wrote dz, and the step has one wait fewer.
 // RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="rates=%S/Inputs/cftp-slow-sync.txt" --hc-verify-plan | FileCheck %s --check-prefix=SLOW
 // SLOW-LABEL: func.func @step()
-// SLOW-SAME: rates = "{{.*}}cftp-slow-sync.txt", split = 3 : i64, threads = array<i32: 1, 1>, unsplit_seconds = {{.*}}, waits = 3 : i64
+// SLOW-SAME: rates = "{{.*}}cftp-slow-sync.txt", split = 3 : i64, threads = array<i32: 1, 1>, unsplit_seconds = {{.*}}, waits = 4 : i64
 // SLOW: hcs.call "linear_grad_weight"({{.*}}) {} {cluster = 1 : i64} :
 // SLOW-NEXT: hcs.call "reduce_sum"({{.*}}) {axes = array<i64: 0>, keepdims = false} {cluster = 1 : i64} :
-// SLOW: hcs.cluster_wait {cluster = 0 : i64, count = 6 : i64, source = 1 : i64}
+// SLOW: hcs.cluster_wait {cluster = 0 : i64, count = 6 : i64, only_for = "allreduce_start", source = 1 : i64}
 // SLOW-NEXT: hcs.allreduce_start
+// SLOW-NEXT: hcs.cluster_wait {cluster = 0 : i64, count = 6 : i64, source = 1 : i64}
+// SLOW-NEXT: hcs.wait
 
 // A tiny step: the forward is cut by rows (a view of each cluster's rows of
 // x and y, in place through y's leading dimension); gelu and copy follow on
 // the rows each cluster wrote, so no wait; the loss (one scalar) stays on
 // cluster 0 and waits for cluster 1's rows; the backward's tiny calls run
 // whole where the model finds a cut costs more than it saves; the
-// all-reduce stays on cluster 0 after waiting for cluster 1's gradients.
+// all-reduce stays on cluster 0 after a wait for cluster 1's gradients
+// scoped to it (only_for: the runtime skips it where the all-reduce does
+// nothing, one rank), so the wait for its sum waits for them again.
 // CHECK-LABEL: func.func @step()
-// CHECK-SAME: hcs.cftp = {clusters = 2 : i64, predicted_seconds = {{.*}}, rates = "built-in", split = 3 : i64, threads = array<i32: 1, 1>, unsplit_seconds = {{.*}}, waits = 4 : i64, whole = 6 : i64}
+// CHECK-SAME: hcs.cftp = {clusters = 2 : i64, predicted_seconds = {{.*}}, rates = "built-in", split = 3 : i64, threads = array<i32: 1, 1>, unsplit_seconds = {{.*}}, waits = 5 : i64, whole = 6 : i64}
 // CHECK: %[[X0:.*]] = hcs.view %[[X:[0-9]+]] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1]>>
 // CHECK-NEXT: %[[Y0:.*]] = hcs.view %[[Y:[0-9]+]] : memref<4x16xf32> to memref<2x16xf32, strided<[16, 1]>>
 // CHECK-NEXT: hcs.call "linear"(%[[X0]], %{{.*}}, %{{.*}}) -> (%[[Y0]]) {} {cluster = 0 : i64, split = "rows"}
@@ -56,8 +60,9 @@
 // CHECK-NEXT: hcs.call "linear_grad_weight"({{.*}}) {} {cluster = 1 : i64} :
 // CHECK-NEXT: hcs.cluster_wait {cluster = 0 : i64, count = 4 : i64, source = 1 : i64}
 // CHECK-NEXT: hcs.call "reduce_sum"({{.*}}) {axes = array<i64: 0>, keepdims = false} {cluster = 0 : i64} :
-// CHECK: hcs.cluster_wait {cluster = 0 : i64, count = 5 : i64, source = 1 : i64}
+// CHECK: hcs.cluster_wait {cluster = 0 : i64, count = 5 : i64, only_for = "allreduce_start", source = 1 : i64}
 // CHECK-NEXT: hcs.allreduce_start {{.*}}cluster = 0 : i64
+// CHECK-NEXT: hcs.cluster_wait {cluster = 0 : i64, count = 5 : i64, source = 1 : i64}
 // CHECK-NEXT: hcs.wait {{.*}} {cluster = 0 : i64}
 func.func @step() {
   %x = hcs.input "x" {index = 0 : i64} : memref<4x8xf32>

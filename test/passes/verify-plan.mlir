@@ -299,3 +299,51 @@ func.func @step() attributes {hcs.arena_bytes = {act = 256 : i64, offload = 4096
   hcs.call "exp"(%x1) -> (%b1) {} {cluster = 1 : i64, split = "rows"} : (memref<2x8xf32, strided<[8, 1], offset: 16>>) -> memref<2x8xf32, strided<[8, 1], offset: 16>>
   return
 }
+
+// -----
+
+// A wait scoped to an all-reduce start (only_for) orders that start alone:
+// cluster 0's wait for the sum, which touches the bytes cluster 1 wrote,
+// needs a wait of its own.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, grad = 256 : i64}} {
+  %g = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  %g1 = hcs.view %g : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  %p = hcs.input "x" {index = 0 : i64} : memref<32xf32>
+  // expected-note @+1 {{the other cluster's op}}
+  hcs.call "tanh"(%p) -> (%g1) {} {cluster = 1 : i64} : (memref<32xf32>) -> memref<32xf32, strided<[1], offset: 32>>
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64, only_for = "allreduce_start"}
+  %tok = hcs.allreduce_start %g {bucket_id = 0 : i64} : memref<64xf32>
+  // expected-error @+1 {{cluster 0 reads bytes [128, 256) of arena 'grad' that cluster 1 wrote in its op 0, with no hcs.cluster_wait ordering them}}
+  hcs.wait %tok
+  return
+}
+
+// -----
+
+// The same with an unscoped wait before the sum's wait: it verifies.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, grad = 256 : i64}} {
+  %g = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  %g1 = hcs.view %g : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  %p = hcs.input "x" {index = 0 : i64} : memref<32xf32>
+  hcs.call "tanh"(%p) -> (%g1) {} {cluster = 1 : i64} : (memref<32xf32>) -> memref<32xf32, strided<[1], offset: 32>>
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64, only_for = "allreduce_start"}
+  %tok = hcs.allreduce_start %g {bucket_id = 0 : i64} : memref<64xf32>
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64}
+  hcs.wait %tok
+  return
+}
+
+// -----
+
+// A scoped wait must stand right before the op it names in its stream.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, grad = 256 : i64}} {
+  %g = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  %g1 = hcs.view %g : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  %p = hcs.input "x" {index = 0 : i64} : memref<32xf32>
+  hcs.call "tanh"(%p) -> (%g1) {} {cluster = 1 : i64} : (memref<32xf32>) -> memref<32xf32, strided<[1], offset: 32>>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  // expected-error @+1 {{a wait only for grad_accumulate before an op of its stream that is none}}
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64, only_for = "grad_accumulate"}
+  hcs.call "exp"(%g) -> (%a) {} {cluster = 0 : i64} : (memref<64xf32>) -> memref<64xf32>
+  return
+}

@@ -9,10 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <future>
 #include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -320,6 +324,114 @@ TEST(StepExecutor, TwoClusterStreamsWaitForEachOther) {
     ASSERT_EQ(hcrt_step_run(st.s, kInputs, &loss), 0) << hcrt_step_last_error(st.s);
     EXPECT_DOUBLE_EQ(loss, 0.5 * (1 + 4 + 9 + 16));
   }
+}
+
+// A scoped wait (hcrt_wait_scope) orders only the next entry of its stream,
+// and is skipped where that entry does nothing. Here cluster 0's scoped
+// wait for cluster 1 precedes `guarded` (an all-reduce start or a kernel
+// standing for grad_accumulate), and cluster 1 waits for that entry before
+// it writes y2, which cluster 0's loss then reads: if the scoped wait were
+// kept in a step where it may be skipped, the streams would wait for each
+// other forever.
+hcrt_step_program scopedWaitProgram(int32_t scope) {
+  static const int32_t ops[] = {4, /**/ 0, 1, 5, /**/ 5, 3, /**/ 4};
+  static hcrt_entry entries[] = {
+      {HCRT_ENTRY_CLUSTER_WAIT, 1, 1, 0, 0, -1, 0},
+      {HCRT_ENTRY_ALLREDUCE_START, 0, 0, 0, 0, 0, 0},
+      {HCRT_ENTRY_CLUSTER_WAIT, 0, 1, HCRT_WAIT_ORDERS_ALL, 0, -1, 1},
+      {HCRT_ENTRY_KERNEL, 0, 1, 2, 1, 0, 1},
+      {HCRT_ENTRY_CLUSTER_WAIT, 1, 1, HCRT_WAIT_ORDERS_ALL, 0, -1, 0},
+      {HCRT_ENTRY_KERNEL, 1, 4, 1, 1, 1, 0},
+      {HCRT_ENTRY_ALLREDUCE_WAIT, 0, 6, 0, 0, 0, 0},
+  };
+  entries[0].nin = scope;
+  // grad_accumulate's stand-in: a kernel (y = x * w) on cluster 0.
+  entries[1] = scope == HCRT_WAIT_ORDERS_ALLREDUCE
+                   ? hcrt_entry{HCRT_ENTRY_ALLREDUCE_START, 0, 6, 0, 0, 0, 0}
+                   : hcrt_entry{HCRT_ENTRY_KERNEL, 0, 1, 2, 1, 0, 0};
+  static const char *const where[] = {"w0", "guarded", "w1", "b", "w2", "loss", "aw"};
+  static const double zeros[] = {0, 0, 0, 0, 0, 0, 0};
+  hcrt_step_program p = program();
+  p.operands = ops, p.entries = entries, p.num_entries = std::size(entries);
+  p.entry_where = where, p.entry_kernel = where, p.entry_flops = zeros, p.entry_bytes = zeros;
+  p.loss_call = 5, p.gate_call = 7, p.update_call = 7;
+  p.num_buckets = scope == HCRT_WAIT_ORDERS_ALLREDUCE ? 1 : 0;
+  p.num_clusters = 2;
+  return p;
+}
+
+// Runs one step on its own thread; a step still running after a minute is
+// a deadlock (its streams spin forever), which ends the test binary.
+int runOrDeadlock(hc_step *s, double *loss) {
+  auto done = std::async(std::launch::async, [&] { return hcrt_step_run(s, kInputs, loss); });
+  if (done.wait_for(std::chrono::seconds(60)) == std::future_status::timeout) {
+    std::fprintf(stderr, "the step's streams deadlocked at a scoped wait\n");
+    std::_Exit(1);
+  }
+  return done.get();
+}
+
+TEST(StepExecutor, ScopedWaitsAreSkippedWhereTheirEntryDoesNothing) {
+  for (int32_t scope : {HCRT_WAIT_ORDERS_ALLREDUCE, HCRT_WAIT_ORDERS_ACCUMULATE}) {
+    const hcrt_step_program p = scopedWaitProgram(scope);
+    Step st(p);  // one rank, one micro-batch
+    ASSERT_NE(st.s, nullptr) << st.error;
+    setW(st.s, {1, 2, 3, 4}, {0, 0, 0, 0});
+    for (int k = 0; k < 2; ++k) {
+      double loss = 0;
+      ASSERT_EQ(runOrDeadlock(st.s, &loss), 0) << hcrt_step_last_error(st.s);
+      EXPECT_DOUBLE_EQ(loss, 0.5 * (1 + 4 + 9 + 16)) << "scope " << scope;
+    }
+  }
+}
+
+// Where the all-reduce runs (two ranks), its scoped wait is kept: cluster 1
+// writes the bucket late, and the sum still sees what it wrote.
+void slowFill(const hcrt_tensor *, int32_t, hcrt_tensor *outs, int32_t, const hcrt_attrs *,
+              hc_threads) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  float *g = static_cast<float *>(outs[0].data);
+  for (int i = 0; i < 4; ++i)
+    g[i] = 3.0f;
+}
+int addTen(void *comm, float *data, size_t n) {
+  ++static_cast<FakeComm *>(comm)->sums;
+  for (size_t i = 0; i < n; ++i)
+    data[i] += 10;
+  return 0;
+}
+
+TEST(StepExecutor, ScopedWaitsOrderTheirEntryWhereItRuns) {
+  static const hcrt_kernel_fn kernels[] = {mulKernel, sumKernel, updateKernel, slowFill};
+  static const int32_t ops[] = {4, /**/ 0, 1, 2, /**/ 2, 3};
+  static const hcrt_entry entries[] = {
+      {HCRT_ENTRY_KERNEL, 3, 0, 0, 1, 0, 1},  // cluster 1: g = 3, late
+      {HCRT_ENTRY_KERNEL, 0, 1, 2, 1, 0, 0},  // cluster 0: y = x * w
+      {HCRT_ENTRY_KERNEL, 1, 4, 1, 1, 1, 0},  // loss
+      {HCRT_ENTRY_CLUSTER_WAIT, 1, 1, HCRT_WAIT_ORDERS_ALLREDUCE, 0, -1, 0},
+      {HCRT_ENTRY_ALLREDUCE_START, 0, 0, 0, 0, 0, 0},
+      {HCRT_ENTRY_ALLREDUCE_WAIT, 0, 0, 0, 0, 0, 0},
+  };
+  static const char *const where[] = {"fill", "mul", "loss", "w", "start", "wait"};
+  static const double zeros[] = {0, 0, 0, 0, 0, 0};
+  hcrt_step_program p = program();
+  p.kernels = kernels;
+  p.operands = ops, p.entries = entries, p.num_entries = std::size(entries);
+  p.entry_where = where, p.entry_kernel = where, p.entry_flops = zeros, p.entry_bytes = zeros;
+  p.loss_call = 2, p.gate_call = 6, p.update_call = 6, p.num_buckets = 1;
+  p.num_clusters = 2;
+  FakeComm comm;
+  hc_step_env env{};
+  env.rank = 0, env.world_size = 2, env.allreduce_sum_f32 = addTen, env.comm = &comm;
+  Step st(p, env);
+  ASSERT_NE(st.s, nullptr) << st.error;
+  setW(st.s, {1, 1, 1, 1}, {0, 0, 0, 0});
+  double loss = 0;
+  ASSERT_EQ(runOrDeadlock(st.s, &loss), 0) << hcrt_step_last_error(st.s);
+  float g[4];
+  hcrt_step_get_tensor(st.s, "grad:w", g, sizeof g);
+  for (float v : g)
+    EXPECT_FLOAT_EQ(v, (3.0f + 10) / 2);  // summed after cluster 1 wrote it
 }
 
 // y = x * w; a tier copy of y into `target`; loss = 0.5 sum(y2). `bytes`:

@@ -16,7 +16,60 @@ namespace {
 // optimizer, all-reduce) is what the profile calls "outside GEMM and
 // attention".
 bool isGemmOrAttention(const hc_call_profile &c) { return c.flops > 0; }
+
+std::string seconds3(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", s);
+  return buf;
+}
 } // namespace
+
+// A CFTP step's cluster waits, per waiting stream and by the entry each
+// guards (the planner puts a wait right before the entry that needs it):
+// which cross-stream dependencies the streams stall on.
+void Profiler::reportClusterWaits(const std::vector<hc_call_profile> &calls, double per,
+                                  nlohmann::ordered_json &j) const {
+  std::map<std::string, double> byGuarded;
+  std::map<int, double> byStream;
+  double total = 0;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (std::string(calls[i].kernel) != "cluster_wait")
+      continue;
+    const double secs =
+        (calls[i].seconds - (base_.empty() ? 0 : base_[i].seconds)) * per;
+    std::size_t next = i + 1;
+    while (next < calls.size() && std::string(calls[next].kernel) == "cluster_wait")
+      ++next;
+    byGuarded[next < calls.size() ? calls[next].kernel : "(end)"] += secs;
+    int stream = -1;  // the label says "cluster K waits for ..."
+    std::sscanf(calls[i].where, "cluster %d", &stream);
+    byStream[stream] += secs;
+    total += secs;
+  }
+  if (byStream.empty())
+    return;
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto &[kernel, s] : byGuarded)
+    order.push_back({s, kernel});
+  std::sort(order.rbegin(), order.rend());
+  nlohmann::ordered_json guarded = nlohmann::ordered_json::object(),
+                         streams = nlohmann::ordered_json::object();
+  std::string line;
+  for (const auto &[s, kernel] : order) {
+    guarded[kernel] = s;
+    line += std::string(line.empty() ? "" : ", ") + kernel + " " + seconds3(s);
+  }
+  std::string perStream;
+  for (const auto &[k, s] : byStream) {
+    streams[std::to_string(k)] = s;
+    perStream += std::string(perStream.empty() ? "" : ", ") + "cluster " + std::to_string(k) + " " + seconds3(s);
+  }
+  j["cluster_waits"] = {{"seconds_per_step", total},
+                        {"by_waiting_cluster", streams},
+                        {"by_guarded_kernel", guarded}};
+  std::printf("cluster waits (s/step, summed over streams): %.3f; %s; before %s\n", total,
+              perStream.c_str(), line.c_str());
+}
 
 Profiler::Profiler(const Options &opt, const StepLibrary &lib)
     : path_(opt.profile), skipFirst_(opt.steps > 1), lib_(lib), on_(!opt.profile.empty()) {}
@@ -192,6 +245,7 @@ void Profiler::finish(StepContext &ctx) {
     top.push_back({{"call", order[r].second}, {"where", c.where}, {"seconds_per_step", order[r].first}});
   }
   j["slowest_calls"] = top;
+  reportClusterWaits(calls, per, j);
   const std::string text = j.dump(2) + "\n";
   std::string err;
   if (!hc::rt::writeFileAtomic(path_, text.data(), text.size(), err))

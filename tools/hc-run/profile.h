@@ -43,6 +43,10 @@ private:
     return std::max(1.0, lib_.desc.raw.value("cftp_clusters", 1.0));
   }
   std::vector<hc_call_profile> read(StepContext &ctx) const;
+  // Prints and records (j["cluster_waits"]) where a CFTP step's streams
+  // waited for each other; nothing on a one-stream step.
+  void reportClusterWaits(const std::vector<hc_call_profile> &calls, double per,
+                          nlohmann::ordered_json &j) const;
   std::string path_;
   // Whether step 1 is left out (train and test modes: when more steps are
   // asked for; sample mode: when a second call comes).

@@ -407,8 +407,10 @@ bool Emitter::walk(std::string &error) {
       callFlops.push_back(0);
       callBytes.push_back(0);
     } else if (auto cw = dyn_cast<hs::ClusterWaitOp>(op)) {
+      // nin: what the wait orders (hcrt_wait_scope).
       Call c{HCRT_ENTRY_CLUSTER_WAIT, static_cast<int>(cw.getSource()), static_cast<int>(cw.getCount()),
-             0, 0, -1, static_cast<int>(cw.getCluster())};
+             cw.getOnlyFor() ? hs::waitScopeOf(*cw.getOnlyFor()) : HCRT_WAIT_ORDERS_ALL, 0, -1,
+             static_cast<int>(cw.getCluster())};
       calls.push_back(c);
       callWhere.push_back({"cluster_wait", ""});
       callFlops.push_back(0);

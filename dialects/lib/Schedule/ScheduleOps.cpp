@@ -1,5 +1,6 @@
 #include "hc/Schedule/ScheduleOps.h"
 #include "hc/Schedule/KernelRegistry.h"
+#include "hc/abi/step_program.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -168,7 +169,26 @@ LogicalResult ClusterWaitOp::verify() {
     return emitOpError("a cluster cannot wait for itself");
   if (getCount() < 1)
     return emitOpError("count must be at least 1");
+  if (auto only = getOnlyFor(); only && waitScopeOf(*only) == HCRT_WAIT_ORDERS_ALL)
+    return emitOpError("only_for '") << *only
+           << "': a scoped wait orders an allreduce_start or a grad_accumulate call";
   return success();
+}
+
+int32_t hc::schedule::waitScopeOf(StringRef onlyFor) {
+  if (onlyFor == "allreduce_start")
+    return HCRT_WAIT_ORDERS_ALLREDUCE;
+  if (onlyFor == "grad_accumulate")
+    return HCRT_WAIT_ORDERS_ACCUMULATE;
+  return HCRT_WAIT_ORDERS_ALL;
+}
+
+StringRef hc::schedule::waitScopeFor(Operation *op) {
+  if (isa<AllReduceStartOp>(op))
+    return "allreduce_start";
+  if (auto call = dyn_cast<CallOp>(op); call && call.getKernel() == "grad_accumulate")
+    return "grad_accumulate";
+  return {};
 }
 
 int64_t hc::schedule::clusterOf(Operation *op) {

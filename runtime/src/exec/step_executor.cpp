@@ -523,6 +523,19 @@ int drainAfterStop(hc_step *s) {
   return rc;
 }
 
+// A scoped cluster wait orders only the next entry of its stream; where
+// that entry does nothing in this step, nothing needs the wait.
+bool scopedWaitSkipped(const hc_step *s, const hcrt_entry &wait) {
+  switch (wait.nin) {
+  case HCRT_WAIT_ORDERS_ALLREDUCE:  // runEntry starts a bucket's sum only then
+    return !(s->env.world_size > 1 && s->lastMicro);
+  case HCRT_WAIT_ORDERS_ACCUMULATE:  // grad_accumulate: nothing with one micro-batch
+    return s->microCount <= 1;
+  default:
+    return false;
+  }
+}
+
 // CFTP: cluster k's stream, on its threads. An entry another cluster's
 // result must precede waits for that cluster's progress counter. After a
 // failure every stream still walks (and counts) its entries without running
@@ -567,6 +580,8 @@ void runCluster(void *ctx, int32_t k, hc_threads threads) {
           std::this_thread::yield();
     }
     if (c.kind == HCRT_ENTRY_CLUSTER_WAIT) {
+      if (scopedWaitSkipped(s, c))
+        continue;
       CallTimer timer(s, ci);  // the profile shows time spent waiting
       const int64_t target = r.base + c.first;
       for (int spin = 0; s->progress[c.kernel].load(std::memory_order_acquire) < target;

@@ -56,6 +56,18 @@ typedef enum hcrt_entry_kind {
   HCRT_ENTRY_COPY_WAIT = 5,        // tier copy `attrs` is complete
 } hcrt_entry_kind;
 
+// A cluster wait's `nin`: what it orders. A scoped wait (hcs.cluster_wait's
+// `only_for`) stands right before the one entry of its stream it orders, an
+// entry that does nothing in some steps; the executor skips the wait then,
+// and the planner orders every later entry by waits of its own.
+typedef enum hcrt_wait_scope {
+  HCRT_WAIT_ORDERS_ALL = 0,         // every later entry of its stream
+  HCRT_WAIT_ORDERS_ALLREDUCE = 1,   // the next, a gradient all-reduce start (nothing
+                                    // with one rank or before the last micro-batch)
+  HCRT_WAIT_ORDERS_ACCUMULATE = 2,  // the next, a grad_accumulate call (nothing with
+                                    // one micro-batch)
+} hcrt_wait_scope;
+
 typedef struct hcrt_entry {
   int32_t kind, kernel, first, nin, nout, attrs, cluster;
 } hcrt_entry;

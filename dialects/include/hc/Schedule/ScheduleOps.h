@@ -23,6 +23,12 @@ struct Access {
 // CFTP: the cluster whose stream runs `op` (its `cluster` attribute; 0
 // when absent). See hcs.cluster_wait.
 int64_t clusterOf(mlir::Operation *op);
+// A scoped hcs.cluster_wait: the `only_for` name an op that does nothing in
+// some steps answers to ("allreduce_start", "grad_accumulate"; empty: none),
+// and the executor's scope of a name (hcrt_wait_scope; HCRT_WAIT_ORDERS_ALL
+// for any other).
+llvm::StringRef waitScopeFor(mlir::Operation *op);
+int32_t waitScopeOf(llvm::StringRef onlyFor);
 } // namespace hc::schedule
 
 #include "hc/Schedule/AccessInterface.h.inc"

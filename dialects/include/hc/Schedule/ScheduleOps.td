@@ -143,8 +143,15 @@ def HCS_ClusterWaitOp : HCS_Op<"cluster_wait"> {
     of `cluster`, blocks it until cluster `source` has completed its first
     `count` ops. hc-verify-plan proves that every byte one cluster reads or
     writes after another cluster wrote or read it is ordered by such a wait.
+
+    `only_for` ("allreduce_start" or "grad_accumulate") scopes the wait to
+    the next op of its stream, which must be that op: an op that does
+    nothing in some steps (one rank, one micro-batch), where the runtime
+    skips the wait. It orders no later op (hc-verify-plan checks them
+    against the unscoped waits alone).
   }];
-  let arguments = (ins I64Attr:$cluster, I64Attr:$source, I64Attr:$count);
+  let arguments = (ins I64Attr:$cluster, I64Attr:$source, I64Attr:$count,
+                       OptionalAttr<StrAttr>:$only_for);
   let assemblyFormat = "attr-dict";
   let hasVerifier = 1;
 }
