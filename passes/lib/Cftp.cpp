@@ -8,12 +8,15 @@
 // each cluster starting and waiting for its own piece. Which of
 // the two each call gets is decided by a list-scheduling cost model fed by
 // measured kernel rates (MachineRates, CostModel.h; bench/cftp-rates-*.txt).
+// A weight gradient may instead be cut by rows into per-cluster partial
+// sums (cutPartial), folded into the gradient where the step next reads it.
 #include "hc/Passes/Passes.h"
 #include "hc/Schedule/Placement.h"
 
 #include "CftpAccess.h"
 #include "CftpRules.h"
 #include "CostModel.h"
+#include "VerifyMemory.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -52,19 +55,38 @@ struct Done {
   SmallVector<cftp::Access> acc;
 };
 
+// A weight gradient computed as K partial sums over the clusters' rows:
+// cluster 0's into the gradient itself, cluster k's into its buffer of the
+// "partial" arena, summed into the gradient (folded) before anything else
+// reads it.
+struct Partial {
+  Value grad;
+  cftp::Place place;
+  SmallVector<Value> parts;  // clusters 1..K-1
+  SmallVector<cftp::Place> partPlaces;
+  bool early = false;  // folded (only_if "reduced") before its bucket's reduction
+};
+
 class Planner {
 public:
-  Planner(func::FuncOp f, int clusters, std::vector<int> threads, Rates rates)
+  Planner(func::FuncOp f, int clusters, std::vector<int> threads, Rates rates,
+          bool partialGrads, int64_t partialRoom)
       : f(f), K(clusters), threads(std::move(threads)), rates(std::move(rates)),
         clock(K, 0.0), count(K, 0), seen(K, std::vector<int64_t>(K, 0)),
-        log(K), laneFree(K, 0.0) {}
+        log(K), laneFree(K, 0.0), partialGrads(partialGrads),
+        partialRoom(partialRoom) {}
   LogicalResult run();
 
 private:
   double duration(hs::CallOp call, const Sub &s, int nthreads) const;
   void evaluate(Sub &s) const;
+  void emitWaits(Operation *op, Sub &s, StringRef scope);
   void commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
               const cftp::Part *part);
+  bool planPartial(const Sub &whole, std::vector<Sub> &subs, int64_t &bytes) const;
+  void commitPartial(hs::CallOp call, std::vector<Sub> &subs, int64_t bytes);
+  void fold(Operation *before, Partial &p, StringRef onlyIf);
+  void foldBefore(Operation *op, const SmallVector<cftp::Access> &acc);
   Value sliceOf(OpBuilder &b, Value v, const cftp::Place &p, Location loc);
   bool cutCopy(Operation *copy);
   void cutWait(hs::WaitOp wait);
@@ -86,7 +108,18 @@ private:
   llvm::DenseMap<Value, SmallVector<Value>> pieces;
   SmallVector<Operation *> cutCopies;      // erased once their waits are cut
   bool diskTier = false;                   // the offload arena is a file
-  int64_t nSplit = 0, nWhole = 0, nWaits = 0, nCopies = 0;
+  bool partialGrads;
+  int64_t partialRoom;       // bytes the memory budget leaves (-1: no budget)
+  // The "partial" arena: one region per cluster 1..K-1, packed in order of
+  // the cuts. While planning, region k starts at k * kRegionStride (apart
+  // from every other: the access model sees no false conflicts); placed
+  // once the regions' sizes are known (placePartials).
+  static constexpr int64_t kRegionStride = int64_t(1) << 44;
+  std::vector<int64_t> regionBytes = std::vector<int64_t>(K, 0);
+  SmallVector<std::pair<hs::BufferOp, int>> partialBuffers;
+  void placePartials();
+  std::vector<Partial> partials;  // not yet folded for a local step
+  int64_t nSplit = 0, nWhole = 0, nWaits = 0, nCopies = 0, nPartial = 0, nFolds = 0;
   double unsplit = 0;  // the same calls whole on every thread (--cftp off)
 };
 
@@ -143,6 +176,22 @@ Value Planner::sliceOf(OpBuilder &b, Value v, const cftp::Place &p,
   return b.create<hs::ViewOp>(loc, sliced, root);
 }
 
+// The waits `s` needs, before `op` (evaluated again: earlier pieces of the
+// same op may be in the log now). Scoped ones (`scope`: the op does nothing
+// in some steps) order `op` alone, so they do not count as seen.
+void Planner::emitWaits(Operation *op, Sub &s, StringRef scope) {
+  OpBuilder b(op);
+  evaluate(s);
+  for (auto [j, need] : s.waits) {
+    b.create<hs::ClusterWaitOp>(op->getLoc(), b.getI64IntegerAttr(s.k),
+                                b.getI64IntegerAttr(j), b.getI64IntegerAttr(need),
+                                scope.empty() ? StringAttr() : b.getStringAttr(scope));
+    if (scope.empty())
+      seen[s.k][j] = need;
+    ++nWaits;
+  }
+}
+
 void Planner::commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
                      const cftp::Part *part) {
   OpBuilder b(op);
@@ -153,15 +202,7 @@ void Planner::commit(Operation *op, hs::CallOp call, std::vector<Sub> &subs,
   // (S/2 fp32 on 2 clusters: 0.46 of 0.79 s/step of waits, on one rank).
   const StringRef scope = hs::waitScopeFor(op);
   for (Sub &s : subs) {
-    evaluate(s);  // again: earlier pieces of this op are in the log now
-    for (auto [j, need] : s.waits) {
-      b.create<hs::ClusterWaitOp>(op->getLoc(), b.getI64IntegerAttr(s.k),
-                                  b.getI64IntegerAttr(j), b.getI64IntegerAttr(need),
-                                  scope.empty() ? StringAttr() : b.getStringAttr(scope));
-      if (scope.empty())
-        seen[s.k][j] = need;
-      ++nWaits;
-    }
+    emitWaits(op, s, scope);
     if (!part) {
       op->setAttr("cluster", b.getI64IntegerAttr(s.k));
     } else {
@@ -208,17 +249,182 @@ void Planner::place(Operation *op, int k, double dur, double notBefore) {
   s.dur = dur;
   s.notBefore = notBefore;
   places.accessesOf(op, s.acc);
-  evaluate(s);
-  OpBuilder b(op);
-  for (auto [j, need] : s.waits) {
-    b.create<hs::ClusterWaitOp>(op->getLoc(), b.getI64IntegerAttr(k), b.getI64IntegerAttr(j),
-                                b.getI64IntegerAttr(need), StringAttr());
-    seen[k][j] = need;
-    ++nWaits;
-  }
-  op->setAttr("cluster", b.getI64IntegerAttr(k));
+  emitWaits(op, s, hs::waitScopeFor(op));
+  op->setAttr("cluster", OpBuilder(op).getI64IntegerAttr(k));
   log[k].push_back({count[k]++, s.finish, s.acc});
   clock[k] = s.finish;
+}
+
+// A weight gradient (a features-rule call: dW [out, in] = dY^T X, and db
+// beside it) cut by the rows of dY and X instead, the rows each cluster
+// produced itself: cluster k sums its rows into a whole-sized output of
+// its own, so no stream waits for another's dY. The fold (`fold`) adds
+// the partials later, where a stream joins anyway. `bytes`: one
+// cluster's partial outputs.
+bool Planner::planPartial(const Sub &whole, std::vector<Sub> &subs,
+                          int64_t &bytes) const {
+  if (whole.ins.size() != 2 || whole.outs.empty())
+    return false;
+  const cftp::Place &dy = whole.ins[0], &x = whole.ins[1];
+  if (dy.shape.size() < 2 || dy.shape.size() != x.shape.size() || dy.shape[0] != x.shape[0] ||
+      dy.shape[0] < K)
+    return false;
+  const int grad = static_cast<int>(llvm::find(hs::kArenaNames, StringRef("grad")) -
+                                    std::begin(hs::kArenaNames));
+  const int partial = static_cast<int>(llvm::find(hs::kArenaNames, StringRef("partial")) -
+                                       std::begin(hs::kArenaNames));
+  SmallVector<int64_t> at;  // each output's place in one cluster's partials
+  bytes = 0;
+  for (const cftp::Place &o : whole.outs) {
+    if (o.root != grad)
+      return false;
+    int64_t n = o.elemBytes;
+    for (int64_t d : o.shape)
+      n *= d;
+    at.push_back(bytes);
+    bytes += (n + 63) / 64 * 64;  // each on a cache line of its own
+  }
+  int64_t used = 0;
+  for (int64_t r : regionBytes)
+    used += r;
+  if (partialRoom >= 0 && (K - 1) * bytes > partialRoom - used)
+    return false;
+  const int64_t rows = dy.shape[0];
+  subs.assign(K, Sub());
+  for (int k = 0; k < K; ++k) {
+    Sub &s = subs[k];
+    s.k = k;
+    const int64_t lo = rows * k / K, hi = rows * (k + 1) / K;
+    for (cftp::Place p : whole.ins) {
+      p.offset += lo * p.strides[0];
+      p.shape[0] = hi - lo;
+      s.ins.push_back(p);
+      places.add(p, false, s.acc);
+    }
+    for (auto [o, out] : llvm::enumerate(whole.outs)) {
+      cftp::Place p = out;
+      if (k > 0) {
+        p.root = partial;
+        p.base = k * kRegionStride + regionBytes[k] + at[o];
+        p.offset = 0;
+        int64_t stride = 1;
+        for (size_t d = p.shape.size(); d-- > 0;) {
+          p.strides[d] = stride;
+          stride *= p.shape[d];
+        }
+      }
+      s.outs.push_back(p);
+      places.add(p, true, s.acc);
+    }
+  }
+  return true;
+}
+
+void Planner::commitPartial(hs::CallOp call, std::vector<Sub> &subs, int64_t bytes) {
+  OpBuilder b(call);
+  const Location loc = call.getLoc();
+  std::vector<Partial> made(call.getOuts().size());
+  for (Sub &s : subs) {
+    emitWaits(call, s, {});
+    SmallVector<Value> ins, outs;
+    for (auto [i, v] : llvm::enumerate(call.getIns()))
+      ins.push_back(sliceOf(b, v, s.ins[i], loc));
+    for (auto [o, v] : llvm::enumerate(call.getOuts())) {
+      if (s.k == 0) {
+        outs.push_back(v);
+        made[o].grad = v;
+        made[o].place = s.outs[o];
+        continue;
+      }
+      auto type = cast<MemRefType>(v.getType());
+      auto part = b.create<hs::BufferOp>(
+          loc, MemRefType::get(type.getShape(), type.getElementType()), b.getStringAttr("partial"),
+          b.getI64IntegerAttr(s.outs[o].base), StringAttr());
+      partialBuffers.push_back({part, s.k});
+      outs.push_back(part);
+      made[o].parts.push_back(part);
+      made[o].partPlaces.push_back(s.outs[o]);
+    }
+    auto sub = b.create<hs::CallOp>(loc, call.getKernelAttr(), ins, outs, call.getAttrs());
+    sub->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+    sub->setAttr("cluster", b.getI64IntegerAttr(s.k));
+    sub->setAttr("split", b.getStringAttr("partial"));
+    log[s.k].push_back({count[s.k]++, s.finish, s.acc});
+    clock[s.k] = s.finish;
+  }
+  for (int k = 1; k < K; ++k)
+    regionBytes[k] += bytes;
+  for (Partial &p : made)
+    partials.push_back(std::move(p));
+  ++nPartial;
+  call->erase();
+}
+
+// Adds the partials of `p` into its gradient before `before`: each cluster
+// its rows of it (dim 0), `only_if` as given.
+void Planner::fold(Operation *before, Partial &p, StringRef onlyIf) {
+  OpBuilder b(before);
+  const Location loc = before->getLoc();
+  const int64_t rows = p.place.shape.empty() ? 1 : p.place.shape[0];
+  auto rowsOf = [&](cftp::Place q, int64_t lo, int64_t hi) {
+    if (!q.shape.empty()) {
+      q.offset += lo * q.strides[0];
+      q.shape[0] = hi - lo;
+    }
+    return q;
+  };
+  for (int j = 0; j < K; ++j) {
+    const int64_t lo = rows * j / K, hi = rows * (j + 1) / K;
+    if (hi == lo)
+      continue;
+    const cftp::Place g = rowsOf(p.place, lo, hi);
+    Value gv = sliceOf(b, p.grad, g, loc);
+    for (int k = 1; k < K; ++k) {
+      const cftp::Place q = rowsOf(p.partPlaces[k - 1], lo, hi);
+      Value qv = sliceOf(b, p.parts[k - 1], q, loc);
+      auto add = b.create<hs::CallOp>(loc, b.getStringAttr("add"), ValueRange{gv, qv},
+                                      ValueRange{gv}, b.getDictionaryAttr({}),
+                                      onlyIf.empty() ? StringAttr() : b.getStringAttr(onlyIf));
+      add->setAttr("split", b.getStringAttr("fold"));
+      Sub s;
+      s.ins = {g, q};
+      s.outs = {g};
+      place(add, j, duration(add, s, threads[j]), 0);
+      ++nFolds;
+    }
+  }
+}
+
+// Before `op`, the folds its accesses `acc` need. An op that runs only
+// when the step reduces its gradients per bucket (grad_accumulate, an
+// all-reduce start) gets the fold if reduced; any other op reading or
+// writing a gradient with partials gets the fold if local (or always, if
+// none came before). An all-reduce's wait follows its start's fold.
+void Planner::foldBefore(Operation *op, const SmallVector<cftp::Access> &acc) {
+  if (partials.empty() || isa<hs::WaitOp>(op))
+    return;
+  const bool reducing = !hs::waitScopeFor(op).empty();
+  for (size_t i = 0; i < partials.size();) {
+    Partial &p = partials[i];
+    SmallVector<cftp::Access> gradAcc;
+    places.add(p.place, true, gradAcc);
+    bool touches = false;
+    for (const cftp::Access &a : acc)
+      for (const cftp::Access &g : gradAcc)
+        touches = touches || cftp::conflicts(a, g);
+    if (!touches || (reducing && p.early)) {
+      ++i;
+      continue;
+    }
+    if (reducing) {
+      fold(op, p, "reduced");
+      p.early = true;
+      ++i;
+      continue;
+    }
+    fold(op, p, p.early ? "local" : "");
+    partials.erase(partials.begin() + static_cast<std::ptrdiff_t>(i));
+  }
 }
 
 // A tier copy of a batch-major buffer, cut as the calls around it are: one
@@ -280,6 +486,45 @@ void Planner::cutWait(hs::WaitOp wait) {
   wait.erase();
 }
 
+// The "partial" arena's regions, page-aligned one after another (cluster
+// k's buffers move from k * kRegionStride to its region's start), its
+// size, and its pages' owners: region k is cluster k's, on the home node
+// the placement gives that cluster's other slices.
+void Planner::placePartials() {
+  Builder b(f.getContext());
+  auto placement = f->getAttrOfType<hs::PlacementAttr>(hs::kPlacementAttr);
+  const int64_t page = placement ? placement.getPageBytes() : 4096;
+  std::vector<int64_t> base(K, 0);
+  int64_t end = 0;
+  for (int k = 1; k < K; ++k) {
+    base[k] = (end + page - 1) / page * page;
+    end = base[k] + regionBytes[k];
+  }
+  for (auto [buf, k] : partialBuffers)
+    buf.setOffsetAttr(b.getI64IntegerAttr(static_cast<int64_t>(*buf.getOffset()) -
+                                          k * kRegionStride + base[k]));
+  NamedAttrList sizes(f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes"));
+  sizes.set("partial", b.getI64IntegerAttr(end));
+  f->setAttr("hcs.arena_bytes", sizes.getDictionary(f.getContext()));
+  if (!placement)
+    return;
+  SmallVector<Attribute> slices(placement.getSlices().begin(), placement.getSlices().end());
+  for (int k = 1; k < K; ++k) {
+    const int64_t to = k + 1 < K ? base[k + 1] : end;
+    if (to <= base[k])
+      continue;
+    DenseI32ArrayAttr numa;
+    for (Attribute a : placement.getSlices())
+      if (auto s = cast<hs::SliceAttr>(a); !numa && s.getOwner() == k)
+        numa = s.getNuma();
+    if (!numa)
+      numa = cast<hs::SliceAttr>(placement.getSlices()[0]).getNuma();
+    slices.push_back(hs::SliceAttr::get(f.getContext(), "partial", base[k], to - base[k], k, numa));
+  }
+  f->setAttr(hs::kPlacementAttr,
+             hs::PlacementAttr::get(f.getContext(), page, b.getArrayAttr(slices)));
+}
+
 LogicalResult Planner::run() {
   if (auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr))
     diskTier = !memory.getOffloadDir().empty();
@@ -333,6 +578,7 @@ LogicalResult Planner::run() {
       }
     }
     places.accessesOf(op, whole.acc);
+    foldBefore(op, whole.acc);
     StringRef kernel = call ? call.getKernel() : StringRef();
     if (call)
       unsplit += duration(call, whole, all);
@@ -395,6 +641,31 @@ LogicalResult Planner::run() {
         }
       }
     }
+    // A weight gradient as partial sums when the alternatives join the
+    // streams: the model prices a join at `sync` only, but a join also
+    // exposes the clusters' run-time imbalance (S/2 fp32 on a Zen 3, 2
+    // clusters: 0.4-0.7 s/step of waits over ~100 joins; bench/README).
+    if (call && !pinned && partialGrads &&
+        cftp::splitRuleOf(kernel).rule == cftp::Rule::Features) {
+      std::vector<Sub> subs;
+      int64_t bytes = 0;
+      if (planPartial(whole, subs, bytes)) {
+        double finish = 0;
+        size_t waits = 0, bestWaits = 0;
+        for (Sub &s : subs) {
+          s.dur = duration(call, s, threads[s.k]);
+          evaluate(s);
+          finish = std::max(finish, s.finish);
+          waits += s.waits.size();
+        }
+        for (const Sub &s : best)
+          bestWaits += s.waits.size();
+        if (waits < bestWaits || finish <= bestFinish) {
+          commitPartial(call, subs, bytes);
+          continue;
+        }
+      }
+    }
     commit(op, call, best, bestPart);
     if (isa<hs::OffloadOp, hs::PrefetchOp>(op)) {
       // Started where it stands, on its stream's lane; the lane runs it
@@ -407,6 +678,12 @@ LogicalResult Planner::run() {
   }
   for (Operation *copy : cutCopies)
     copy->erase();
+  // Gradients the step itself never reads again: folded at its end (the
+  // host reads them).
+  Operation *end = f.getBody().front().getTerminator();
+  for (Partial &p : partials)
+    fold(end, p, p.early ? "local" : "");
+  partials.clear();
   double predicted = 0;
   for (double c : clock)
     predicted = std::max(predicted, c);
@@ -423,6 +700,11 @@ LogicalResult Planner::run() {
       b.getNamedAttr("rates", b.getStringAttr(rates.source))};
   if (nCopies > 0)  // hc-automem's tier copies, ordered like any access
     attrs.push_back(b.getNamedAttr("copies", b.getI64IntegerAttr(nCopies)));
+  if (nPartial > 0) {
+    attrs.push_back(b.getNamedAttr("partial", b.getI64IntegerAttr(nPartial)));
+    attrs.push_back(b.getNamedAttr("folds", b.getI64IntegerAttr(nFolds)));
+    placePartials();
+  }
   f->setAttr("hcs.cftp", b.getDictionaryAttr(attrs));
   return success();
 }
@@ -483,7 +765,13 @@ struct CftpPass : impl::CftpBase<CftpPass> {
       std::vector<int> threads;
       for (int k = 0; k < K; ++k)
         threads.push_back(cores * (k + 1) / K - cores * k / K);
-      if (failed(Planner(f, K, threads, r).run()))
+      // The partials' bytes come out of what the memory budget leaves.
+      int64_t room = -1;
+      if (auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr);
+          memory && memory.getBudget() > 0)
+        room = std::max<int64_t>(0, memory.getBudget() - memory.getReserve() -
+                                        arenaBytesInMemory(f));
+      if (failed(Planner(f, K, threads, r, partialGrads, room).run()))
         return signalPassFailure();
     }
   }

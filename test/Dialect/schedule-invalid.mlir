@@ -229,7 +229,16 @@ func.func @self_wait() {
 // -----
 
 func.func @unknown_scope() {
-  // expected-error @+1 {{'hcs.cluster_wait' op only_for 'linear': a scoped wait orders an allreduce_start or a grad_accumulate call}}
+  // expected-error @+1 {{'hcs.cluster_wait' op only_for 'linear': a scoped wait orders an allreduce_start, a grad_accumulate call or a conditional call (call_if_reduced, call_if_local)}}
   hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64, only_for = "linear"}
+  return
+}
+
+// -----
+
+// hcs.call's only_if: "reduced" or "local" (hcrt_call_condition).
+func.func @unknown_condition(%a: memref<4xf32>) {
+  // expected-error @+1 {{'hcs.call' op only_if 'always': a call runs only if "reduced" or "local"}}
+  hcs.call "add"(%a, %a) -> (%a) {} {only_if = "always"} : (memref<4xf32>, memref<4xf32>) -> memref<4xf32>
   return
 }

@@ -11,6 +11,13 @@ copies whose starts are themselves ordered. A kernel reads its inputs and
 writes its outputs (the descriptors' byte ranges); a copy reads its source
 and writes its target, from its start to its wait.
 
+Checked in each kind of step the executor tells apart: one rank and one
+micro-batch; two ranks; a micro-batch before the last of two, and the
+last. In each, a scoped wait (its `nin`, hcrt_wait_scope) holds only where
+the executor keeps it, and a conditional call (kCallCondition,
+hcrt_call_condition) touches bytes only where it runs (grad_accumulate
+only with micro-batches).
+
 usage: happens_before.py STEP.cpp [--drop-wait N]   (exit 1: a race)
 --drop-wait N ignores the N-th cluster wait: the check's own check."""
 import argparse
@@ -52,11 +59,41 @@ def parse(src):
     for m in re.finditer(r"\{(HCRT_ENTRY_\w+)((?:, -?\d+)+)\}", table(src, "kCalls")):
         entries.append((KINDS[m.group(1)],) + tuple(int(x) for x in m.group(2).split(",")[1:]))
     where = re.findall(r'"((?:[^"\\]|\\.)*)"', table(src, "kCallWhere"))
-    return descs, operands, entries, where
+    conditions = [int(x) for x in table(src, "kCallCondition").split(",") if x.strip()]
+    # grad_accumulate touches nothing with one micro-batch (its waits are
+    # scoped to it): condition 3 here, the executor's micro-batch count.
+    kernels = re.findall(r'"((?:[^"\\]|\\.)*)"', table(src, "kCallKernel"))
+    conditions = [3 if k == "grad_accumulate" else c for c, k in zip(conditions, kernels)]
+    return descs, operands, entries, where, conditions
 
 
-def races(descs, operands, entries, drop_wait=-1):
-    """[(entry, earlier entry, root, lo, hi)] of unordered conflicting accesses."""
+# (world size, micro-batches, last micro-batch): the steps that differ.
+MODES = ((1, 1, True), (2, 1, True), (1, 2, False), (1, 2, True))
+
+
+def wait_holds(scope, world, micros, last):
+    """hcrt_wait_scope as step_executor.cpp's scopedWaitSkipped reads it."""
+    reduced = world > 1 or micros > 1
+    return {0: True, 1: world > 1 and last, 2: micros > 1, 3: reduced, 4: not reduced}[scope]
+
+
+def call_runs(condition, world, micros):
+    """hcrt_call_condition (3: grad_accumulate, which works with micro-batches only)."""
+    reduced = world > 1 or micros > 1
+    return {0: True, 1: reduced, 2: not reduced, 3: micros > 1}[condition]
+
+
+def races(descs, operands, entries, drop_wait=-1, conditions=None):
+    """[(entry, earlier entry, root, lo, hi)] of unordered conflicting accesses
+    in any of MODES."""
+    found = []
+    for mode in MODES:
+        found += races_in(descs, operands, entries, drop_wait, conditions, *mode)[0]
+    _, clusters, copies = races_in(descs, operands, entries, -1, conditions, *MODES[0])
+    return found, clusters, copies
+
+
+def races_in(descs, operands, entries, drop_wait, conditions, world, micros, last):
     clusters = 1 + max(max(e[6] for e in entries),
                        max([e[1] for e in entries if e[0] == CLUSTER_WAIT] + [0]))
     copies = 1 + max([e[5] for e in entries if e[0] == COPY_START] + [-1])
@@ -87,7 +124,7 @@ def races(descs, operands, entries, drop_wait=-1):
     for ei, (kind, kernel, first, nin, nout, attrs, k) in enumerate(entries):
         if kind == CLUSTER_WAIT:
             waits += 1
-            if waits - 1 == drop_wait:
+            if waits - 1 == drop_wait or not wait_holds(nin, world, micros, last):
                 continue
             if first >= len(after[kernel]):
                 found.append((ei, None, "a wait for an entry later in the table", kernel, first))
@@ -95,7 +132,7 @@ def races(descs, operands, entries, drop_wait=-1):
             clock[k] = np.maximum(clock[k], after[kernel][first])
             continue
         clock[k][k] += 1
-        if kind == KERNEL:
+        if kind == KERNEL and call_runs(conditions[ei] if conditions else 0, world, micros):
             for n in range(nin + nout):
                 if operands[first + n] >= 0:
                     access(operands[first + n], n >= nin, k, clock[k], ei)
@@ -121,8 +158,8 @@ def main():
     ap.add_argument("cpp")
     ap.add_argument("--drop-wait", type=int, default=-1)
     a = ap.parse_args()
-    descs, operands, entries, where = parse(open(a.cpp).read())
-    found, clusters, copies = races(descs, operands, entries, a.drop_wait)
+    descs, operands, entries, where, conditions = parse(open(a.cpp).read())
+    found, clusters, copies = races(descs, operands, entries, a.drop_wait, conditions)
     print("happens_before: %d entries, %d streams, %d tier copies: %d unordered access pairs"
           % (len(entries), clusters, copies, len(found)))
     for ei, other, *rest in found[:10]:

@@ -1,6 +1,9 @@
 // hc-cftp: the planned step cut into one stream per cluster. Topology: the
 // committed flat 2-core machine re-cut into 2 clusters of 1 core.
-// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp --hc-verify-plan | FileCheck %s
+// The cuts without partial weight gradients (partial-grads=false); with
+// them (the default), the last case (PART).
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="partial-grads=false" --hc-verify-plan | FileCheck %s
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=PART
 //
 // One cluster (the same machine as discovered): the pass leaves the step alone.
 // RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=ONE
@@ -21,7 +24,7 @@
 // The cost model decides: by default the bias gradient's sum runs on the
 // idle cluster 0 after a wait (below); when a blocking wait costs 10 ms it
 // stays on cluster 1, which wrote dz, and the step has one wait fewer.
-// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="rates=%S/Inputs/cftp-slow-sync.txt" --hc-verify-plan | FileCheck %s --check-prefix=SLOW
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="rates=%S/Inputs/cftp-slow-sync.txt partial-grads=false" --hc-verify-plan | FileCheck %s --check-prefix=SLOW
 // SLOW-LABEL: func.func @step()
 // SLOW-SAME: rates = "{{.*}}cftp-slow-sync.txt", split = 3 : i64, threads = array<i32: 1, 1>, unsplit_seconds = {{.*}}, waits = 4 : i64
 // SLOW: hcs.call "linear_grad_weight"({{.*}}) {} {cluster = 1 : i64} :
@@ -291,6 +294,67 @@ func.func @step() {
   %all = hcs.buffer "grad" {offset = 0 : i64} : memref<144xf32>
   %tok = hcs.allreduce_start %all {bucket_id = 0 : i64} : memref<144xf32>
   hcs.wait %tok
+  hcs.loss %l : memref<f32>
+  return
+}
+
+// -----
+
+// Partial weight gradients (partial-grads, on by default). The weight and
+// bias gradient's feature cut would make each cluster wait for the other's
+// rows of dy; instead each cluster sums its own rows (split = "partial"),
+// cluster 0 into dw and db, cluster 1 into its buffers of the "partial"
+// arena. Before the bucket's grad_accumulate the partials are folded into
+// the gradient by calls only for a step that reduces gradients per bucket
+// (only_if = "reduced"), each cluster its rows of dw and db, after a wait
+// scoped to them; before grad_norm, the next op to read the gradients,
+// again by calls only for a step that does not (only_if = "local").
+// PART: func.func @step() attributes {hcs.arena_bytes = {{{.*}}partial = 526336 : i64
+// PART-SAME: hcs.cftp = {clusters = 2 : i64, folds = 8 : i64, partial = 1 : i64,
+// PART: hcs.call "linear_grad_weight_bias"(%{{.*}}, %{{.*}}) -> (%[[DW:[0-9]+]], %[[DB:[0-9]+]]) {} {cluster = 0 : i64, split = "partial"} : (memref<32x512xf32, strided<[512, 1]>>, memref<32x256xf32, strided<[256, 1]>>) -> (memref<512x256xf32>, memref<512xf32>)
+// PART: %[[QW:[0-9]+]] = hcs.buffer "partial" {offset = 0 : i64} : memref<512x256xf32>
+// PART-NEXT: %[[QB:[0-9]+]] = hcs.buffer "partial" {offset = 524288 : i64} : memref<512xf32>
+// PART-NEXT: hcs.call "linear_grad_weight_bias"(%{{.*}}, %{{.*}}) -> (%[[QW]], %[[QB]]) {} {cluster = 1 : i64, split = "partial"} : (memref<32x512xf32, strided<[512, 1], offset: 16384>>, memref<32x256xf32, strided<[256, 1], offset: 8192>>) -> (memref<512x256xf32>, memref<512xf32>)
+// PART-NOT: hcs.cluster_wait {{{.*}}source
+// PART: %[[G0:[0-9]+]] = hcs.view %[[DW]] : memref<512x256xf32> to memref<256x256xf32, strided<[256, 1]>>
+// PART-NEXT: %[[P0:[0-9]+]] = hcs.view %[[QW]] : memref<512x256xf32> to memref<256x256xf32, strided<[256, 1]>>
+// PART-NEXT: hcs.cluster_wait {cluster = 0 : i64, count = {{[0-9]+}} : i64, only_for = "call_if_reduced", source = 1 : i64}
+// PART-NEXT: hcs.call "add"(%[[G0]], %[[P0]]) -> (%[[G0]]) {} {cluster = 0 : i64, only_if = "reduced", split = "fold"}
+// PART: hcs.call "add"({{.*}}) -> ({{.*}}) {} {cluster = 1 : i64, only_if = "reduced", split = "fold"} : (memref<256x256xf32, strided<[256, 1], offset: 65536>>
+// PART: hcs.call "add"({{.*}}cluster = 1 : i64, only_if = "reduced", split = "fold"} : (memref<256xf32, strided<[1], offset: 256>>
+// PART-NOT: only_if
+// PART: hcs.call "grad_accumulate"
+// PART: hcs.allreduce_start
+// PART: hcs.wait
+// PART-NOT: only_if
+// PART: hcs.call "add"({{.*}}cluster = 0 : i64, only_if = "local", split = "fold"
+// PART-NEXT: hcs.view
+// PART-NEXT: hcs.view
+// PART-NEXT: hcs.cluster_wait {cluster = 1 : i64, count = {{[0-9]+}} : i64, only_for = "call_if_local", source = 0 : i64}
+// PART-NEXT: hcs.call "add"({{.*}}cluster = 1 : i64, only_if = "local", split = "fold"
+// PART-COUNT-2: hcs.call "add"({{.*}}only_if = "local", split = "fold"
+// PART-NOT: only_if
+// PART: hcs.call "grad_norm"
+func.func @step() {
+  %x = hcs.input "x" {index = 0 : i64} : memref<64x256xf32>
+  %w = hcs.buffer "param" {name = "w", offset = 0 : i64} : memref<512x256xf32>
+  %b = hcs.buffer "param" {name = "b", offset = 524288 : i64} : memref<512xf32>
+  %dw = hcs.buffer "grad" {name = "grad:w", offset = 0 : i64} : memref<512x256xf32>
+  %db = hcs.buffer "grad" {name = "grad:b", offset = 524288 : i64} : memref<512xf32>
+  %y = hcs.buffer "act" : memref<64x512xf32>
+  hcs.call "linear"(%x, %w, %b) -> (%y) {} : (memref<64x256xf32>, memref<512x256xf32>, memref<512xf32>) -> memref<64x512xf32>
+  %l = hcs.buffer "act" : memref<f32>
+  hcs.call "reduce_sum"(%y) -> (%l) {axes = array<i64: 0, 1>, keepdims = false} : (memref<64x512xf32>) -> memref<f32>
+  %dy = hcs.buffer "act" : memref<64x512xf32>
+  hcs.call "gelu"(%y) -> (%dy) {approximate = "tanh"} : (memref<64x512xf32>) -> memref<64x512xf32>
+  hcs.call "linear_grad_weight_bias"(%dy, %x) -> (%dw, %db) {} : (memref<64x512xf32>, memref<64x256xf32>) -> (memref<512x256xf32>, memref<512xf32>)
+  %all = hcs.buffer "grad" {offset = 0 : i64} : memref<131584xf32>
+  %acc = hcs.buffer "accum" {offset = 0 : i64} : memref<131584xf32>
+  hcs.call "grad_accumulate"(%all, %acc) -> (%all, %acc) {micro_batch = 0.0 : f64, micro_batches = 1.0 : f64} : (memref<131584xf32>, memref<131584xf32>) -> (memref<131584xf32>, memref<131584xf32>)
+  %tok = hcs.allreduce_start %all {bucket_id = 0 : i64} : memref<131584xf32>
+  hcs.wait %tok
+  %n = hcs.buffer "grad" {name = "grad_norm", offset = 526336 : i64} : memref<f32>
+  hcs.call "grad_norm"(%all) -> (%n) {} : (memref<131584xf32>) -> memref<f32>
   hcs.loss %l : memref<f32>
   return
 }

@@ -347,3 +347,50 @@ func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, grad = 256 : i
   hcs.call "exp"(%g) -> (%a) {} {cluster = 0 : i64} : (memref<64xf32>) -> memref<64xf32>
   return
 }
+
+// -----
+
+// A wait scoped to a conditional call (call_if_reduced) orders that call
+// alone: the call if local after it, reading the bytes cluster 1 wrote,
+// needs a wait of its own.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, grad = 256 : i64, partial = 256 : i64}} {
+  %g = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  %q = hcs.buffer "partial" {offset = 0 : i64} : memref<64xf32>
+  %p = hcs.input "x" {index = 0 : i64} : memref<64xf32>
+  // expected-note @+1 {{the other cluster's op}}
+  hcs.call "tanh"(%p) -> (%q) {} {cluster = 1 : i64} : (memref<64xf32>) -> memref<64xf32>
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64, only_for = "call_if_reduced"}
+  hcs.call "add"(%g, %q) -> (%g) {} {cluster = 0 : i64, only_if = "reduced"} : (memref<64xf32>, memref<64xf32>) -> memref<64xf32>
+  // expected-error @+1 {{cluster 0 reads bytes [0, 256) of arena 'partial' that cluster 1 wrote in its op 0, with no hcs.cluster_wait ordering them}}
+  hcs.call "add"(%g, %q) -> (%g) {} {cluster = 0 : i64, only_if = "local"} : (memref<64xf32>, memref<64xf32>) -> memref<64xf32>
+  return
+}
+
+// -----
+
+// The same with the local call's own scoped wait: it verifies.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, grad = 256 : i64, partial = 256 : i64}} {
+  %g = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  %q = hcs.buffer "partial" {offset = 0 : i64} : memref<64xf32>
+  %p = hcs.input "x" {index = 0 : i64} : memref<64xf32>
+  hcs.call "tanh"(%p) -> (%q) {} {cluster = 1 : i64} : (memref<64xf32>) -> memref<64xf32>
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64, only_for = "call_if_reduced"}
+  hcs.call "add"(%g, %q) -> (%g) {} {cluster = 0 : i64, only_if = "reduced"} : (memref<64xf32>, memref<64xf32>) -> memref<64xf32>
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64, only_for = "call_if_local"}
+  hcs.call "add"(%g, %q) -> (%g) {} {cluster = 0 : i64, only_if = "local"} : (memref<64xf32>, memref<64xf32>) -> memref<64xf32>
+  return
+}
+
+// -----
+
+// A wait scoped to a call if local must not stand before a call if reduced.
+func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, grad = 256 : i64, partial = 256 : i64}} {
+  %g = hcs.buffer "grad" {offset = 0 : i64} : memref<64xf32>
+  %q = hcs.buffer "partial" {offset = 0 : i64} : memref<64xf32>
+  %p = hcs.input "x" {index = 0 : i64} : memref<64xf32>
+  hcs.call "tanh"(%p) -> (%q) {} {cluster = 1 : i64} : (memref<64xf32>) -> memref<64xf32>
+  // expected-error @+1 {{a wait only for call_if_local before an op of its stream that is none}}
+  hcs.cluster_wait {cluster = 0 : i64, source = 1 : i64, count = 1 : i64, only_for = "call_if_local"}
+  hcs.call "add"(%g, %q) -> (%g) {} {cluster = 0 : i64, only_if = "reduced"} : (memref<64xf32>, memref<64xf32>) -> memref<64xf32>
+  return
+}

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <algorithm>
 #include <vector>
 
 namespace {
@@ -432,6 +433,106 @@ TEST(StepExecutor, ScopedWaitsOrderTheirEntryWhereItRuns) {
   hcrt_step_get_tensor(st.s, "grad:w", g, sizeof g);
   for (float v : g)
     EXPECT_FLOAT_EQ(v, (3.0f + 10) / 2);  // summed after cluster 1 wrote it
+}
+
+// A conditional call (hcrt_call_condition) runs only in the steps it is
+// for: "reduced" where the step reduces gradients per bucket (two ranks,
+// or more than one micro-batch), "local" where it does not. Here g += 1
+// if reduced and g += 100 if local, after the loss.
+void addOne(const hcrt_tensor *, int32_t, hcrt_tensor *outs, int32_t, const hcrt_attrs *,
+            hc_threads) {
+  for (int i = 0; i < 4; ++i)
+    static_cast<float *>(outs[0].data)[i] += 1;
+}
+void addHundred(const hcrt_tensor *, int32_t, hcrt_tensor *outs, int32_t, const hcrt_attrs *,
+                hc_threads) {
+  for (int i = 0; i < 4; ++i)
+    static_cast<float *>(outs[0].data)[i] += 100;
+}
+
+// The hyperparameters a program needs to run micro-batches.
+void withMicroBatches(hcrt_step_program &p) {
+  static const char *const names[] = {"lr", "micro_batch", "micro_batches"};
+  static const double defaults[] = {0.1, 0, 1};
+  p.num_hypers = 3, p.hyper_names = names, p.hyper_defaults = defaults;
+}
+
+hcrt_step_program conditionalProgram() {
+  static const hcrt_kernel_fn kernels[] = {mulKernel, sumKernel, addOne, addHundred};
+  static const int32_t ops[] = {0, 1, 2, /**/ 2, 3, /**/ 4, 4, /**/ 4, 4};
+  static const hcrt_entry entries[] = {
+      {HCRT_ENTRY_KERNEL, 0, 0, 2, 1, 0, 0},
+      {HCRT_ENTRY_KERNEL, 1, 3, 1, 1, 1, 0},
+      {HCRT_ENTRY_KERNEL, 2, 5, 1, 1, 0, 0},
+      {HCRT_ENTRY_KERNEL, 3, 7, 1, 1, 0, 0},
+  };
+  static const int8_t when[] = {HCRT_RUNS_ALWAYS, HCRT_RUNS_ALWAYS, HCRT_RUNS_IF_REDUCED,
+                                HCRT_RUNS_IF_LOCAL};
+  static const char *const where[] = {"mul", "loss", "if reduced", "if local"};
+  static const double zeros[] = {0, 0, 0, 0};
+  hcrt_step_program p = program();
+  p.kernels = kernels;
+  p.operands = ops, p.entries = entries, p.num_entries = std::size(entries);
+  p.entry_condition = when;
+  p.entry_where = where, p.entry_kernel = where, p.entry_flops = zeros, p.entry_bytes = zeros;
+  p.loss_call = 1, p.gate_call = 4, p.update_call = 4, p.num_buckets = 0;
+  withMicroBatches(p);
+  return p;
+}
+
+TEST(StepExecutor, ConditionalCallsRunOnlyInTheirSteps) {
+  const hcrt_step_program p = conditionalProgram();
+  auto gradAfterOneRun = [&](hc_step_env env, int micros) {
+    Step st(p, env);
+    EXPECT_NE(st.s, nullptr) << st.error;
+    setW(st.s, {1, 1, 1, 1}, {0, 0, 0, 0});
+    if (micros > 1)
+      EXPECT_EQ(hcrt_step_set_hyperparameter(st.s, "micro_batches", micros), 0);
+    double loss = 0;
+    EXPECT_EQ(hcrt_step_run(st.s, kInputs, &loss), 0) << hcrt_step_last_error(st.s);
+    float g[4];
+    hcrt_step_get_tensor(st.s, "grad:w", g, sizeof g);
+    return g[0];
+  };
+  EXPECT_FLOAT_EQ(gradAfterOneRun({}, 1), 100.0f);  // one rank, one micro-batch
+  EXPECT_FLOAT_EQ(gradAfterOneRun({}, 2), 1.0f);    // micro-batch 0 of 2
+  FakeComm comm;
+  hc_step_env two{};
+  two.rank = 0, two.world_size = 2, two.allreduce_sum_f32 = sumTwice, two.comm = &comm;
+  EXPECT_FLOAT_EQ(gradAfterOneRun(two, 1), 1.0f);  // two ranks
+  // Without the table (a program of no conditional calls) every call runs.
+  hcrt_step_program all = p;
+  all.entry_condition = nullptr;
+  Step st(all);
+  ASSERT_NE(st.s, nullptr) << st.error;
+  setW(st.s, {1, 1, 1, 1}, {0, 0, 0, 0});
+  double loss = 0;
+  ASSERT_EQ(hcrt_step_run(st.s, kInputs, &loss), 0) << hcrt_step_last_error(st.s);
+  float g[4];
+  hcrt_step_get_tensor(st.s, "grad:w", g, sizeof g);
+  EXPECT_FLOAT_EQ(g[0], 101.0f);
+}
+
+// The waits scoped to a conditional call are skipped where it does not
+// run: scopedWaitProgram's guarded entry as a call if reduced in a local
+// step, and as a call if local in a step of two micro-batches.
+TEST(StepExecutor, WaitsScopedToAConditionalCallAreSkippedWhereItDoesNotRun) {
+  for (int32_t scope : {HCRT_WAIT_ORDERS_IF_REDUCED, HCRT_WAIT_ORDERS_IF_LOCAL}) {
+    hcrt_step_program p = scopedWaitProgram(scope);
+    static int8_t when[7];
+    std::fill(std::begin(when), std::end(when), int8_t(HCRT_RUNS_ALWAYS));
+    when[1] = scope == HCRT_WAIT_ORDERS_IF_REDUCED ? HCRT_RUNS_IF_REDUCED : HCRT_RUNS_IF_LOCAL;
+    p.entry_condition = when;
+    withMicroBatches(p);
+    Step st(p);
+    ASSERT_NE(st.s, nullptr) << st.error;
+    setW(st.s, {1, 2, 3, 4}, {0, 0, 0, 0});
+    const int micros = scope == HCRT_WAIT_ORDERS_IF_LOCAL ? 2 : 1;
+    ASSERT_EQ(hcrt_step_set_hyperparameter(st.s, "micro_batches", micros), 0);
+    double loss = 0;
+    ASSERT_EQ(runOrDeadlock(st.s, &loss), 0) << hcrt_step_last_error(st.s);
+    EXPECT_DOUBLE_EQ(loss, 0.5 * (1 + 4 + 9 + 16)) << "scope " << scope;
+  }
 }
 
 // y = x * w; a tier copy of y into `target`; loss = 0.5 sum(y2). `bytes`:

@@ -272,12 +272,13 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
     usageError(path + ": checkpoint format version " + version +
                ", this hc-run reads version " + kCheckpointVersion);
   // Step ABI 5 only added hyperparameters, 6 changed a runtime op's
-  // operand order, 7 the step program's table and 8 let activations be
-  // bf16 (never parameters or moments): version 4's to 7's tensors and
-  // metadata mean the same, so their checkpoints resume.
+  // operand order, 7 the step program's table, 8 let activations be
+  // bf16 (never parameters or moments) and 9 made calls conditional:
+  // version 4's to 8's tensors and metadata mean the same, so their
+  // checkpoints resume.
   const std::string abi = get("hc.step_abi");
   if (abi != std::to_string(HC_STEP_ABI_VERSION) && abi != "4" && abi != "5" && abi != "6" &&
-      abi != "7")
+      abi != "7" && abi != "8")
     usageError(path + ": written for step ABI version " + abi + ", " +
                lib_.path + " and this hc-run use version " +
                std::to_string(HC_STEP_ABI_VERSION));

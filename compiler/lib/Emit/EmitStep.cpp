@@ -90,6 +90,7 @@ struct Desc {
 struct Call {
   int kind;
   int kernel = -1, first = 0, nin = 0, nout = 0, attrs = -1, cluster = 0;
+  int condition = HCRT_RUNS_ALWAYS;  // a kernel's hcrt_call_condition (only_if)
 };
 
 // The runtime's dtype (hc/abi/tensor.h) and the description's name.
@@ -464,6 +465,7 @@ void Emitter::visitCall(hs::CallOp call) {
   }
   Call c{HCRT_ENTRY_KERNEL, kernelIndex[k], static_cast<int>(operands.size())};
   c.cluster = static_cast<int>(hs::clusterOf(call));
+  c.condition = hs::callConditionOf(call.getOnlyIf().value_or(""));
   // Optional operands keep their slot (NULL data) where segments say so.
   auto segments = call.getAttrs().getAs<DenseI32ArrayAttr>("operandSegmentSizes");
   unsigned next = 0;
@@ -740,7 +742,12 @@ std::string Emitter::writeCpp(const std::string &description) {
                     (calls[i].kind == HCRT_ENTRY_ALLREDUCE_START ? "start" : "wait") + ", bucket " +
                     std::to_string(calls[i].kernel)
               : "kernel " + kernel + " (" + phase + ")" +
-                    (nodes.empty() ? "" : " of ONNX node " + nodes);
+                    (nodes.empty() ? "" : " of ONNX node " + nodes) +
+                    (calls[i].condition == HCRT_RUNS_IF_REDUCED
+                         ? ", only if the step reduces gradients per bucket"
+                     : calls[i].condition == HCRT_RUNS_IF_LOCAL
+                         ? ", only if the step does not reduce gradients per bucket"
+                         : "");
       os << "  " << cString(label) << ",\n";
     }
   }
@@ -760,6 +767,9 @@ std::string Emitter::writeCpp(const std::string &description) {
   os << "};\nconst double kCallBytes[] = {";
   for (double b : callBytes)
     os << llvm::formatv("{0:e}", b).str() << ", ";
+  os << "};\n// Per call: when it runs (hcrt_call_condition).\nconst int8_t kCallCondition[] = {";
+  for (const Call &c : calls)
+    os << c.condition << ", ";
   os << "};\n\nconst hcrt_named kNamed[] = {\n" << named << "};\n\n";
   writeProgram(os, diskBytes);
   os.flush();
@@ -777,7 +787,7 @@ void Emitter::writeProgram(llvm::raw_ostream &os, int64_t diskBytes) {
      << "    kAttrs, std::size(kAttrs), kNumHypers, kHyperNames, kHyperDefaults,\n"
      << "    kHyperBindings, " << hyperBindings.size() << ",\n"
      << "    kCalls, std::size(kCalls), kCallWhere, kCallKernel, kCallFlops, kCallBytes,\n"
-     << "    kNamed, std::size(kNamed),\n"
+     << "    kCallCondition, kNamed, std::size(kNamed),\n"
      << "    /*loss_desc*/ " << lossDesc << ", /*loss_call*/ " << lossCall
      << ", /*gate_call*/ " << gateCall << ", /*update_call*/ " << updateCall << ",\n"
      << "    /*num_buckets*/ " << numBuckets << ", /*num_copies*/ " << numCopies

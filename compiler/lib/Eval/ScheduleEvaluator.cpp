@@ -3,6 +3,7 @@
 #include "EvalSupport.h"
 
 #include "hc/Schedule/ScheduleOps.h"
+#include "hc/abi/step_program.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -302,7 +303,7 @@ bool ScheduleEvaluator::run(const std::vector<EvalTensor> &inputs, double &loss,
     return false;
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (const char *arena : {"act", "offload", "grad"})
+  for (const char *arena : {"act", "offload", "grad", "partial"})
     if (s.arenas.count(arena))
       std::fill(s.arenas[arena].begin(), s.arenas[arena].end(), nan);
   try {
@@ -312,7 +313,10 @@ bool ScheduleEvaluator::run(const std::vector<EvalTensor> &inputs, double &loss,
       write(s.inputMems[k], inputs[k]);
     }
     for (Operation &op : s.step.getBody().front()) {
-      if (auto c = dyn_cast<hs::CallOp>(op))
+      // One rank, one micro-batch: a call only for a step that reduces its
+      // gradients per bucket does not run (hcrt_call_condition).
+      if (auto c = dyn_cast<hs::CallOp>(op);
+          c && hs::callConditionOf(c.getOnlyIf().value_or("")) != HCRT_RUNS_IF_REDUCED)
         s.call(c);
       // Tier copies (hc-automem) are synchronous here: a copy of the slots.
       if (isa<hs::OffloadOp, hs::PrefetchOp>(op))

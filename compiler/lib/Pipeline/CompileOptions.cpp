@@ -507,6 +507,18 @@ const Flag kFlags[] = {
      "rank, each cluster runs its own stream of calls, calls cut across clusters where the "
      "cost model says so, waits only where data crosses (hc-cftp); off: every call on the "
      "whole team"},
+    {"--cftp-partial-grads", nullptr, "on|off", Group::Machine,
+     [](const std::string &v, CompileOptions &o, std::string &e) {
+       std::string s;
+       if (parseChoice("--cftp-partial-grads", v, {"on", "off"}, s, e) < 0)
+         return -1;
+       return PO.cftpPartialGrads = s == "on", 1;
+     },
+     [](const CompileOptions &o) { return onOff(PO.cftpPartialGrads); },
+     "with CFTP (default on): a weight gradient whose other cuts would join the clusters' "
+     "streams is summed per cluster over its own rows into a buffer of its own (the "
+     "'partial' arena, within --mem-budget) and folded into the gradient where a stream "
+     "joins anyway; off: bit-equal to --cftp off on one thread per cluster"},
     {"--help", "-h", nullptr, Group::Output,
      [](const std::string &, CompileOptions &o, std::string &) { return o.help = true, 1; },
      nullptr, "this text"},

@@ -169,6 +169,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
       // The refusal names --clusters: only when it was given. With the
       // topology's own clusters such a step stays unsplit (hcs.cftp says so).
       cftp.strictBatch = options.clusters > 0;
+      cftp.partialGrads = options.cftpPartialGrads;
       pm.addPass(createCftp(cftp));
     }
     // After every pass that may add a write (tier copies, CFTP's cuts).

@@ -67,6 +67,8 @@ LogicalResult CallOp::verify() {
   if (!k)
     return emitOpError("unknown runtime kernel '")
            << getKernel() << "' (abi/include/hc/abi/kernels.def lists them)";
+  if (auto only = getOnlyIf(); only && callConditionOf(*only) <= HCRT_RUNS_ALWAYS)
+    return emitOpError("only_if '") << *only << "': a call runs only if \"reduced\" or \"local\"";
   // bf16 buffers only where the kernel reads or writes them.
   for (bool output : {false, true}) {
     ValueRange operands = output ? ValueRange(getOuts()) : ValueRange(getIns());
@@ -171,7 +173,8 @@ LogicalResult ClusterWaitOp::verify() {
     return emitOpError("count must be at least 1");
   if (auto only = getOnlyFor(); only && waitScopeOf(*only) == HCRT_WAIT_ORDERS_ALL)
     return emitOpError("only_for '") << *only
-           << "': a scoped wait orders an allreduce_start or a grad_accumulate call";
+           << "': a scoped wait orders an allreduce_start, a grad_accumulate call or "
+              "a conditional call (call_if_reduced, call_if_local)";
   return success();
 }
 
@@ -180,14 +183,32 @@ int32_t hc::schedule::waitScopeOf(StringRef onlyFor) {
     return HCRT_WAIT_ORDERS_ALLREDUCE;
   if (onlyFor == "grad_accumulate")
     return HCRT_WAIT_ORDERS_ACCUMULATE;
+  if (onlyFor == "call_if_reduced")
+    return HCRT_WAIT_ORDERS_IF_REDUCED;
+  if (onlyFor == "call_if_local")
+    return HCRT_WAIT_ORDERS_IF_LOCAL;
   return HCRT_WAIT_ORDERS_ALL;
+}
+
+int32_t hc::schedule::callConditionOf(StringRef onlyIf) {
+  if (onlyIf.empty())
+    return HCRT_RUNS_ALWAYS;
+  if (onlyIf == "reduced")
+    return HCRT_RUNS_IF_REDUCED;
+  if (onlyIf == "local")
+    return HCRT_RUNS_IF_LOCAL;
+  return -1;
 }
 
 StringRef hc::schedule::waitScopeFor(Operation *op) {
   if (isa<AllReduceStartOp>(op))
     return "allreduce_start";
-  if (auto call = dyn_cast<CallOp>(op); call && call.getKernel() == "grad_accumulate")
-    return "grad_accumulate";
+  if (auto call = dyn_cast<CallOp>(op)) {
+    if (call.getKernel() == "grad_accumulate")
+      return "grad_accumulate";
+    if (auto only = call.getOnlyIf())
+      return *only == "reduced" ? "call_if_reduced" : "call_if_local";
+  }
   return {};
 }
 

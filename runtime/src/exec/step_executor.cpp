@@ -380,6 +380,25 @@ float stepLoss(const hc_step *s) {
   return s->microCount > 1 ? (s->lossAccum + l) / static_cast<float>(s->microCount) : l;
 }
 
+// Whether this step reduces its gradients per bucket: its buckets'
+// grad_accumulate calls and all-reduces do work (hcrt_call_condition).
+bool reducesPerBucket(const hc_step *s) {
+  return s->env.world_size > 1 || s->microCount > 1;
+}
+
+// Whether kernel entry `ci` runs in this step (its hcrt_call_condition).
+bool callRuns(const hc_step *s, size_t ci) {
+  const int8_t *when = s->program->entry_condition;
+  switch (when ? when[ci] : HCRT_RUNS_ALWAYS) {
+  case HCRT_RUNS_IF_REDUCED:
+    return reducesPerBucket(s);
+  case HCRT_RUNS_IF_LOCAL:
+    return !reducesPerBucket(s);
+  default:
+    return true;
+  }
+}
+
 // Entry `ci` of the plan on `threads`; `host`: the stream that owns the
 // collectives and tier copies (cluster 0). 0, or step()'s -1 / -2 / -3.
 int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
@@ -402,8 +421,9 @@ int runEntry(hc_step *s, size_t ci, hc_threads threads, bool host) {
       // An abandoned step runs no kernel (its results are never used), but
       // keeps its collectives and copies so every rank reaches the gate. A
       // micro-batch before the last of its step stops at the update phase.
+      // A conditional call runs only in the steps it is for.
       if (!s->abandoned.load(std::memory_order_relaxed) &&
-          (s->lastMicro || ci < P->update_call)) {
+          (s->lastMicro || ci < P->update_call) && callRuns(s, ci)) {
         int32_t n = c.nin + c.nout;
         for (int32_t k = 0; k < n; ++k) {
           int32_t d = P->operands[c.first + k];
@@ -531,6 +551,10 @@ bool scopedWaitSkipped(const hc_step *s, const hcrt_entry &wait) {
     return !(s->env.world_size > 1 && s->lastMicro);
   case HCRT_WAIT_ORDERS_ACCUMULATE:  // grad_accumulate: nothing with one micro-batch
     return s->microCount <= 1;
+  case HCRT_WAIT_ORDERS_IF_REDUCED:
+    return !reducesPerBucket(s);
+  case HCRT_WAIT_ORDERS_IF_LOCAL:
+    return reducesPerBucket(s);
   default:
     return false;
   }

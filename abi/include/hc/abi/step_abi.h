@@ -24,7 +24,10 @@ extern "C" {
 // runtime would read a library of 6's table past its end.
 // 8: buffers may be bf16 (HCRT_BF16, hc-bf16-storage): a runtime of 7 would
 // read their descriptors' dtype 5 as a 4-byte type.
-#define HC_STEP_ABI_VERSION 8
+// 9: the step program gained entry_condition (calls that run only when the
+// step reduces gradients per bucket, or only when it does not: CFTP's
+// per-cluster partial weight gradients); a runtime of 8 would run both.
+#define HC_STEP_ABI_VERSION 9
 
 // What the host gives a step: its place in the job and the collective.
 typedef struct hc_step_env {

@@ -66,7 +66,20 @@ typedef enum hcrt_wait_scope {
                                     // with one rank or before the last micro-batch)
   HCRT_WAIT_ORDERS_ACCUMULATE = 2,  // the next, a grad_accumulate call (nothing with
                                     // one micro-batch)
+  HCRT_WAIT_ORDERS_IF_REDUCED = 3,  // the next, a call of HCRT_RUNS_IF_REDUCED
+  HCRT_WAIT_ORDERS_IF_LOCAL = 4,    // the next, a call of HCRT_RUNS_IF_LOCAL
 } hcrt_wait_scope;
+
+// When a kernel entry runs (entry_condition; hcs.call's `only_if`). A step
+// "reduces" its gradients per bucket when another rank or micro-batch
+// shares them: its buckets' grad_accumulate and all-reduce then do work.
+// CFTP folds per-cluster partial weight gradients before those (if
+// reduced), or once before the update (if local), never both.
+typedef enum hcrt_call_condition {
+  HCRT_RUNS_ALWAYS = 0,
+  HCRT_RUNS_IF_REDUCED = 1,  // world_size > 1 or more than one micro-batch
+  HCRT_RUNS_IF_LOCAL = 2,    // one rank and one micro-batch
+} hcrt_call_condition;
 
 typedef struct hcrt_entry {
   int32_t kind, kernel, first, nin, nout, attrs, cluster;
@@ -116,6 +129,7 @@ typedef struct hcrt_step_program {
   const char *const *entry_kernel;
   const double *entry_flops;
   const double *entry_bytes;
+  const int8_t *entry_condition;  // hcrt_call_condition per entry
   const hcrt_named *named;
   size_t num_named;
   int32_t loss_desc;     // the loss scalar

@@ -79,6 +79,8 @@ struct PipelineOptions {
   // CFTP (hc-cftp, --cftp on|off): one stream of calls per cluster; off
   // leaves every call on the whole team, split inside the kernels.
   bool cftp = true;
+  // --cftp-partial-grads on|off (hc-cftp's partial-grads).
+  bool cftpPartialGrads = true;
 };
 
 // The step description's "optimizer" object: name and hyper-parameters

@@ -24,11 +24,15 @@ struct Access {
 // when absent). See hcs.cluster_wait.
 int64_t clusterOf(mlir::Operation *op);
 // A scoped hcs.cluster_wait: the `only_for` name an op that does nothing in
-// some steps answers to ("allreduce_start", "grad_accumulate"; empty: none),
+// some steps answers to ("allreduce_start", "grad_accumulate",
+// "call_if_reduced", "call_if_local"; empty: none),
 // and the executor's scope of a name (hcrt_wait_scope; HCRT_WAIT_ORDERS_ALL
 // for any other).
 llvm::StringRef waitScopeFor(mlir::Operation *op);
 int32_t waitScopeOf(llvm::StringRef onlyFor);
+// An hcs.call's `only_if` as hcrt_call_condition (HCRT_RUNS_ALWAYS when
+// absent; -1 for a value that is none).
+int32_t callConditionOf(llvm::StringRef onlyIf);
 } // namespace hc::schedule
 
 #include "hc/Schedule/AccessInterface.h.inc"
@@ -53,10 +57,11 @@ int64_t byteSize(mlir::MemRefType type);
 // them (EmitStep.cpp).
 // "accum": the gradient accumulator (hc.grad_accumulate), the trainable
 // region's size, allocated by the step only when the host asks for more
-// than one micro-batch.
-inline constexpr const char *kArenaNames[] = {"act",   "param",   "grad", "m", "v",
-                                              "state", "offload", "accum"};
-inline constexpr int kNumArenas = 8;
+// than one micro-batch. "partial": hc-cftp's per-cluster partial weight
+// gradients (clusters 1.. of a rank; cluster 0 writes the gradient).
+inline constexpr const char *kArenaNames[] = {"act",   "param",   "grad",  "m",      "v",
+                                              "state", "offload", "accum", "partial"};
+inline constexpr int kNumArenas = 9;
 // Arenas planned by liveness (hc-plan-buffers); the others are persistent.
 inline bool isLivenessArena(llvm::StringRef arena) {
   return arena == "act" || arena == "offload";

@@ -87,10 +87,21 @@ def HCS_CallOp : HCS_Op<"call", [AttrSizedOperandSegments, DeclareOpInterfaceMet
     are the graph op's attributes.
     Inputs may be strided views; outputs are contiguous buffers (they may
     alias inputs only for in-place optimizer kernels).
+    `only_if` ("reduced" or "local", written by hc-cftp) makes the call
+    conditional on the step at run time: "reduced" runs only when the step
+    reduces its gradients per bucket (more than one rank or micro-batch),
+    "local" only when it does not (hcrt_call_condition).
   }];
   let arguments = (ins StrAttr:$kernel, Variadic<AnyStaticShapeMemRef>:$ins,
                        Variadic<AnyStaticShapeMemRef>:$outs,
-                       DictionaryAttr:$attrs);
+                       DictionaryAttr:$attrs, OptionalAttr<StrAttr>:$only_if);
+  let builders = [
+    // An unconditional call.
+    OpBuilder<(ins "::mlir::StringAttr":$kernel, "::mlir::ValueRange":$ins,
+                   "::mlir::ValueRange":$outs, "::mlir::DictionaryAttr":$attrs), [{
+      build($_builder, $_state, kernel, ins, outs, attrs, ::mlir::StringAttr());
+    }]>
+  ];
   let assemblyFormat = [{
     $kernel `(` $ins `)` `->` `(` $outs `)` $attrs attr-dict `:`
       functional-type($ins, $outs)
@@ -144,7 +155,8 @@ def HCS_ClusterWaitOp : HCS_Op<"cluster_wait"> {
     `count` ops. hc-verify-plan proves that every byte one cluster reads or
     writes after another cluster wrote or read it is ordered by such a wait.
 
-    `only_for` ("allreduce_start" or "grad_accumulate") scopes the wait to
+    `only_for` ("allreduce_start", "grad_accumulate", or "call_if_reduced"
+    / "call_if_local": an hcs.call with that `only_if`) scopes the wait to
     the next op of its stream, which must be that op: an op that does
     nothing in some steps (one rank, one micro-batch), where the runtime
     skips the wait. It orders no later op (hc-verify-plan checks them

@@ -394,6 +394,15 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
     All-reduces and the call writing the loss stay on cluster 0. Records
     `hcs.cftp` on @step: clusters, threads per cluster, calls cut and whole,
     waits, and the model's predicted step time with and without the cut.
+    A weight gradient whose other cuts would join the streams (its dY rows
+    come from every cluster) is instead cut by rows into per-cluster
+    partial sums (`split = "partial"`): cluster 0 writes the gradient,
+    cluster k its own buffer in the "partial" arena, within what a memory
+    budget leaves. Folds (`add`, `split = "fold"`) sum them into the
+    gradient before the next op reading it: conditional calls (`only_if`)
+    before a bucket's grad_accumulate / all-reduce (if the step reduces
+    per bucket) and before the update (if it does not). Sums come out in
+    another order than the unsplit GEMM's (within rounding).
     A per-rank batch K does not divide is refused (names --clusters) under
     `strict-batch`; otherwise the step stays unsplit and hcs.cftp says why.
   }];
@@ -403,7 +412,10 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
     Option<"strictBatch", "strict-batch", "bool", "true",
            "refuse a per-rank batch K does not divide (hc-compile: when "
            "--clusters is given); false: leave the step unsplit, saying why "
-           "in hcs.cftp">
+           "in hcs.cftp">,
+    Option<"partialGrads", "partial-grads", "bool", "true",
+           "cut weight gradients into per-cluster partial sums (the 'partial' arena) "
+           "where the other cuts join the streams">
   ];
   let dependentDialects = ["hc::schedule::HCSDialect"];
 }
