@@ -5,7 +5,11 @@ gate, issue 47's access model).
 
 usage: /usr/bin/python3 bench/step_ab.py --bin-a OLD/build/bin --bin-b build/bin
            --work DIR [--model DiT-S/2] [--batch 32] [--rounds 5] [--steps 3]
-           [--no-ckpt]
+           [--no-ckpt] [--compile-a "FLAGS"] [--compile-b "FLAGS"]
+
+--compile-a / --compile-b: hc-compile flags of one side (one build with
+two plans: --bin-a build/bin --bin-b build/bin --compile-b
+"--cftp-partial-grads on").
 
 Each build compiles the same export with its own hc-compile and trains it
 with its own hc-run (2 kernel threads, train mode, random data). B also
@@ -38,6 +42,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--no-ckpt", action="store_true", help="A and B only (no B with --ckpt-dir)")
+    ap.add_argument("--compile-a", default="", help="hc-compile flags of A (space-separated)")
+    ap.add_argument("--compile-b", default="", help="hc-compile flags of B (space-separated)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     onnx = os.path.join(a.work, "model.onnx")
@@ -50,9 +56,10 @@ def main():
     np.save(data, rng.standard_normal((4 * a.batch, 4, 32, 32), dtype=np.float32))
     np.save(labels, rng.integers(0, 1000, 4 * a.batch).astype(np.int64))
     libs = {}
-    for tag, bin_ in (("A", a.bin_a), ("B", a.bin_b)):
+    for tag, bin_, flags in (("A", a.bin_a, a.compile_a), ("B", a.bin_b, a.compile_b)):
         so = os.path.join(a.work, "%s.so" % tag)
-        run([os.path.join(bin_, "hc-compile"), onnx, "--batch", str(a.batch), "-o", so])
+        run([os.path.join(bin_, "hc-compile"), onnx, "--batch", str(a.batch), "-o", so] +
+            flags.split())
         libs[tag] = (bin_, so)
     variants = [("A", "A", []), ("B", "B", [])]
     if not a.no_ckpt:
@@ -60,8 +67,8 @@ def main():
     times = {v[0]: [] for v in variants}
     env = dict(os.environ, HC_NUM_THREADS="2")
     cpu = cpu_name()
-    print("step_ab: %s (%s), %s batch %d, 2 threads; A = %s, B = %s" % (
-        cpu, platform.machine(), a.model, a.batch, a.bin_a, a.bin_b))
+    print("step_ab: %s (%s), %s batch %d, 2 threads; A = %s %s, B = %s %s" % (
+        cpu, platform.machine(), a.model, a.batch, a.bin_a, a.compile_a, a.bin_b, a.compile_b))
     for r in range(a.rounds):
         line = []
         for name, tag, extra in variants:

@@ -1,9 +1,9 @@
 // hc-cftp: the planned step cut into one stream per cluster. Topology: the
 // committed flat 2-core machine re-cut into 2 clusters of 1 core.
-// The cuts without partial weight gradients (partial-grads=false); with
-// them (the default), the last case (PART).
-// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="partial-grads=false" --hc-verify-plan | FileCheck %s
-// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=PART
+// The cuts without partial weight gradients (the default); with them
+// (partial-grads=true), the last case (PART).
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp --hc-verify-plan | FileCheck %s
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="partial-grads=true" --hc-verify-plan | FileCheck %s --check-prefix=PART
 //
 // One cluster (the same machine as discovered): the pass leaves the step alone.
 // RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=ONE
@@ -24,7 +24,7 @@
 // The cost model decides: by default the bias gradient's sum runs on the
 // idle cluster 0 after a wait (below); when a blocking wait costs 10 ms it
 // stays on cluster 1, which wrote dz, and the step has one wait fewer.
-// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="rates=%S/Inputs/cftp-slow-sync.txt partial-grads=false" --hc-verify-plan | FileCheck %s --check-prefix=SLOW
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="rates=%S/Inputs/cftp-slow-sync.txt" --hc-verify-plan | FileCheck %s --check-prefix=SLOW
 // SLOW-LABEL: func.func @step()
 // SLOW-SAME: rates = "{{.*}}cftp-slow-sync.txt", split = 3 : i64, threads = array<i32: 1, 1>, unsplit_seconds = {{.*}}, waits = 4 : i64
 // SLOW: hcs.call "linear_grad_weight"({{.*}}) {} {cluster = 1 : i64} :
@@ -300,7 +300,7 @@ func.func @step() {
 
 // -----
 
-// Partial weight gradients (partial-grads, on by default). The weight and
+// Partial weight gradients (partial-grads=true). The weight and
 // bias gradient's feature cut would make each cluster wait for the other's
 // rows of dy; instead each cluster sums its own rows (split = "partial"),
 // cluster 0 into dw and db, cluster 1 into its buffers of the "partial"

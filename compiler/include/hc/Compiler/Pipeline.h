@@ -79,8 +79,9 @@ struct PipelineOptions {
   // CFTP (hc-cftp, --cftp on|off): one stream of calls per cluster; off
   // leaves every call on the whole team, split inside the kernels.
   bool cftp = true;
-  // --cftp-partial-grads on|off (hc-cftp's partial-grads).
-  bool cftpPartialGrads = true;
+  // --cftp-partial-grads on|off (hc-cftp's partial-grads; off: measured no
+  // faster on a Zen 3, and the feature cut keeps --cftp off's bits).
+  bool cftpPartialGrads = false;
 };
 
 // The step description's "optimizer" object: name and hyper-parameters

@@ -394,8 +394,9 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
     All-reduces and the call writing the loss stay on cluster 0. Records
     `hcs.cftp` on @step: clusters, threads per cluster, calls cut and whole,
     waits, and the model's predicted step time with and without the cut.
-    A weight gradient whose other cuts would join the streams (its dY rows
-    come from every cluster) is instead cut by rows into per-cluster
+    With `partial-grads` (hc-compile --cftp-partial-grads on), a weight
+    gradient whose other cuts would join the streams (its dY rows come from
+    every cluster) is instead cut by rows into per-cluster
     partial sums (`split = "partial"`): cluster 0 writes the gradient,
     cluster k its own buffer in the "partial" arena, within what a memory
     budget leaves. Folds (`add`, `split = "fold"`) sum them into the
@@ -413,7 +414,7 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
            "refuse a per-rank batch K does not divide (hc-compile: when "
            "--clusters is given); false: leave the step unsplit, saying why "
            "in hcs.cftp">,
-    Option<"partialGrads", "partial-grads", "bool", "true",
+    Option<"partialGrads", "partial-grads", "bool", "false",
            "cut weight gradients into per-cluster partial sums (the 'partial' arena) "
            "where the other cuts join the streams">
   ];
