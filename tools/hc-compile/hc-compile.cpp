@@ -191,6 +191,15 @@ int hc::compileMain(int argc, char **argv) {
   }
   for (const auto &w : model.warnings)
     std::fprintf(stderr, "hc-compile: warning: %s\n", w.c_str());
+  // bf16 planned for this machine, whose GEMMs have no bf16 dot product:
+  // they widen bf16 operands to fp32, which costs more than the halved
+  // bytes save (S/2 on a Zen 3: 9% slower than fp32,
+  // bench/results-anchors-zen3-2core.txt).
+  if (pipeline.precision == "bf16" && pipeline.topology == "native" && !hc::nativeBf16Dot())
+    std::fprintf(stderr,
+                 "hc-compile: warning: --precision bf16: this machine has no bf16 dot product "
+                 "(AVX512-BF16), so its bf16 GEMMs widen to fp32 and the step runs slower than "
+                 "--precision fp32\n");
 
   if (emit.empty() && output.empty())
     usageError("the step library needs -o FILE");

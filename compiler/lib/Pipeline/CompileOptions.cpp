@@ -308,7 +308,8 @@ const Flag kFlags[] = {
      "(linear, its gradients, matmul) round their two inputs to bf16 and accumulate in "
      "fp32 (AVX512-BF16 where the CPU has it), and so do flash attention's products (Q, K, "
      "V, dO, the probabilities and dS rounded; its softmax fp32); norms, softmax, the "
-     "loss, the optimizer, parameters and optimizer state stay fp32"},
+     "loss, the optimizer, parameters and optimizer state stay fp32. Planned for this "
+     "machine without AVX512-BF16, a warning: there it runs slower than fp32"},
     {"--bf16-storage", nullptr, "on|off", Group::Machine,
      [](const std::string &v, CompileOptions &o, std::string &e) {
        std::string s;

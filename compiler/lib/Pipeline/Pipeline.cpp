@@ -5,6 +5,8 @@
 #include "hc/Passes/Optimizers.h"
 #include "hc/Passes/Passes.h"
 
+#include "hc/base/settings.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -85,6 +87,13 @@ std::string optimizerJson(mlir::ModuleOp module, const PipelineOptions &in) {
   return buf;
 }
 
+bool nativeBf16Dot() {
+  const char *isa = hc::rt::setting(hc::rt::Setting::Isa);
+  if (isa && std::string(isa) != "avx512")
+    return false;  // a ceiling below AVX-512
+  return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f");
+}
+
 bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
                       std::string &error, bool *badInput) {
   PipelineOptions options;
@@ -100,8 +109,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
   // at the fp32 rate (emulated), and hc-automem must price their
   // recomputation so (the built-in rates are vdpbf16ps's: on a Zen 3 they
   // had an S/2 step under --mem-budget recompute fc1 GEMMs, 7% slower).
-  if (options.precision == "bf16" && options.topology == "native" &&
-      !(__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f")) &&
+  if (options.precision == "bf16" && options.topology == "native" && !nativeBf16Dot() &&
       !resolveMachineRates(options.rates, options.ratesResolved, error, true)) {
     if (badInput)
       *badInput = true;

@@ -88,6 +88,11 @@ struct PipelineOptions {
 // (the values the step uses), and where they came from.
 std::string optimizerJson(mlir::ModuleOp module, const PipelineOptions &options);
 
+// Whether this machine's GEMMs have a bf16 dot product (AVX512-BF16, with
+// HC_ISA allowing AVX-512, as libhcrt's dispatch reads them). Without it
+// bf16 GEMMs widen their operands to fp32 and run at the fp32 rate.
+bool nativeBf16Dot();
+
 // Runs the graph-level passes on an imported module (configured by its
 // training_info when it has one). False + one-line `error`; `badInput`
 // tells a user error (e.g. an unknown --freeze name) from an internal one.
