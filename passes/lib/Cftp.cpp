@@ -9,7 +9,7 @@
 // the two each call gets is decided by a list-scheduling cost model fed by
 // measured kernel rates (MachineRates, CostModel.h; bench/cftp-rates-*.txt).
 // A weight gradient may instead be cut by rows into per-cluster partial
-// sums (cutPartial), folded into the gradient where the step next reads it.
+// sums (planPartial, off by default), folded into the gradient where the step next reads it.
 #include "hc/Passes/Passes.h"
 #include "hc/Schedule/Placement.h"
 
