@@ -4,6 +4,10 @@
 // (partial-grads=true), the last case (PART).
 // RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp --hc-verify-plan | FileCheck %s
 // RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="partial-grads=true" --hc-verify-plan | FileCheck %s --check-prefix=PART
+// The same on 4 clusters (PART4): clusters 1-3 each have a page-aligned
+// region of the partial arena, and each cluster folds all three partials
+// into its rows of the gradient.
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat16.xml clusters=4" --hc-cftp="partial-grads=true" --hc-verify-plan | FileCheck %s --check-prefix=PART4
 //
 // One cluster (the same machine as discovered): the pass leaves the step alone.
 // RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=ONE
@@ -309,6 +313,14 @@ func.func @step() {
 // (only_if = "reduced"), each cluster its rows of dw and db, after a wait
 // scoped to them; before grad_norm, the next op to read the gradients,
 // again by calls only for a step that does not (only_if = "local").
+// PART4: func.func @step() attributes {hcs.arena_bytes = {{{.*}}partial = 1583104 : i64
+// PART4-SAME: folds = 48 : i64, partial = 1 : i64
+// PART4: hcs.buffer "partial" {offset = 0 : i64} : memref<512x256xf32>
+// PART4: hcs.buffer "partial" {offset = 528384 : i64} : memref<512x256xf32>
+// PART4: hcs.buffer "partial" {offset = 1056768 : i64} : memref<512x256xf32>
+// PART4: hcs.wait
+// PART4: %[[G:[0-9]+]] = hcs.view %{{[0-9]+}} : memref<512x256xf32> to memref<128x256xf32, strided<[256, 1]>>
+// PART4-COUNT-3: hcs.call "add"(%[[G]], %{{[0-9]+}}) -> (%[[G]]) {} {cluster = 0 : i64, only_if = "local", split = "fold"}
 // PART: func.func @step() attributes {hcs.arena_bytes = {{{.*}}partial = 526336 : i64
 // PART-SAME: hcs.cftp = {clusters = 2 : i64, folds = 8 : i64, partial = 1 : i64,
 // PART: hcs.call "linear_grad_weight_bias"(%{{.*}}, %{{.*}}) -> (%[[DW:[0-9]+]], %[[DB:[0-9]+]]) {} {cluster = 0 : i64, split = "partial"} : (memref<32x512xf32, strided<[512, 1]>>, memref<32x256xf32, strided<[256, 1]>>) -> (memref<512x256xf32>, memref<512xf32>)
