@@ -7,7 +7,7 @@
 // (timeInterleaved), so no library pays for threads another left spinning.
 //
 //   hc-bench-gemm [--quick] [--reps N] [--threads 1,2] [--m 2048,8192]
-//                 [--model S|XL|all] [--no-fused] [--precision fp32|bf16]
+//                 [--model S|XL|all|demo] [--no-fused] [--precision fp32|bf16]
 //                 [--pass fwd,dX,dW] [--peak-only]
 //
 // --peak-only: one line per thread count with the FMA, vdpbf16ps and AMX peaks
@@ -223,7 +223,7 @@ int main(int argc, char **argv) {
     }
     else {
       fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads 1,2] [--m 2048,8192] "
-                      "[--model S|XL|all] [--no-fused | --fused-only] [--precision fp32|bf16] [--pass fwd,dX,dW] "
+                      "[--model S|XL|all|demo] [--no-fused | --fused-only] [--precision fp32|bf16] [--pass fwd,dX,dW] "
                       "[--peak-only]\n", argv[0]);
       return 2;
     }
@@ -245,9 +245,14 @@ int main(int argc, char **argv) {
     ms = {2048};
   }
   std::vector<Case> cases;
+  // demo: models/dit.py's "demo" (hidden 128, MLP 512), the sampler's shapes
+  const int64_t demo[][2] = {{128, 384}, {128, 128}, {128, 512}, {512, 128}};
   const int64_t S[][2] = {{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}};
   const int64_t XL[][2] = {{1152, 3456}, {1152, 1152}, {1152, 4608}, {4608, 1152}, {1152, 6912}};
   for (int64_t M : ms) {
+    if (model == "demo")
+      for (auto &s : demo)
+        addLinear(cases, "demo", M, s[0], s[1]);
     if (model == "all" || model == "S")
       for (auto &s : S) {
         addLinear(cases, "S/2", M, s[0], s[1]);

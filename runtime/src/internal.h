@@ -208,6 +208,13 @@ struct GemmKernel {
   // the kernel has none (microDirect adds its bias after the products).
   void (*microBias)(int64_t kc, const float *a, const float *b, float *c,
                     int64_t ldc, const float *bias) = nullptr;
+  // micro (packed operands, a whole tile) with microDirect's bias: nr = NR
+  // column terms added to every row after alpha and beta, as it stores.
+  // For kernels without microDirect (AVX2); null where the tile buffer and
+  // the combine pass add the bias.
+  void (*microAddBias)(int64_t kc, const float *a, const float *b, float *c,
+                       int64_t ldc, float alpha, float beta,
+                       const float *bias) = nullptr;
   // What microDirect reads in place besides a transposed A: a row-major A
   // (aLayout 1) and B's rows. The bf16 kernel converts what it reads to
   // bf16 pairs, worth it only where each value is converted once: it reads

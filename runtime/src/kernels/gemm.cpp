@@ -354,7 +354,9 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       const bool bFromSource = convertsB && ir == 0;
       auto micro = [&](float *c, int64_t ldc, float beta,
                        const float *kernelBias = nullptr) {
-        if (bFromSource)
+        if (kernelBias && !k.microDirect)  // whole tile, both operands packed
+          k.microAddBias(kc, a, b, c, ldc, p.alpha, beta, kernelBias);
+        else if (bFromSource)
           k.microDirect(kc, a, p.lda, layout, Ap + ir * kc,
                         p.B + pc * p.ldb + jc + jr, p.ldb, s.BpConvert + jr * kc,
                         c, ldc, p.alpha, beta, nr, kernelBias);
@@ -364,7 +366,8 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
         else
           k.micro(kc, a, b, c, ldc, p.alpha, beta);
       };
-      const float *biasN = e.bias && k.microDirect ? e.bias + n : nullptr;
+      const float *biasN =
+          e.bias && (k.microDirect || (k.microAddBias && nr == NR)) ? e.bias + n : nullptr;
       // Edge columns too where the kernel can write just those
       // (S/2's Dh = 64 outputs: a quarter of the tiles were edges
       // computed into the buffer and copied).
