@@ -600,3 +600,40 @@ TEST(Gemm, RowSumsOfA) {
   unsetenv("HC_GEMM_SHARED_B");
   unsetenv("HC_GEMM_KSPLIT");
 }
+
+// A bias epilogue gives each row the same bits whether the row lands in a
+// whole tile (the AVX2 and AVX-512 kernels add the bias as they store) or
+// an edge tile (the tile buffer and the combine pass add it): CFTP's row
+// cuts move tile edges and must not move the numbers. Rows [0, r) and
+// [r, M) as two calls against the whole call, every ISA this CPU has,
+// bias alone and bias + GELU, one k block and several.
+TEST(Gemm, BiasSameBitsInWholeAndEdgeTiles) {
+  const int32_t saved = hcrt_isa();
+  for (int32_t isa : {HC_ISA_GENERIC, HC_ISA_AVX2, HC_ISA_AVX512}) {
+    if (hcrt_set_isa(isa) != isa)
+      continue;
+    for (int64_t K : {53, 777})
+      for (uint32_t flags : {uint32_t(HC_EPI_BIAS), uint32_t(HC_EPI_BIAS | HC_EPI_GELU_TANH)})
+        for (int64_t r : {1, 7, 29}) {
+          const int64_t M = 61, N = 37;
+          std::vector<float> A = randomVec(M * K, 11), W = randomVec(N * K, 12),
+                             bias = randomVec(N, 13);
+          std::vector<float> whole = nanVec(M * N), parts = nanVec(M * N);
+          auto call = [&](int64_t m0, int64_t m1, float *C) {
+            hc_epilogue e{};
+            e.flags = flags, e.bias = bias.data();
+            hc_sgemm_args g{};
+            g.M = m1 - m0, g.N = N, g.K = K, g.batch = 1, g.alpha = 1.0f, g.beta = 0.0f;
+            g.A = A.data() + m0 * K, g.lda = K, g.B = W.data(), g.ldb = K, g.trans_b = 1;
+            g.C = C + m0 * N, g.ldc = N, g.epi = &e;
+            hc_sgemm(&g, threads(1));
+          };
+          call(0, M, whole.data());
+          call(0, r, parts.data());
+          call(r, M, parts.data());
+          EXPECT_EQ(0, std::memcmp(whole.data(), parts.data(), sizeof(float) * M * N))
+              << hcrt_isa_name(isa) << " K=" << K << " flags=" << flags << " rows cut at " << r;
+        }
+  }
+  hcrt_set_isa(saved);
+}
