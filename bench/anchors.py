@@ -16,12 +16,12 @@ backward and the update. Each run takes --warmup steps (default 4: PyTorch
 eager's fp32 step falls from 11-13 s to 7.4 s over its first 5 steps on S/2
 while its allocator settles, and torch.compile's first step compiles) and
 then --steps timed ones; its time is their median. Rounds interleave the systems; the table gives the
-median over rounds, MFU against the highest FMA peak measured in the
-rounds (a disturbed measurement can only come out low: on the shared Zen 3
-one round measured 92 GFLOP/s against 172-184 in the others, and the median
-of two then halved the peak) (model FLOPs: 3x the forward's matrix products, from hc's step
-description), the largest peak RSS, and each time over hc's at the same
-precision. A system that fails gets a row saying why.
+median over rounds, MFU (model FLOPs: 3x the forward's matrix products,
+from hc's step description) against the highest FMA peak measured in the
+rounds, the largest peak RSS, and each time over hc's at the same
+precision. The highest peak, because a disturbed measurement can only come
+out low: on the shared Zen 3 one round measured 92 GFLOP/s against 172-184
+in the others, and the median of two then halved the peak. A system that fails gets a row saying why.
 
 Environments: tools/install-anchors.sh (PyTorch 2.x and ONNX Runtime
 training, from PyPI); /usr/bin/python3 for Debian's PyTorch 1.13. Each
