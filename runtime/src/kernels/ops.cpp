@@ -400,18 +400,26 @@ void hc_embedding_bwd(int64_t n_idx, const int64_t *idx, int64_t num_rows,
 }
 
 // Flash attention: (batch, head) pairs split over the threads; tiles sized
-// so the two Br x Bc score tiles of the backward take half of L2.
+// so the two Br x Bc score tiles of the backward take half of L2. A
+// sequence short enough for those two tiles to fit in all of L2 is one
+// tile: cut in two it leaves a ragged tile, packs each operand twice and
+// rescales the accumulator (512 KiB L2, Zen 3, 1 thread, S/2 T = 256:
+// tiles of 176 against one of 256, alternated in one process, fwd 21.0
+// -> 18.8 ms, bwd 46.9 -> 43.2 ms per 48 heads, medians of 9).
 // HC_ATTENTION_TILE overrides (tests use it to get many partial tiles).
 static void attentionTiles(const hc_attention_args &a, int64_t &Br,
                            int64_t &Bc) {
-  const double floats = static_cast<double>(cacheInfo().l2) / 4 / 2 / 2;
-  int64_t t = static_cast<int64_t>(std::sqrt(floats)) / 16 * 16;
+  const double l2Floats = static_cast<double>(cacheInfo().l2) / 4;
+  int64_t t = static_cast<int64_t>(std::sqrt(l2Floats / 4)) / 16 * 16;
   t = std::max<int64_t>(32, std::min<int64_t>(512, t));
+  const int64_t whole = static_cast<int64_t>(std::sqrt(l2Floats / 2));
+  auto tile = [&](int64_t T) { return T <= whole ? T : t; };
+  Br = tile(a.Tq), Bc = tile(a.Tk);
   if (const char *e = hc::rt::setting(hc::rt::Setting::AttentionTile))
     if (std::atoll(e) > 0)
-      t = std::atoll(e);
-  Br = std::max<int64_t>(1, std::min(a.Tq, t));
-  Bc = std::max<int64_t>(1, std::min(a.Tk, t));
+      Br = Bc = std::atoll(e);
+  Br = std::max<int64_t>(1, std::min(a.Tq, Br));
+  Bc = std::max<int64_t>(1, std::min(a.Tk, Bc));
 }
 
 static void attentionRun(const hc_attention_args *a, hc_threads t, bool fwd) {
