@@ -65,6 +65,11 @@ std::vector<int> reservedCores();
 // team worker does before it sleeps, then yields (on a shared or
 // oversubscribed node the thread we wait for may need this core).
 void spinUntil(const std::atomic<int64_t> &v, int64_t target);
+// The cluster whose stream the calling thread leads inside
+// hcrt_run_clusters, or -1 (gemm_help.cpp): a single-thread GEMM there
+// offers its row blocks to the other streams' waits (hcrt_help_cluster).
+void setHelpCluster(int k);
+int helpCluster();
 
 // [begin, end) of part i of n over total items, in multiples of `grain`.
 inline void split(int64_t total, int i, int n, int64_t grain, int64_t &begin,

@@ -608,9 +608,13 @@ void runCluster(void *ctx, int32_t k, hc_threads threads) {
         continue;
       CallTimer timer(s, ci);  // the profile shows time spent waiting
       const int64_t target = r.base + c.first;
+      // Meanwhile this thread runs row blocks of the GEMM the awaited
+      // stream has under way, if any (the wait's time includes them).
       for (int spin = 0; s->progress[c.kernel].load(std::memory_order_acquire) < target;
            ++spin)
-        if (spin > 20000)
+        if (hcrt_help_cluster(c.kernel))
+          spin = 0;
+        else if (spin > 20000)
           std::this_thread::yield();
       continue;
     }

@@ -458,7 +458,9 @@ int32_t hcrt_run_clusters(int32_t nclusters, hcrt_cluster_fn fn, void *ctx) {
     int k = 0;  // the cluster whose leader `thread` is
     while (k + 1 < cl.n && cl.first(k + 1) <= thread)
       ++k;
+    setHelpCluster(k);
     cl.fn(cl.ctx, k, hc_threads{cl.first(k), cl.first(k + 1) - cl.first(k)});
+    setHelpCluster(-1);
   };
   job.ctx = &c;
   job.count = nclusters;
