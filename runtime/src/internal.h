@@ -65,11 +65,20 @@ std::vector<int> reservedCores();
 // team worker does before it sleeps, then yields (on a shared or
 // oversubscribed node the thread we wait for may need this core).
 void spinUntil(const std::atomic<int64_t> &v, int64_t target);
-// The cluster whose stream the calling thread leads inside
-// hcrt_run_clusters, or -1 (gemm_help.cpp): a single-thread GEMM there
-// offers its row blocks to the other streams' waits (hcrt_help_cluster).
+// Helping at CFTP waits (stream_help.cpp). setHelpCluster: the cluster
+// whose stream the calling thread leads inside hcrt_run_clusters (-1 after).
+// offersPieces: whether a kernel called there on one thread offers its
+// pieces (HC_CFTP_HELP, default on). runOffered: fn(ctx, i) for i in
+// [0, n), on the calling thread and on threads of other streams waiting for
+// this one (hcrt_help_cluster), returning when all are done; fn's results
+// must not depend on the thread (scratch() is each thread's own).
 void setHelpCluster(int k);
-int helpCluster();
+bool offersPieces();
+using PieceFn = void (*)(const void *ctx, int64_t i);
+void runOffered(int64_t n, PieceFn fn, const void *ctx);
+template <class F> void runOffered(int64_t n, const F &f) {
+  runOffered(n, [](const void *c, int64_t i) { (*static_cast<const F *>(c))(i); }, &f);
+}
 
 // [begin, end) of part i of n over total items, in multiples of `grain`.
 inline void split(int64_t total, int i, int n, int64_t grain, int64_t &begin,

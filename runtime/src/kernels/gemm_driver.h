@@ -90,10 +90,9 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
 // C[m0:m1, n0:n1] of one problem on the calling thread.
 void runBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
               int64_t m0, int64_t m1, int64_t n0, int64_t n1);
-// The whole problem on the calling thread, its row blocks offered to the
-// threads that wait for `cluster`'s stream (gemm_help.cpp, hcrt_help_cluster).
-void runBlockOffered(const GemmKernel &k, const Blocking &bl, const Problem &p,
-                     int cluster);
+// The whole problem on the calling thread, the row blocks of each step
+// offered to the threads waiting for its stream (stream_help.cpp).
+void runBlockOffered(const GemmKernel &k, const Blocking &bl, const Problem &p);
 // The whole problem over the thread range (gemm_parallel.cpp): a 2-D grid
 // of blocks, a K split, or a shared B panel, as its cost model says.
 void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p, Range r);

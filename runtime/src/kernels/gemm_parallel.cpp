@@ -223,10 +223,8 @@ void gemmSharedPanel(const GemmKernel &k, const Blocking &bl, const Problem &p,
 
 void gemm2d(const GemmKernel &k, const Blocking &bl, const Problem &p,
             Range r) {
-  // a CFTP stream of one thread (HC_CFTP_HELP=0: no offers)
-  if (r.count == 1 && helpCluster() >= 0 &&
-      hc::rt::settingInt(hc::rt::Setting::CftpHelp, 1) != 0) {
-    runBlockOffered(k, bl, p, helpCluster());
+  if (r.count == 1 && offersPieces()) {  // a CFTP stream of one thread
+    runBlockOffered(k, bl, p);
     return;
   }
   int pm = 1, pn = 1;

@@ -436,7 +436,7 @@ static void attentionRun(const hc_attention_args *a, hc_threads t, bool fwd) {
   // thread's next piece is likely count further on: both directions ask
   // for its first tile's rows while the last tile's exp pass runs
   const int count = r.count;
-  parallelPieces(r, tasks, [&](int64_t k) {
+  auto piece = [&](int64_t k) {
     float *w = scratch(1, o.attention_scratch(a->Dh, a->Tq, Br, Bc));
     const int64_t b = k / a->heads, h = k % a->heads;
     if (fwd)
@@ -444,7 +444,13 @@ static void attentionRun(const hc_attention_args *a, hc_threads t, bool fwd) {
                          Bc);
     else
       o.attention_bwd_bh(*a, b, h, k + count < tasks ? k + count : -1, w, Br, Bc);
-  });
+  };
+  // A CFTP stream of one thread offers its pairs to the streams waiting
+  // for it (stream_help.cpp).
+  if (count == 1 && offersPieces())
+    runOffered(tasks, piece);
+  else
+    parallelPieces(r, tasks, piece);
 }
 
 void hc_flash_attention_fwd(const hc_attention_args *a, hc_threads t) {
