@@ -608,8 +608,8 @@ void runCluster(void *ctx, int32_t k, hc_threads threads) {
         continue;
       CallTimer timer(s, ci);  // the profile shows time spent waiting
       const int64_t target = r.base + c.first;
-      // Meanwhile this thread runs row blocks of the GEMM the awaited
-      // stream has under way, if any (the wait's time includes them).
+      // Meanwhile this thread runs pieces of the kernel the awaited stream
+      // has under way, if it offers any (the wait's time includes them).
       for (int spin = 0; s->progress[c.kernel].load(std::memory_order_acquire) < target;
            ++spin)
         if (hcrt_help_cluster(c.kernel))

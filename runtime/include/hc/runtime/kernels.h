@@ -64,12 +64,13 @@ int32_t hcrt_thread_cluster(int32_t t);
 typedef void (*hcrt_cluster_fn)(void *ctx, int32_t cluster, hc_threads threads);
 int32_t hcrt_run_clusters(int32_t nclusters, hcrt_cluster_fn fn, void *ctx);
 // Inside hcrt_run_clusters, a stream waiting for cluster k's may lend k its
-// thread: a GEMM that cluster k's fn calls on a range of one thread offers
-// the row blocks of each step (one k block of one column panel of B,
-// packed once), and hcrt_help_cluster(k), called from another cluster's
-// fn, runs one of them on the calling thread against that packed panel.
-// The same bits whichever thread runs a block. Returns 1 when it ran one,
-// 0 when cluster k offers none now (or k is the caller's own cluster).
+// thread: a kernel that cluster k's fn calls on a range of one thread
+// offers its independent pieces (a GEMM the row blocks of each step, one k
+// block of one column panel of B packed once; flash attention its (batch,
+// head) pairs), and hcrt_help_cluster(k), called from another cluster's
+// fn, runs one of them on the calling thread (HC_CFTP_HELP=0: nothing is
+// offered). The same bits whichever thread runs a piece. Returns 1 when it
+// ran one, 0 when cluster k offers none now (or k is the caller's own).
 int32_t hcrt_help_cluster(int32_t k);
 
 // Instruction set the kernels dispatch to. Chosen once from CPUID (and the
