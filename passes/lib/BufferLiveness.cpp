@@ -1,7 +1,10 @@
 #include "BufferLiveness.h"
 
+#include "hc/Schedule/Placement.h"
+
 #include <algorithm>
 #include <map>
+#include <string>
 
 using namespace mlir;
 namespace hs = hc::schedule;
@@ -93,6 +96,61 @@ int64_t firstFit(const std::vector<const LiveInterval *> &intervals,
     offsets[i] = at;
   }
   return peak;
+}
+
+void setArenaBytes(func::FuncOp f, StringRef arena, int64_t bytes) {
+  MLIRContext *ctx = f.getContext();
+  NamedAttrList sizes;
+  if (auto old = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes"))
+    sizes.append(old.getValue());
+  sizes.set(arena, IntegerAttr::get(IntegerType::get(ctx, 64), bytes));
+  f->setAttr("hcs.arena_bytes", sizes.getDictionary(ctx));
+  auto placement = f->getAttrOfType<hs::PlacementAttr>(hs::kPlacementAttr);
+  if (!placement)
+    return;
+  SmallVector<hs::SliceAttr> mine;
+  for (Attribute a : placement.getSlices())
+    if (auto s = cast<hs::SliceAttr>(a); s.getArena() == arena)
+      mine.push_back(s);
+  if (mine.empty())
+    return;
+  const int64_t page = placement.getPageBytes();
+  const int64_t pages = (bytes + page - 1) / page, n = static_cast<int64_t>(mine.size());
+  SmallVector<Attribute> slices;
+  bool done = false;
+  for (Attribute a : placement.getSlices()) {
+    if (cast<hs::SliceAttr>(a).getArena() != arena) {
+      slices.push_back(a);
+      continue;
+    }
+    if (done)
+      continue;
+    done = true;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t first = (pages * k + n - 1) / n * page,
+                    last = std::min<int64_t>((pages * (k + 1) + n - 1) / n * page, bytes);
+      if (last > first)
+        slices.push_back(hs::SliceAttr::get(ctx, arena, first, last - first,
+                                            mine[k].getOwner(), mine[k].getNuma()));
+    }
+  }
+  f->setAttr(hs::kPlacementAttr,
+             hs::PlacementAttr::get(ctx, page, ArrayAttr::get(ctx, slices)));
+}
+
+void layOutApart(func::FuncOp f) {
+  constexpr int64_t kPage = 4096;
+  std::map<std::string, int64_t> end;
+  for (LiveInterval &iv : bufferLiveness(f)) {
+    if (!hs::isLivenessArena(iv.buffer.getArena()) || !iv.touched())
+      continue;
+    int64_t &at = end[iv.buffer.getArena().str()];
+    iv.buffer.setOffsetAttr(
+        IntegerAttr::get(IntegerType::get(f.getContext(), 64), at));
+    at += (iv.bytes + kPage - 1) / kPage * kPage;
+  }
+  for (auto &[arena, bytes] : end)
+    setArenaBytes(f, arena, bytes);
 }
 
 } // namespace hc

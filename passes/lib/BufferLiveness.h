@@ -60,6 +60,18 @@ inline int64_t arenaAlignment(llvm::StringRef arena) {
   return arena == "offload" ? 4096 : 64;
 }
 
+// Sets `arena`'s size in hcs.arena_bytes and, where hcs.placement has
+// slices of it, cuts them again over the new size (the same owners and
+// home nodes, equal shares of whole pages, as hc-plan-placement cuts).
+void setArenaBytes(mlir::func::FuncOp f, llvm::StringRef arena, int64_t bytes);
+
+// Every touched buffer of the liveness arenas at its own bytes, none shared
+// (page-aligned, in op order), with hcs.arena_bytes to match: hc-cftp
+// orders its streams against this layout, so only data, never a reuse of
+// storage, makes one stream wait for another; hc-plan-stream-buffers then
+// packs the arenas again in the streams' order.
+void layOutApart(mlir::func::FuncOp f);
+
 } // namespace hc
 
 #endif // HC_PASSES_BUFFERLIVENESS_H

@@ -13,6 +13,7 @@
 #include "hc/Passes/Passes.h"
 #include "hc/Schedule/Placement.h"
 
+#include "BufferLiveness.h"
 #include "CftpAccess.h"
 #include "CftpRules.h"
 #include "CostModel.h"
@@ -771,6 +772,9 @@ struct CftpPass : impl::CftpBase<CftpPass> {
           memory && memory.getBudget() > 0)
         room = std::max<int64_t>(0, memory.getBudget() - memory.getReserve() -
                                         arenaBytesInMemory(f));
+      // Streams ordered by data alone: no reuse of storage to wait on
+      // (hc-plan-stream-buffers packs the arenas again afterwards).
+      layOutApart(f);
       if (failed(Planner(f, K, threads, r, partialGrads, room).run()))
         return signalPassFailure();
     }

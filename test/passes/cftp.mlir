@@ -190,24 +190,23 @@ func.func @step() attributes {hcs.memory = #hcs.memory_plan<budget = 0, reserve 
 // whole blocks): half of 64 rows of 2000 bytes is 64000 bytes, so these
 // copies stay whole, on stream 0, and their bytes are ordered like any
 // access. The offload reads what both clusters' gelu wrote (it waits for
-// cluster 1); the exp that reuses the offloaded buffer's bytes waits, on
-// cluster 1, for the copy's hcs.wait (stream 0's third entry), not for the
-// copy's start; the mul on cluster 1 reads the prefetched buffer only after
-// the prefetch's wait (entry 6). verify-plan.mlir rejects such a plan
-// without the second wait.
+// cluster 1). The exp's buffer has bytes of its own (hc-cftp lays the
+// buffers out apart), so it runs whole on cluster 1 beside the copies,
+// waiting for nothing; the mul on cluster 1 reads the prefetched buffer
+// only after the prefetch's wait (count 5: stream 0's fifth entry, not the
+// prefetch's start). plan-stream-buffers.mlir checks that a reuse of a
+// copy's bytes waits for its hcs.wait.
 // CHECK-LABEL: func.func @step()
 // CHECK-SAME: copies = 2 : i64
 // CHECK: hcs.call "gelu"({{.*}}cluster = 1 : i64, split = "rows"
 // CHECK: hcs.cluster_wait {cluster = 0 : i64, count = 1 : i64, source = 1 : i64}
 // CHECK-NEXT: %[[T0:.*]] = hcs.offload {{.*}} {cluster = 0 : i64} : memref<64x500xf32> to memref<64x500xf32>
 // CHECK-NEXT: hcs.wait %[[T0]] {cluster = 0 : i64}
-// CHECK: hcs.call "exp"({{.*}}cluster = 0 : i64, split = "rows"
-// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 3 : i64, source = 0 : i64}
-// CHECK-NOT: hcs.call
-// CHECK: hcs.call "exp"({{.*}}cluster = 1 : i64, split = "rows"
+// CHECK-NEXT: hcs.buffer "act"
+// CHECK-NEXT: hcs.call "exp"({{.*}}) {} {cluster = 1 : i64} :
 // CHECK: %[[T1:.*]] = hcs.prefetch {{.*}} {cluster = 0 : i64}
 // CHECK-NEXT: hcs.wait %[[T1]] {cluster = 0 : i64}
-// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 6 : i64, source = 0 : i64}
+// CHECK: hcs.cluster_wait {cluster = 1 : i64, count = 5 : i64, source = 0 : i64}
 // CHECK-NOT: hcs.call
 // CHECK: hcs.call "mul"({{.*}}cluster = 1 : i64, split = "rows"
 func.func @step() attributes {hcs.memory = #hcs.memory_plan<budget = 0, reserve = 0, tiers = [#hcs.tier<arenas = ["act"], capacity = 0, kind = "DRAM", name = "fast">, #hcs.tier<arenas = ["offload"], capacity = 0, kind = "disk", name = "disk">], offload_dir = "/tmp", recomputed_calls = 0, recompute_seconds = 0.0 : f64, segments = 0, copy_seconds = 0.0 : f64, offload_bytes = 0, prefetch_bytes = 0, recomputed_over_move = 0>} {

@@ -179,6 +179,7 @@ bool runGraphPipeline(mlir::ModuleOp module, const PipelineOptions &given,
       cftp.strictBatch = options.clusters > 0;
       cftp.partialGrads = options.cftpPartialGrads;
       pm.addPass(createCftp(cftp));
+      pm.addPass(createPlanStreamBuffers());
     }
     // After every pass that may add a write (tier copies, CFTP's cuts).
     pm.addPass(createConstantWeights());

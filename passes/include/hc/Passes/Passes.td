@@ -391,6 +391,9 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
     blocking wait. hcs.cluster_wait is inserted wherever a byte read or
     written by one stream was written or read by another earlier in program
     order (CftpAccess.h; strided views count as their whole byte span).
+    The liveness arenas are first laid out apart (every buffer its own
+    bytes), so only data orders the streams, never a reuse of storage;
+    hc-plan-stream-buffers packs them again afterwards.
     All-reduces and the call writing the loss stay on cluster 0. Records
     `hcs.cftp` on @step: clusters, threads per cluster, calls cut and whole,
     waits, and the model's predicted step time with and without the cut.
@@ -419,6 +422,25 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
            "where the other cuts join the streams">
   ];
   let dependentDialects = ["hc::schedule::HCSDialect"];
+}
+
+def PlanStreamBuffers : Pass<"hc-plan-stream-buffers", "mlir::ModuleOp"> {
+  let summary = "the liveness arenas packed again in the order of hc-cftp's streams";
+  let description = [{
+    After hc-cftp, which orders its streams against the liveness arenas
+    laid out apart (each buffer its own bytes), so that only data makes a
+    stream wait. First fit in program order, as hc-plan-buffers, except
+    that a buffer takes the bytes of an earlier one only where every op
+    touching the earlier one is ordered before every op touching it by the
+    streams' program order and their unscoped hcs.cluster_waits. Where an
+    hcs.memory budget or a tier's capacity leaves less room than that
+    needs, a buffer may take the bytes of one dead in program order but not
+    ordered before it, and the pass adds the hcs.cluster_wait that orders
+    them (if the arena still overshoots: hc-plan-buffers' plan, with a wait
+    for every such reuse). Updates hcs.arena_bytes, the arenas' slices in
+    hcs.placement, and hcs.cftp's `waits` (`reuse_waits`: those it added).
+    A step of one stream is left alone.
+  }];
 }
 
 def VerifyPlan : Pass<"hc-verify-plan", "mlir::ModuleOp"> {
