@@ -79,6 +79,18 @@ void runOffered(int64_t n, PieceFn fn, const void *ctx);
 template <class F> void runOffered(int64_t n, const F &f) {
   runOffered(n, [](const void *c, int64_t i) { (*static_cast<const F *>(c))(i); }, &f);
 }
+// The pieces a row or elementwise kernel of `units` independent units
+// (`elems` elements in all) offers when a one-thread CFTP stream runs it:
+// each at least kOfferElems elements (a claim costs an atomic add), at
+// most 16; 0 when it offers nothing (outside a stream, or too small).
+constexpr int64_t kOfferElems = 1 << 16;
+inline int64_t offeredPieces(int64_t units, double elems) {
+  if (elems < 2.0 * kOfferElems || units < 2 || !offersPieces())
+    return 0;
+  const double byElems = elems / static_cast<double>(kOfferElems);
+  int64_t n = byElems < 16.0 ? static_cast<int64_t>(byElems) : 16;
+  return n < units ? n : units;
+}
 
 // [begin, end) of part i of n over total items, in multiples of `grain`.
 inline void split(int64_t total, int i, int n, int64_t grain, int64_t &begin,

@@ -3,9 +3,11 @@
 // waits, must give the same bits as the kernel alone, on every ISA path: a
 // GEMM (its row blocks) for fp32 and bf16, both layouts of each operand, a
 // bias and a GELU epilogue, several column panels and k blocks, and a
-// batch; flash attention forward and backward (its (batch, head) pairs).
+// batch; flash attention forward and backward (its (batch, head) pairs);
+// row and elementwise kernels (their pieces).
 // Outside a running stream nothing is offered.
 #include "kernel_test_util.h"
+#include "hc/runtime/graph_ops.h"
 
 #include <gtest/gtest.h>
 
@@ -174,6 +176,68 @@ TEST(StreamHelp, HelpedAttentionPairsGiveTheSameBits) {
   }
   EXPECT_GT(helped, 0);
   hcrt_set_isa(savedIsa);
+  hcrt_set_num_threads(savedThreads);
+}
+
+// The row and elementwise kernels' pieces: the GELU's backward
+// (forPieces), the adaLN layer norm's backward with its per-sample
+// dshift / dscale sums (parts by sample) and the gated residual's backward
+// (a graph op's parFor, per-sample dgate sums); odd sizes.
+TEST(StreamHelp, HelpedRowPiecesGiveTheSameBits) {
+  const int savedThreads = hcrt_num_threads();
+  hcrt_set_num_threads(2);
+  ASSERT_EQ(hcrt_num_threads(), 2);
+  const int64_t B = 7, N = 263, D = 389, n = B * N * D;
+  const std::vector<float> x = randomVec(static_cast<size_t>(n), 31);
+  const std::vector<float> dy = randomVec(static_cast<size_t>(n), 32);
+  const std::vector<float> mod = randomVec(static_cast<size_t>(B * 2 * D), 33);
+  int64_t helped = 0;
+  auto run = [&](bool help, std::vector<float> &out) {
+    std::vector<float> gx = nanVec(static_cast<size_t>(n)), lx = nanVec(gx.size()),
+                       dmod = nanVec(static_cast<size_t>(B * 2 * D)),
+                       dh = nanVec(gx.size()), dgate = nanVec(static_cast<size_t>(B * D));
+    hc_layernorm_bwd_args l{};
+    l.rows = B * N, l.D = D, l.x = x.data(), l.ldx = D, l.dy = dy.data(), l.lddy = D;
+    l.dx = lx.data(), l.lddx = D;
+    l.shift = mod.data(), l.scale = mod.data() + D, l.group_rows = N, l.ld_mod = 2 * D;
+    // dshift and dscale side by side, as the modulation's gradient
+    l.dshift = dmod.data(), l.dscale = dmod.data() + D, l.eps = 1e-6;
+    auto tensor = [](const float *p, std::initializer_list<int64_t> shape) {
+      hcrt_tensor t{};
+      t.data = const_cast<float *>(p), t.dtype = HCRT_F32;
+      t.rank = static_cast<int32_t>(shape.size());
+      int64_t stride = 1, d = t.rank;
+      for (auto it = shape.end(); it != shape.begin();) {
+        --it, --d;
+        t.shape[d] = *it, t.strides[d] = stride, stride *= *it;
+      }
+      return t;
+    };
+    const hcrt_tensor ins[3] = {tensor(dy.data(), {B, N, D}), tensor(mod.data(), {B, D}),
+                                tensor(x.data(), {B, N, D})};
+    hcrt_tensor outs[2] = {tensor(dgate.data(), {B, D}), tensor(dh.data(), {B, N, D})};
+    hcrt_attrs none{};
+    auto all = [&](hc_threads t) {
+      hc_gelu_tanh_bwd(n, x.data(), dy.data(), gx.data(), t);
+      hc_layernorm_bwd(&l, t);
+      hcrt_op_gated_residual_grad(ins, 3, outs, 2, &none, t);
+    };
+    if (help)
+      helped += helpedRun(all);
+    else
+      all(threads(1));
+    out.clear();
+    for (const auto *v : {&gx, &lx, &dmod, &dh, &dgate})
+      out.insert(out.end(), v->begin(), v->end());
+  };
+  std::vector<float> alone, shared;
+  run(false, alone);
+  for (int r = 0; r < 3; ++r) {
+    run(true, shared);
+    ASSERT_EQ(alone.size(), shared.size());
+    EXPECT_EQ(std::memcmp(alone.data(), shared.data(), alone.size() * sizeof(float)), 0);
+  }
+  EXPECT_GT(helped, 0);
   hcrt_set_num_threads(savedThreads);
 }
 

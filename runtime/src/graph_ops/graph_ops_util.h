@@ -246,6 +246,19 @@ inline void parFor(hc_threads t, int64_t total, int64_t grain, double cost,
   int64_t units = (total + grain - 1) / grain;
   if (r.count > units)
     r.count = static_cast<int>(units);
+  // A one-thread CFTP stream: parts offered to waiting streams (results
+  // never depend on the partition).
+  if (const int64_t offered = r.count <= 1 ? offeredPieces(
+                                                 units, static_cast<double>(total) * cost)
+                                           : 0) {
+    runOffered(offered, [&](int64_t i) {
+      int64_t b, e;
+      split(total, static_cast<int>(i), static_cast<int>(offered), grain, b, e);
+      if (e > b)
+        f(b, e);
+    });
+    return;
+  }
   parallel(r, [&](int i, int cnt) {
     int64_t b, e;
     split(total, i, cnt, grain, b, e);

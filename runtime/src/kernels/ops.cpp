@@ -45,6 +45,18 @@ Range shrink(Range r, int64_t work, int64_t serial) {
 template <class F>
 void forPieces(hc_threads t, int64_t n, int64_t work, int64_t grain, F &&f) {
   Range r = shrink(resolve(t), work, kSerialElems);
+  // A one-thread CFTP stream: the same pieces, offered to waiting streams.
+  if (const int64_t offered = r.count <= 1 ? offeredPieces((n + grain - 1) / grain,
+                                                           static_cast<double>(work))
+                                           : 0) {
+    runOffered(offered, [&](int64_t i) {
+      int64_t b, e;
+      split(n, static_cast<int>(i), static_cast<int>(offered), grain, b, e);
+      if (e > b)
+        f(b, e);
+    });
+    return;
+  }
   const int64_t pieces =
       r.count <= 1 ? 1
                    : std::min<int64_t>(4 * r.count,
@@ -195,19 +207,26 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
   const bool byGroup = (wantS || wantC) && groups > 1;
   if (byGroup && r.count > groups)
     r.count = static_cast<int>(groups);
+  // A one-thread CFTP stream offers its parts to waiting streams where the
+  // cut changes no sum: without dgamma and dbeta (whose parts are added).
+  const int64_t offered =
+      r.count <= 1 && !wantG && !wantB
+          ? offeredPieces(byGroup ? groups : rows, static_cast<double>(rows * D))
+          : 0;
+  const int nParts = offered ? static_cast<int>(offered) : r.count;
   struct Part {
     int64_t b = 0, e = 0, g0 = 0, ng = 0;
     std::vector<float> g, bb, s, c;
   };
-  std::vector<Part> parts(r.count);
-  for (int i = 0; i < r.count; ++i) {
+  std::vector<Part> parts(nParts);
+  for (int i = 0; i < nParts; ++i) {
     Part &p = parts[i];
     if (byGroup) {
       int64_t gb, ge;
-      split(groups, i, r.count, 1, gb, ge);
+      split(groups, i, nParts, 1, gb, ge);
       p.b = gb * gr, p.e = std::min(rows, ge * gr);
     } else {
-      split(rows, i, r.count, 1, p.b, p.e);
+      split(rows, i, nParts, 1, p.b, p.e);
     }
     if (p.e <= p.b)
       continue;
@@ -233,7 +252,7 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
   hc_layernorm_bwd_args c = a;
   if (recompute && !byRow)
     c.mean = stats.data(), c.rstd = stats.data() + rows;
-  parallel(r, [&](int i, int) {
+  auto runPart = [&](int i) {
     Part &p = parts[i];
     if (p.e <= p.b)
       return;
@@ -262,7 +281,11 @@ void hc_layernorm_bwd(const hc_layernorm_bwd_args *in, hc_threads t) {
       for (int64_t k = 0; wantB && k < D; ++k)
         p.bb[k] = b == p.b ? bb[k] : p.bb[k] + bb[k];
     }
-  });
+  };
+  if (offered)
+    runOffered(offered, [&](int64_t i) { runPart(static_cast<int>(i)); });
+  else
+    parallel(r, [&](int i, int) { runPart(i); });
   // Fixed-order reductions (slot order).
   auto reduceVec = [&](float *out, std::vector<float> Part::*field) {
     for (int64_t c = 0; c < D; ++c) {
