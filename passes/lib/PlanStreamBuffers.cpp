@@ -22,7 +22,6 @@
 #include "hc/Passes/Passes.h"
 
 #include "BufferLiveness.h"
-#include "VerifyMemory.h"
 #include "hc/Schedule/Placement.h"
 
 #include "mlir/IR/Builders.h"

@@ -101,6 +101,18 @@ inline void split(int64_t total, int i, int n, int64_t grain, int64_t &begin,
   end = e * grain < total ? e * grain : total;
 }
 
+// f(begin, end) over [0, total) cut by split() into `parts` pieces, offered
+// to waiting streams (runOffered); empty pieces are skipped.
+template <class F>
+void runOfferedSplit(int64_t total, int64_t parts, int64_t grain, const F &f) {
+  runOffered(parts, [&](int64_t i) {
+    int64_t b, e;
+    split(total, static_cast<int>(i), static_cast<int>(parts), grain, b, e);
+    if (e > b)
+      f(b, e);
+  });
+}
+
 // Cache sizes (bytes) of the cores the team runs on, from hwloc.
 struct CacheInfo {
   std::size_t l2 = 1024 * 1024, l3 = 8 * 1024 * 1024;

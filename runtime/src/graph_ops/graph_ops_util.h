@@ -251,12 +251,7 @@ inline void parFor(hc_threads t, int64_t total, int64_t grain, double cost,
   if (const int64_t offered = r.count <= 1 ? offeredPieces(
                                                  units, static_cast<double>(total) * cost)
                                            : 0) {
-    runOffered(offered, [&](int64_t i) {
-      int64_t b, e;
-      split(total, static_cast<int>(i), static_cast<int>(offered), grain, b, e);
-      if (e > b)
-        f(b, e);
-    });
+    runOfferedSplit(total, offered, grain, f);
     return;
   }
   parallel(r, [&](int i, int cnt) {

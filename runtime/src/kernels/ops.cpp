@@ -49,12 +49,7 @@ void forPieces(hc_threads t, int64_t n, int64_t work, int64_t grain, F &&f) {
   if (const int64_t offered = r.count <= 1 ? offeredPieces((n + grain - 1) / grain,
                                                            static_cast<double>(work))
                                            : 0) {
-    runOffered(offered, [&](int64_t i) {
-      int64_t b, e;
-      split(n, static_cast<int>(i), static_cast<int>(offered), grain, b, e);
-      if (e > b)
-        f(b, e);
-    });
+    runOfferedSplit(n, offered, grain, f);
     return;
   }
   const int64_t pieces =
