@@ -10,10 +10,15 @@
 // clusters: 140 of 357 waits, most of the time the streams spent waiting).
 // hc-cftp therefore orders its streams against buffers laid out apart
 // (layOutApart), by data alone, and this pass lays them out again, first
-// fit in program order, where a buffer Y may take X's bytes only if every
-// op touching X is ordered before every op touching Y by the streams'
-// program order and their hcs.cluster_waits (the relation
-// hc-verify-plan's checkClusterStreams proves). Without a memory budget
+// fit in program order, where a buffer Y may take X's bytes only where
+// each stream's part of X is ordered before each stream's part of Y that
+// shares bytes with it, by the streams' program order and their
+// hcs.cluster_waits (the relation hc-verify-plan's checkClusterStreams
+// proves). A stream's part is the byte range its ops touch, so a buffer
+// whose rows each stream writes and reads alone (rows-cut ops; the
+// backward with partial weight gradients joins the streams nowhere) may
+// take an unordered X's bytes where the halves line up: cluster 0's rows
+// over cluster 0's. Without a memory budget
 // that is all. Where a budget (or a tier's capacity) leaves too little
 // room, Y may still take the bytes of an unordered X that is dead in
 // program order, and the pass adds the hcs.cluster_wait that orders them;
@@ -22,6 +27,7 @@
 #include "hc/Passes/Passes.h"
 
 #include "BufferLiveness.h"
+#include "CftpAccess.h"
 #include "hc/Schedule/Placement.h"
 
 #include "mlir/IR/Builders.h"
@@ -82,10 +88,11 @@ struct StreamOrder {
 };
 
 // A buffer of one arena: its program-order interval and, per stream, the
-// first and last entry touching it (-1: none).
+// first and last entry touching it (-1: none) and the bytes [lo, hi) of it
+// that the stream's entries touch.
 struct Use {
   const LiveInterval *iv = nullptr;
-  std::vector<int64_t> first, last;
+  std::vector<int64_t> first, last, lo, hi;
   bool outside = false;  // touched by an op no stream runs (hcs.loss)
   int64_t offset = 0, size = 0, align = 0;
 };
@@ -113,24 +120,28 @@ public:
     for (size_t y = 0; y < uses.size(); ++y) {
       Use &u = uses[y];
       SmallVector<size_t> dead;  // dead in program order, not ordered before
+      // Offsets Y must not take: open intervals (lo, hi).
       std::vector<std::pair<int64_t, int64_t>> hard, all;
       for (size_t x = 0; x < y; ++x) {
         const Use &p = uses[x];
-        const std::pair<int64_t, int64_t> range{p.offset, p.offset + p.size};
         if (p.outside || p.iv->last >= u.iv->first) {
-          hard.push_back(range);
-          all.push_back(range);
-        } else if (!orderedBefore(p, u)) {
-          dead.push_back(x);
-          all.push_back(range);
+          hard.push_back({p.offset - u.size, p.offset + p.size});
+          all.push_back(hard.back());
+          continue;
         }
+        bool unordered = false;
+        forUnorderedParts(p, u, [&](int j, int k) {
+          unordered = true;
+          all.push_back({p.offset + p.lo[j] - u.hi[k], p.offset + p.hi[j] - u.lo[k]});
+        });
+        if (unordered)
+          dead.push_back(x);
       }
-      u.offset = firstGap(all, u.size, u.align);
+      u.offset = firstFree(all, u.align);
       if (reuseDead || u.offset + u.size > limit) {
-        u.offset = firstGap(hard, u.size, u.align);
+        u.offset = firstFree(hard, u.align);
         for (size_t x : dead)
-          if (uses[x].offset < u.offset + u.size && u.offset < uses[x].offset + uses[x].size)
-            order_(uses[x], u);
+          orderOverlapping(uses[x], u);
       }
       peak = std::max(peak, u.offset + u.size);
     }
@@ -144,43 +155,43 @@ private:
   std::vector<Use> &uses;
   std::vector<std::vector<std::vector<int64_t>>> after;
 
-  // Every entry touching x runs before every entry touching y.
-  bool orderedBefore(const Use &x, const Use &y) const {
+  // fn(j, k) for each stream j touching x and k touching y where j's last
+  // entry touching x is not ordered before k's first touching y (x dead
+  // in program order: within a stream it always is).
+  template <typename Fn>
+  void forUnorderedParts(const Use &x, const Use &y, Fn fn) const {
     for (int k = 0; k < order.K; ++k) {
       if (y.first[k] < 0)
         continue;
       const std::vector<int64_t> &done = after[k][y.first[k]];
       for (int j = 0; j < order.K; ++j)
-        if (x.last[j] >= 0 &&
-            (j == k ? x.last[j] >= y.first[k] : done[j] < x.last[j] + 1))
-          return false;
-    }
-    return true;
-  }
-
-  // Waits that order x (dead in program order) before y.
-  void order_(const Use &x, const Use &y) {
-    for (int k = 0; k < order.K; ++k) {
-      if (y.first[k] < 0)
-        continue;
-      for (int j = 0; j < order.K; ++j) {
-        if (j == k || x.last[j] < 0 || after[k][y.first[k]][j] >= x.last[j] + 1)
-          continue;
-        waits.push_back({k, y.first[k], j, x.last[j] + 1});
-        for (size_t i = static_cast<size_t>(y.first[k]); i < after[k].size(); ++i)
-          after[k][i][j] = std::max(after[k][i][j], x.last[j] + 1);
-      }
+        if (j != k && x.last[j] >= 0 && done[j] < x.last[j] + 1)
+          fn(j, k);
     }
   }
 
-  static int64_t firstGap(std::vector<std::pair<int64_t, int64_t>> &taken,
-                          int64_t size, int64_t align) {
-    std::sort(taken.begin(), taken.end());
+  // Waits that order x's parts (x dead in program order) before the parts
+  // of y placed over them.
+  void orderOverlapping(const Use &x, const Use &y) {
+    forUnorderedParts(x, y, [&](int j, int k) {
+      if (x.offset + x.lo[j] >= y.offset + y.hi[k] || y.offset + y.lo[k] >= x.offset + x.hi[j])
+        return;
+      waits.push_back({k, y.first[k], j, x.last[j] + 1});
+      for (size_t i = static_cast<size_t>(y.first[k]); i < after[k].size(); ++i)
+        after[k][i][j] = std::max(after[k][i][j], x.last[j] + 1);
+    });
+  }
+
+  // The lowest `align`-multiple offset inside none of the open intervals.
+  static int64_t firstFree(std::vector<std::pair<int64_t, int64_t>> &forbidden,
+                           int64_t align) {
+    std::sort(forbidden.begin(), forbidden.end());
     int64_t at = 0;
-    for (auto [lo, hi] : taken) {
-      if (lo >= at + size)
+    for (auto [lo, hi] : forbidden) {
+      if (lo >= at)
         break;
-      at = std::max(at, (hi + align - 1) / align * align);
+      if (hi > at)
+        at = (hi + align - 1) / align * align;
     }
     return at;
   }
@@ -243,19 +254,38 @@ struct PlanStreamBuffersPass
         byBuffer[i].iv = &all[i];
         byBuffer[i].first.assign(order.K, -1);
         byBuffer[i].last.assign(order.K, -1);
+        byBuffer[i].lo.assign(order.K, std::numeric_limits<int64_t>::max());
+        byBuffer[i].hi.assign(order.K, 0);
       }
-      forEachTouch(f, [&](unsigned, Operation *op, hs::BufferOp buf) {
-        Use &u = byBuffer[index.lookup(buf)];
-        auto it = order.entry.find(op);
-        if (it == order.entry.end()) {
-          u.outside = true;
-          return;
+      // The access model's touches (forEachTouch's), each with the bytes of
+      // its buffer it covers (a view's whole span; the buffer where the
+      // place is unknown).
+      const cftp::Places places;
+      for (Operation &op : f.getBody().front())
+        for (const hs::Access &a : hs::accessesOf(&op)) {
+          hs::BufferOp buf = baseBuffer(a.value);
+          auto ix = buf ? index.find(buf) : index.end();
+          if (ix == index.end())
+            continue;
+          Use &u = byBuffer[ix->second];
+          auto it = order.entry.find(&op);
+          if (it == order.entry.end()) {
+            u.outside = true;
+            continue;
+          }
+          auto [k, idx] = it->second;
+          if (u.first[k] < 0)
+            u.first[k] = idx;
+          u.last[k] = std::max(u.last[k], idx);
+          cftp::Place place;
+          int64_t lo = 0, hi = u.iv->bytes;
+          if (places.placeOf(a.value, place) && cftp::rangeOf(place, lo, hi))
+            lo -= place.base, hi -= place.base;
+          else
+            lo = 0, hi = u.iv->bytes;
+          u.lo[k] = std::min(u.lo[k], lo);
+          u.hi[k] = std::max(u.hi[k], hi);
         }
-        auto [k, idx] = it->second;
-        if (u.first[k] < 0)
-          u.first[k] = idx;
-        u.last[k] = std::max(u.last[k], idx);
-      });
       // hc-plan-buffers' peaks, the baseline the room is counted from.
       std::map<std::string, int64_t> planned;
       std::map<std::string, std::vector<Use>> arenas;

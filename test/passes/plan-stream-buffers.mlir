@@ -138,3 +138,46 @@ func.func @step() attributes {hcs.arena_bytes = {act = 512 : i64, param = 256 : 
   hcs.call "tanh"(%p) -> (%a) {} : (memref<64xf32>) -> memref<64xf32>
   return
 }
+
+// -----
+
+// Parts of buffers: each stream writes and reads its own half of %a, %b
+// and %c (rows-cut calls, no wait at all). %c may take %a's bytes: each
+// stream's half of %c lies over its own half of %a (hc-verify-plan proves
+// it by bytes). %d is cut in halves twice as large: at 0 its cluster-0
+// half would cover cluster 1's half of %a and %c, which no wait orders,
+// and over %b likewise, so it goes past them all.
+// CHECK-LABEL: func.func @step()
+// CHECK-SAME: hcs.arena_bytes = {act = 1024 : i64
+// CHECK: hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+// CHECK: hcs.buffer "act" {offset = 256 : i64} : memref<64xf32>
+// CHECK: hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+// CHECK: hcs.buffer "act" {offset = 512 : i64} : memref<128xf32>
+// CHECK-NOT: hcs.cluster_wait
+// CHECK: return
+func.func @step() attributes {hcs.arena_bytes = {act = 1280 : i64, param = 256 : i64}} {
+  %p = hcs.buffer "param" {offset = 0 : i64} : memref<64xf32>
+  %p0 = hcs.view %p : memref<64xf32> to memref<32xf32, strided<[1]>>
+  %p1 = hcs.view %p : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  %a = hcs.buffer "act" {offset = 0 : i64} : memref<64xf32>
+  %a0 = hcs.view %a : memref<64xf32> to memref<32xf32, strided<[1]>>
+  %a1 = hcs.view %a : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  hcs.call "tanh"(%p0) -> (%a0) {} {cluster = 0 : i64} : (memref<32xf32, strided<[1]>>) -> memref<32xf32, strided<[1]>>
+  hcs.call "tanh"(%p1) -> (%a1) {} {cluster = 1 : i64} : (memref<32xf32, strided<[1], offset: 32>>) -> memref<32xf32, strided<[1], offset: 32>>
+  %b = hcs.buffer "act" {offset = 256 : i64} : memref<64xf32>
+  %b0 = hcs.view %b : memref<64xf32> to memref<32xf32, strided<[1]>>
+  %b1 = hcs.view %b : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  hcs.call "exp"(%a0) -> (%b0) {} {cluster = 0 : i64} : (memref<32xf32, strided<[1]>>) -> memref<32xf32, strided<[1]>>
+  hcs.call "exp"(%a1) -> (%b1) {} {cluster = 1 : i64} : (memref<32xf32, strided<[1], offset: 32>>) -> memref<32xf32, strided<[1], offset: 32>>
+  %c = hcs.buffer "act" {offset = 512 : i64} : memref<64xf32>
+  %c0 = hcs.view %c : memref<64xf32> to memref<32xf32, strided<[1]>>
+  %c1 = hcs.view %c : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  hcs.call "neg"(%b0) -> (%c0) {} {cluster = 0 : i64} : (memref<32xf32, strided<[1]>>) -> memref<32xf32, strided<[1]>>
+  hcs.call "neg"(%b1) -> (%c1) {} {cluster = 1 : i64} : (memref<32xf32, strided<[1], offset: 32>>) -> memref<32xf32, strided<[1], offset: 32>>
+  %d = hcs.buffer "act" {offset = 768 : i64} : memref<128xf32>
+  %d0 = hcs.view %d : memref<128xf32> to memref<64xf32, strided<[1]>>
+  %d1 = hcs.view %d : memref<128xf32> to memref<64xf32, strided<[1], offset: 64>>
+  hcs.call "tanh"(%p) -> (%d0) {} {cluster = 0 : i64} : (memref<64xf32>) -> memref<64xf32, strided<[1]>>
+  hcs.call "tanh"(%p) -> (%d1) {} {cluster = 1 : i64} : (memref<64xf32>) -> memref<64xf32, strided<[1], offset: 64>>
+  return
+}
