@@ -110,7 +110,7 @@ private:
   SmallVector<Operation *> cutCopies;      // erased once their waits are cut
   bool diskTier = false;                   // the offload arena is a file
   bool partialGrads;
-  int64_t partialRoom;       // bytes the memory budget leaves (-1: no budget)
+  int64_t partialRoom;       // bytes the partials may take (see runOnOperation)
   // The "partial" arena: one region per cluster 1..K-1, packed in order of
   // the cuts. While planning, region k starts at k * kRegionStride (apart
   // from every other: the access model sees no false conflicts); placed
@@ -288,7 +288,7 @@ bool Planner::planPartial(const Sub &whole, std::vector<Sub> &subs,
   int64_t used = 0;
   for (int64_t r : regionBytes)
     used += r;
-  if (partialRoom >= 0 && (K - 1) * bytes > partialRoom - used)
+  if ((K - 1) * bytes > partialRoom - used)
     return false;
   const int64_t rows = dy.shape[0];
   subs.assign(K, Sub());
@@ -766,12 +766,22 @@ struct CftpPass : impl::CftpBase<CftpPass> {
       std::vector<int> threads;
       for (int k = 0; k < K; ++k)
         threads.push_back(cores * (k + 1) / K - cores * k / K);
-      // The partials' bytes come out of what the memory budget leaves.
-      int64_t room = -1;
+      // The partials' bytes: at most one more copy of the gradients (all
+      // of them at K = 2; a share at more clusters, where K - 1 copies
+      // would grow the step's memory by several times its parameters), and
+      // never more than the memory budget leaves.
+      int64_t room = partialLimit;
+      if (room < 0) {
+        room = 0;
+        if (auto sizes = f->getAttrOfType<DictionaryAttr>("hcs.arena_bytes"))
+          if (auto grad = sizes.getAs<IntegerAttr>("grad"))
+            room = grad.getInt();
+      }
       if (auto memory = f->getAttrOfType<hs::MemoryPlanAttr>(hs::kMemoryAttr);
           memory && memory.getBudget() > 0)
-        room = std::max<int64_t>(0, memory.getBudget() - memory.getReserve() -
-                                        arenaBytesInMemory(f));
+        room = std::min<int64_t>(
+            room, std::max<int64_t>(0, memory.getBudget() - memory.getReserve() -
+                                           arenaBytesInMemory(f)));
       // Streams ordered by data alone: no reuse of storage to wait on
       // (hc-plan-stream-buffers packs the arenas again afterwards).
       layOutApart(f);

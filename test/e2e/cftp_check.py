@@ -7,10 +7,11 @@ off), 3 training steps of the compiled library through hc-run:
     sums in another order than 1 thread; the weight gradients' per-cluster
     partial sums; AdamW's normalized update turns that into relative
     differences near 1e-6 on tiny tensors);
-  - with --cftp-partial-grads on (the CFTP library checked here), the plan
+  - with --cftp-partial-grads on (the default; the CFTP library checked
+    here), the plan
     has weight gradients cut into per-cluster partial sums, folded by
     conditional calls (only_if "reduced" and "local");
-  - with --cftp-partial-grads off (the default), vs --cftp off on 1 thread:
+  - with --cftp-partial-grads off, vs --cftp off on 1 thread:
     bit-equal
     (each cluster runs one thread, and no split changes a reduction's
     order), and the weight and bias gradient calls cut by features;
@@ -59,8 +60,9 @@ def main():
     torch_reference(w("model.onnx"), w("in"), batch=a.batch)
     topo = ["--topology", os.path.join(ROOT, "test/topologies/flat2.xml"), "--clusters", "2",
             "--optimizer", "adamw", "--lr", "1e-3", "--weight-decay", "0.01"]
-    exact = [os.path.join(a.bin, "hc-compile"), w("model.onnx"), "--batch", str(a.batch)] + topo
-    compile_ = exact + ["--cftp-partial-grads", "on"]
+    base = [os.path.join(a.bin, "hc-compile"), w("model.onnx"), "--batch", str(a.batch)] + topo
+    exact = base + ["--cftp-partial-grads", "off"]
+    compile_ = base  # partial weight gradients: hc-compile's default
     sched = run(compile_ + ["--emit=schedule"])
     m = re.search(r"hcs.cftp = \{clusters = 2 : i64, .*split = (\d+) : i64, .*waits = (\d+) : i64", sched)
     errors = []

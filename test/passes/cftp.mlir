@@ -4,10 +4,16 @@
 // (partial-grads=true), the last case (PART).
 // RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp --hc-verify-plan | FileCheck %s
 // RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml clusters=2" --hc-cftp="partial-grads=true" --hc-verify-plan | FileCheck %s --check-prefix=PART
-// The same on 4 clusters (PART4): clusters 1-3 each have a page-aligned
-// region of the partial arena, and each cluster folds all three partials
-// into its rows of the gradient.
-// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat16.xml clusters=4" --hc-cftp="partial-grads=true" --hc-verify-plan | FileCheck %s --check-prefix=PART4
+// The same on 4 clusters (PART4), with room for three copies of the
+// gradient: clusters 1-3 each have a page-aligned region of the partial
+// arena, and each cluster folds all three partials into its rows of the
+// gradient.
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat16.xml clusters=4" --hc-cftp="partial-grads=true partial-limit=4194304" --hc-verify-plan | FileCheck %s --check-prefix=PART4
+// Without partial-limit the partials take at most the "grad" arena's
+// bytes (one more copy of the gradients): three copies do not fit, so
+// the 4-cluster step keeps the feature cut (CAP4), while 2 clusters'
+// single copy does (PART above).
+// RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat16.xml clusters=4" --hc-cftp="partial-grads=true" --hc-verify-plan | FileCheck %s --check-prefix=CAP4
 //
 // One cluster (the same machine as discovered): the pass leaves the step alone.
 // RUN: hc-opt %s -split-input-file --hc-plan-buffers --hc-plan-placement="topology=%S/../topologies/flat2.xml" --hc-cftp --hc-verify-plan | FileCheck %s --check-prefix=ONE
@@ -312,6 +318,11 @@ func.func @step() {
 // (only_if = "reduced"), each cluster its rows of dw and db, after a wait
 // scoped to them; before grad_norm, the next op to read the gradients,
 // again by calls only for a step that does not (only_if = "local").
+// CAP4: func.func @step() attributes {hcs.arena_bytes = {accum = {{[0-9]+}} : i64, act = {{[0-9]+}} : i64, grad = {{[0-9]+}} : i64, param = {{[0-9]+}} : i64}, hcs.cftp = {clusters = 4 : i64
+// CAP4-NOT: "partial"
+// CAP4: hcs.call "linear_grad_weight_bias"({{.*}}cluster = 3 : i64, split = "features"
+// CAP4-NOT: "partial"
+// CAP4: return
 // PART4: func.func @step() attributes {hcs.arena_bytes = {{{.*}}partial = 1583104 : i64
 // PART4-SAME: folds = 48 : i64, partial = 1 : i64
 // PART4: hcs.buffer "partial" {offset = 0 : i64} : memref<512x256xf32>

@@ -125,7 +125,12 @@ def main():
     # A plan with tier copies runs one stream (hcs.cftp says why); at 16x16
     # the plain step would cut its weight gradients across two, summing in
     # another order: both run one stream.
-    base_flags = {"cftp": ["--clusters", "2"], "segments": ["--cftp", "off"]}.get(a.case, [])
+    # Weight gradients cut by features (--cftp-partial-grads off): the
+    # partials get what a budget leaves, so the budgeted and the plain
+    # step could sum them differently (e2e.cftp.*.budget checks that within
+    # rounding); here a plan must train bit-identically.
+    base_flags = {"cftp": ["--clusters", "2"], "segments": ["--cftp", "off"]}.get(a.case, []) + \
+        ["--cftp-partial-grads", "off"]
     # 40%: with each norm and its modulate one op (no x_hat kept), the
     # smallest plans need 36% (disk-refill) and 38% (segments) of the
     # activations; 35% was below them.
@@ -158,7 +163,7 @@ def main():
         extra = base_flags + ["--mem-budget", str(budget)]
     elif a.case == "offload":
         budget = None
-        extra = ["--fast-mem", str(int(0.6 * act)), "--rates", "stream_gbps_per_thread=0.001"]
+        extra = base_flags + ["--fast-mem", str(int(0.6 * act)), "--rates", "stream_gbps_per_thread=0.001"]
     elif a.case in ("disk", "disk-bad", "disk-refill", "segments"):
         plan_probe = compile_("probe", ["--mem-budget", str(1 << 50)])
         reserve = description(os.path.join(a.work, "probe.so"), libdir)["memory_plan"]["reserve"]
@@ -170,7 +175,7 @@ def main():
             extra += ["--mem-segments", "on"]
     elif a.case == "four-tier":
         budget = None
-        extra = ["--topology", os.path.join(ROOT, "test", "topologies", "four-tier.xml")]
+        extra = base_flags + ["--topology", os.path.join(ROOT, "test", "topologies", "four-tier.xml")]
     else:
         fail("unknown case " + a.case)
     r = compile_("planned", extra)
@@ -233,7 +238,7 @@ def main():
         for name, tier in (("copies", ["--fast-mem", str(int(0.6 * act)), "--rates", "stream_gbps_per_thread=0.001"]),
                            ("diskcopies", ["--mem-budget", str(budget), "--rates", "stream_gbps_per_thread=0.001",
                                            "--offload-dir", os.path.join(a.work, "offload")])):
-            flags = ["--clusters", "2"] + tier
+            flags = base_flags + tier
             r = run([hc_compile, "tiny.onnx", "--batch", "8", "--emit=schedule"] + flags)
             cftp_attr = [l for l in r.stdout.splitlines() if "hcs.cftp = " in l]
             copy_waits = cross_stream_copy_waits(r.stdout)

@@ -516,11 +516,12 @@ const Flag kFlags[] = {
        return PO.cftpPartialGrads = s == "on", 1;
      },
      [](const CompileOptions &o) { return onOff(PO.cftpPartialGrads); },
-     "with CFTP (default off): on, a weight gradient whose other cuts would join the "
+     "with CFTP (default on): on, a weight gradient whose other cuts would join the "
      "clusters' streams is summed per cluster over its own rows into a buffer of its own "
-     "(the 'partial' arena, within --mem-budget) and folded into the gradient where the "
-     "streams join anyway (sums in another order); off: cut by output feature, bit-equal to "
-     "--cftp off on one thread per cluster"},
+     "(the 'partial' arena: at most the gradients' size, within --mem-budget) and folded "
+     "into the gradient where the streams join anyway (sums in another order, within "
+     "rounding); off: cut by output feature, bit-equal to --cftp off on one thread per "
+     "cluster"},
     {"--help", "-h", nullptr, Group::Output,
      [](const std::string &, CompileOptions &o, std::string &) { return o.help = true, 1; },
      nullptr, "this text"},

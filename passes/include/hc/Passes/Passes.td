@@ -401,8 +401,10 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
     gradient whose other cuts would join the streams (its dY rows come from
     every cluster) is instead cut by rows into per-cluster
     partial sums (`split = "partial"`): cluster 0 writes the gradient,
-    cluster k its own buffer in the "partial" arena, within what a memory
-    budget leaves. Folds (`add`, `split = "fold"`) sum them into the
+    cluster k its own buffer in the "partial" arena, in program order while
+    the arena stays within `partial-limit` (default: the gradients' own
+    size, so K - 1 copies never multiply the step's memory at many
+    clusters) and what a memory budget leaves. Folds (`add`, `split = "fold"`) sum them into the
     gradient before the next op reading it: conditional calls (`only_if`)
     before a bucket's grad_accumulate / all-reduce (if the step reduces
     per bucket) and before the update (if it does not). Sums come out in
@@ -419,7 +421,10 @@ def Cftp : Pass<"hc-cftp", "mlir::ModuleOp"> {
            "in hcs.cftp">,
     Option<"partialGrads", "partial-grads", "bool", "false",
            "cut weight gradients into per-cluster partial sums (the 'partial' arena) "
-           "where the other cuts join the streams">
+           "where the other cuts join the streams">,
+    Option<"partialLimit", "partial-limit", "int64_t", "-1",
+           "bytes the 'partial' arena may take (-1: the 'grad' arena's, one more copy "
+           "of the gradients); a memory budget may leave less">
   ];
   let dependentDialects = ["hc::schedule::HCSDialect"];
 }
