@@ -79,7 +79,7 @@ struct PipelineOptions {
   // CFTP (hc-cftp, --cftp on|off): one stream of calls per cluster; off
   // leaves every call on the whole team, split inside the kernels.
   bool cftp = true;
-  // --cftp-partial-grads on|off (hc-cftp's partial-grads; on: S/2 2.4%
+  // --cftp-partial-grads on|off (hc-cftp's partial-grads; on: S/2 0.9-2.4%
   // faster on a Zen 3 once the streams waited on data alone, B/2 even;
   // off: the feature cut, which keeps --cftp off's bits).
   bool cftpPartialGrads = true;
