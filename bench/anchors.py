@@ -240,20 +240,32 @@ def report(a, m, rows, times, rss, loss, why, peaks):
     print("\n== %s, batch %d, %d threads: model FLOPs %.3g per step; FMA peak %.1f GFLOP/s, "
           "bf16 peak %.1f GFLOP/s (the highest of the rounds' peaks) ==" % (
               m["model"], a.batch, a.threads, m["flops"], fma / 1e9, bf16 / 1e9))
-    print("%-44s %9s %9s %7s %10s %10s %9s" % ("system", "s/step", "min", "MFU", "peak RSS",
-                                              "vs hc", "loss"))
+    print("%-44s %9s %9s %7s %10s %10s %9s %9s" % ("system", "s/step", "min", "MFU", "peak RSS",
+                                                   "vs hc", "ceiling", "loss"))
     for key, label, precision, _, _ in rows:
         if key in why and key not in med:
             print("%-44s not measured: %s" % (label, why[key]))
             continue
         t = med[key]
         base = med.get("hc-" + precision)
-        print("%-44s %9.3f %9.3f %6.1f%% %7.0f MB %9s %9.4f%s" % (
+        print("%-44s %9.3f %9.3f %6.1f%% %7.0f MB %9s %8.2fx %9.4f%s" % (
             label, t, min(times[key]), 100 * m["flops"] / (t * fma), rss[key],
-            "%.2fx" % (t / base) if base else "-", loss[key],
+            "%.2fx" % (t / base) if base else "-", t * fma / m["flops"], loss[key],
             "  (failed later: %s)" % why[key] if key in why else ""))
-    print("vs hc: the row's s/step over hc's at the same precision (above 1: hc is faster)\n",
-          flush=True)
+    print("vs hc: the row's s/step over hc's at the same precision (above 1: hc is faster)\n"
+          "ceiling: the row's s/step over model FLOPs at the FMA peak, 1 / MFU: the most any\n"
+          "implementation can be faster than this row on this CPU")
+    # Per round: hc against that round's fastest other row at its precision
+    # (the rounds are interleaved, so each ratio shares one state of the host).
+    for precision in sorted({r[2] for r in rows}):
+        hc = times.get("hc-" + precision, [])
+        others = [times[r[0]] for r in rows if r[2] == precision and not r[0].startswith("hc-")
+                  and len(times[r[0]]) == len(hc)]
+        if hc and others:
+            print("per round, the fastest other %s row over hc-%s: %s" % (
+                precision, precision, ", ".join("%.2fx" % (min(o[i] for o in others) / hc[i])
+                                                for i in range(len(hc)))))
+    print(flush=True)
 
 
 if __name__ == "__main__":
