@@ -122,13 +122,10 @@ def main():
     def compile_(name, extra):
         return run([hc_compile, "tiny.onnx", "--batch", "8", "-o", name + ".so"] + extra)
 
-    # A plan with tier copies runs one stream (hcs.cftp says why); at 16x16
-    # the plain step would cut its weight gradients across two, summing in
-    # another order: both run one stream.
     # Weight gradients cut by features (--cftp-partial-grads off): the
     # partials get what a budget leaves, so the budgeted and the plain
     # step could sum them differently (e2e.cftp.*.budget checks that within
-    # rounding); here a plan must train bit-identically.
+    # rounding); here a plan must train bit-identically to the plain step.
     base_flags = {"cftp": ["--clusters", "2"], "segments": ["--cftp", "off"]}.get(a.case, []) + \
         ["--cftp-partial-grads", "off"]
     # 40%: with each norm and its modulate one op (no x_hat kept), the
