@@ -15,13 +15,15 @@ is the whole of it: drawing t, noise and the label dropout, forward, loss,
 backward and the update. Each run takes --warmup steps (default 4: PyTorch
 eager's fp32 step falls from 11-13 s to 7.4 s over its first 5 steps on S/2
 while its allocator settles, and torch.compile's first step compiles) and
-then --steps timed ones; its time is their median. Rounds interleave the systems; the table gives the
-median over rounds, MFU (model FLOPs: 3x the forward's matrix products,
-from hc's step description) against the highest FMA peak measured in the
-rounds, the largest peak RSS, and each time over hc's at the same
-precision. The highest peak, because a disturbed measurement can only come
-out low: on the shared Zen 3 one round measured 92 GFLOP/s against 172-184
-in the others, and the median of two then halved the peak. A system that fails gets a row saying why.
+then --steps timed ones; its time is their median. Rounds interleave the
+systems; the table gives the median over rounds, MFU (model FLOPs: 3x the
+forward's matrix products, from hc's step description) against the highest
+FMA peak measured in the rounds, the largest peak RSS, each time over hc's
+at the same precision, and the most CPU time the hypervisor gave other
+guests during the row's runs (steal, from /proc/stat). The highest peak,
+because a disturbed measurement can only come out low: on the shared Zen 3
+one round measured 92 GFLOP/s against 172-184 in the others, and the median
+of two then halved the peak. A system that fails gets a row saying why.
 
 Environments: tools/install-anchors.sh (PyTorch 2.x and ONNX Runtime
 training, from PyPI); /usr/bin/python3 for Debian's PyTorch 1.13. Each
@@ -167,6 +169,14 @@ def prepare(a, model):
     return m
 
 
+def cpu_ticks():
+    """(steal, all) jiffies summed over the CPUs (/proc/stat): the share of
+    a run's CPU time the hypervisor gave to other guests."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[7] if len(v) > 7 else 0, sum(v[:8])
+
+
 def peak(a):
     out = execute([os.path.join(a.bin, "hc-bench-gemm"), "--peak-only", "--threads",
                    str(a.threads)], None, 120)
@@ -206,7 +216,7 @@ def main():
     for model in a.models.split(","):
         m = prepare(a, model)
         times = {r[0]: [] for r in rows}
-        rss, loss, why, peaks = {}, {}, {}, []
+        rss, loss, why, peaks, steal = {}, {}, {}, [], {}
         for rnd in range(a.rounds):
             peaks.append(peak(a))
             line = []
@@ -217,44 +227,51 @@ def main():
                 if os.path.exists(metrics):
                     os.remove(metrics)
                 try:
+                    s0, all0 = cpu_ticks()
                     execute(cmd(m, metrics, a.warmup + a.steps), dict(env, **extra_env),
                             a.timeout)
+                    s1, all1 = cpu_ticks()
                     t, r, l = metrics_of(metrics, a.warmup)
                 except Failed as e:
                     why[key] = str(e)
                     line.append("%s failed" % key)
                     continue
                 times[key].append(t)
+                steal.setdefault(key, []).append((s1 - s0) / max(1, all1 - all0))
                 rss[key] = max(rss.get(key, 0), r)
                 loss[key] = l
-                line.append("%s %.3f" % (key, t))
+                line.append("%s %.3f (steal %.1f%%)" % (key, t, 100 * steal[key][-1]))
             print("%s round %d (peak %.1f GFLOP/s): %s" % (model, rnd + 1, peaks[-1][0] / 1e9,
                                                           ", ".join(line)), flush=True)
-        report(a, m, rows, times, rss, loss, why, peaks)
+        report(a, m, rows, times, rss, loss, why, peaks, steal)
 
 
-def report(a, m, rows, times, rss, loss, why, peaks):
+def report(a, m, rows, times, rss, loss, why, peaks, steal):
     fma = max(p[0] for p in peaks)
     bf16 = max(p[1] for p in peaks)
     med = {k: statistics.median(v) for k, v in times.items() if v}
     print("\n== %s, batch %d, %d threads: model FLOPs %.3g per step; FMA peak %.1f GFLOP/s, "
           "bf16 peak %.1f GFLOP/s (the highest of the rounds' peaks) ==" % (
               m["model"], a.batch, a.threads, m["flops"], fma / 1e9, bf16 / 1e9))
-    print("%-44s %9s %9s %7s %10s %10s %9s %9s" % ("system", "s/step", "min", "MFU", "peak RSS",
-                                                   "vs hc", "ceiling", "loss"))
+    print("%-44s %9s %9s %7s %10s %10s %9s %9s %6s" % ("system", "s/step", "min", "MFU",
+                                                       "peak RSS", "vs hc", "ceiling", "loss",
+                                                       "steal"))
     for key, label, precision, _, _ in rows:
         if key in why and key not in med:
             print("%-44s not measured: %s" % (label, why[key]))
             continue
         t = med[key]
         base = med.get("hc-" + precision)
-        print("%-44s %9.3f %9.3f %6.1f%% %7.0f MB %9s %8.2fx %9.4f%s" % (
+        print("%-44s %9.3f %9.3f %6.1f%% %7.0f MB %9s %8.2fx %9.4f %5.1f%%%s" % (
             label, t, min(times[key]), 100 * m["flops"] / (t * fma), rss[key],
             "%.2fx" % (t / base) if base else "-", t * fma / m["flops"], loss[key],
-            "  (failed later: %s)" % why[key] if key in why else ""))
+            100 * max(steal[key]), "  (failed later: %s)" % why[key] if key in why else ""))
     print("vs hc: the row's s/step over hc's at the same precision (above 1: hc is faster)\n"
           "ceiling: the row's s/step over model FLOPs at the FMA peak, 1 / MFU: the most any\n"
-          "implementation can be faster than this row on this CPU")
+          "implementation can be faster than this row on this CPU\n"
+          "steal: the most CPU time, over the rounds, the hypervisor gave other guests during\n"
+          "the row's runs (/proc/stat; 0 on bare metal; caches and memory shared with other\n"
+          "guests slow a run without showing here)")
     # Per round: hc against that round's fastest other row at its precision
     # (the rounds are interleaved, so each ratio shares one state of the host).
     for precision in sorted({r[2] for r in rows}):
