@@ -5,6 +5,7 @@
 // tier copies run on cluster 0's stream (the host's), which also decides
 // the update gate. The generated step library holds only the tables.
 #include "hc/abi/step_program.h"
+#include "hc/base/settings.h"
 #include "hc/runtime/copy_engine.h"
 #include "hc/runtime/graph_ops.h"
 #include "hc/runtime/kernels.h"
@@ -338,13 +339,57 @@ size_t getProfile(const hc_step *s, hc_call_profile *out, size_t capacity) {
   return P->num_entries;
 }
 
+bool callRuns(const hc_step *s, size_t ci);
+
+#if HC_TEST_SEAMS
+// HC_CHECK_FINITE_PLANT=KERNEL (tests): a NaN into element 0 of the first
+// non-empty float output of that kernel's first call in program order that
+// runs, once per process. Program order, not time: CFTP's streams reach
+// their calls in either order, and the planted call must be the one a
+// sequential run plants (the first in time was once the other stream's).
+void plantNonFinite(const hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
+  static const char *plant = hc::rt::setting(hc::rt::Setting::CheckFinitePlant);
+  static std::atomic<bool> planted{false};
+  if (!plant || planted.load())
+    return;
+  const hcrt_step_program *P = s->program;
+  size_t first = 0;
+  while (first < P->num_entries &&
+         (std::strcmp(P->kernel_names[P->entries[first].kernel], plant) != 0 ||
+          !callRuns(s, first)))
+    ++first;
+  if (ci != first || planted.exchange(true))
+    return;
+  for (int32_t k = 0; k < n; ++k) {
+    const hcrt_tensor &t = outs[k];
+    int64_t elems = 1;
+    for (int32_t d = 0; d < t.rank; ++d)
+      elems *= t.shape[d];
+    if (!t.data || elems <= 0)
+      continue;
+    if (t.dtype == HCRT_F32)
+      *static_cast<float *>(t.data) = std::nanf("");
+    else if (t.dtype == HCRT_F64)
+      *static_cast<double *>(t.data) = std::nan("");
+    else if (t.dtype == HCRT_BF16)
+      *static_cast<uint16_t *>(t.data) = 0x7FC0;  // a quiet NaN's upper half
+    else
+      continue;
+    return;
+  }
+}
+#endif
+
 // --check-finite: every float output of call `ci`; the first NaN or
 // infinity stops the step with its place in s->error.
 bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
   const hcrt_step_program *P = s->program;
+#if HC_TEST_SEAMS
+  plantNonFinite(s, ci, outs, n);
+#endif
   for (int32_t k = 0; k < n; ++k) {
     double v = 0;
-    int64_t at = hcrt_first_nonfinite(&outs[k], P->kernel_names[P->entries[ci].kernel], &v);
+    int64_t at = hcrt_first_nonfinite(&outs[k], &v);
     if (at >= 0) {
       // Parameters, gradients and optimizer state are named slices of their
       // arenas (one optimizer call spans many): name the one holding it.

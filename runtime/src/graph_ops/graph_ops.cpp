@@ -8,14 +8,12 @@
 // the others compute in double and round once. Everything runs over any
 // strided input view through one N-d loop (graph_ops_util.h).
 #include "graph_ops_util.h"
-#include "hc/base/settings.h"
 
 #include "hc/abi/random.h"
 
 #include <cstring>
 #include <cstdlib>
 #include <cmath>
-#include <atomic>
 #include <type_traits>
 #include <vector>
 
@@ -774,23 +772,12 @@ HCRT_OP_DEF(random_uniform) {
 
 } // extern "C"
 
-extern "C" int64_t hcrt_first_nonfinite(const hcrt_tensor *t, const char *kernel,
-                                        double *value) {
+extern "C" int64_t hcrt_first_nonfinite(const hcrt_tensor *t, double *value) {
   if (!t->data || (t->dtype != HCRT_F32 && t->dtype != HCRT_F64 && t->dtype != HCRT_BF16))
     return -1;
   int64_t n = 1;
   for (int32_t k = 0; k < t->rank; ++k)
     n *= t->shape[k];
-#if HC_TEST_SEAMS
-  static const char *plant = hc::rt::setting(hc::rt::Setting::CheckFinitePlant);
-  static std::atomic<bool> planted{false};
-  if (plant && kernel && n > 0 && std::strcmp(plant, kernel) == 0 &&
-      !planted.exchange(true)) {
-    hc::rt::gop::storeD(t->data, t->dtype, 0, std::nan(""));
-  }
-#else
-  (void)kernel;
-#endif
   for (int64_t i = 0; i < n; ++i) {
     const double v = hc::rt::gop::loadD(t->data, t->dtype, i);
     if (!std::isfinite(v)) {

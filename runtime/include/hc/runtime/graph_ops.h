@@ -42,11 +42,8 @@ extern "C" {
 
 // --check-finite (hc_step_env.check_finite): the index of the first NaN or
 // infinity among the elements of `t` (an output: contiguous), or -1; -1 too
-// for non-float tensors. `*value` gets that element. Test hook:
-// HC_CHECK_FINITE_PLANT=KERNEL writes a NaN into element 0 of the first
-// tensor checked for that kernel name in the process, before the scan.
-int64_t hcrt_first_nonfinite(const hcrt_tensor *t, const char *kernel,
-                             double *value);
+// for non-float tensors. `*value` gets that element.
+int64_t hcrt_first_nonfinite(const hcrt_tensor *t, double *value);
 
 #ifdef __cplusplus
 }
