@@ -13,7 +13,8 @@ usage: bad_input_check.py CASE --bin DIR --toys DIR --work DIR
                exit 2 naming the variable.
   test-inputs  --inputs with class ids or timesteps outside the model's.
   check-finite --check-finite names the first non-finite tensor: planted in
-               a forward and a backward kernel (HC_CHECK_FINITE_PLANT), from
+               a forward and a backward kernel (HC_CHECK_FINITE_PLANT) and
+               in a CFTP partial weight gradient (--clusters 2), from
                a NaN input in test mode, from --lr 1e40 in the optimizer, at
                -np 2 with the rank; a NaN in --init is refused up front.
   messages     --target foo, a file size limit while linking, --freeze of
@@ -121,6 +122,13 @@ def case_check_finite(c):
         p = c.refused("hc-run", run, ["--check-finite: step 1, rank 0: ", want], code=1,
                       env={"HC_CHECK_FINITE_PLANT": kernel})
         check("Train Loss" not in p.stdout, "trained on past the planted NaN")
+    # On a two-cluster CFTP plan, cluster 1's first weight gradient is its
+    # partial sum: named as one, not as an activation.
+    c.ok("hc-compile", ["model.onnx", "--batch", "4", "--clusters", "2", "-o", "c2.so"])
+    c.refused("hc-run", ["c2.so"] + run[1:],
+              ["--check-finite: step 1, rank 0: ", "kernel linear_grad_weight_bias (backward) of ONNX node",
+               "wrote nan into a partial weight gradient (a CFTP cluster's share, folded into the gradient)"],
+              code=1, env={"HC_CHECK_FINITE_PLANT": "linear_grad_weight_bias@1"})
     # The hook only plants where a check runs: without the flag, training is normal.
     c.ok("hc-run", ["s.so"] + D + ["--steps", "1", "--no-progress"], env={"HC_CHECK_FINITE_PLANT": "linear"})
     # Not planted: a NaN in test mode's x_t, and an optimizer that overflows.
@@ -144,7 +152,7 @@ def case_check_finite(c):
     st.save(c.path("bad-init.safetensors"), t)
     c.refused("hc-run", ["s.so"] + D + ["--steps", "1", "--init", "bad-init.safetensors"],
               ["bad-init.safetensors: tensor 'blocks.0.mlp.fc1.weight' holds NaN or infinity"])
-    print("--check-finite named the planted forward and backward NaNs, a NaN input (test mode), the optimizer's "
+    print("--check-finite named the planted forward and backward NaNs, a partial weight gradient, a NaN input (test mode), the optimizer's "
           "overflow, and the rank at -np 2; a NaN init refused")
 
 

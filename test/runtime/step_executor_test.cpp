@@ -62,6 +62,8 @@ const char *const kKernelNames[] = {"mul", "sum", "update"};
 constexpr int32_t kArenas = 3, kInput = 3, kConst = 4, kAccum = 2;
 // Arena 0: w[4] at 0, g[4] at 16; arena 1: y[4] at 0, loss at 16, y2 at 32.
 const int64_t kArenaBytes[kArenas] = {32, 64, 0};
+const char *const kArenaContents[kArenas] = {"a parameter", "an activation",
+                                             "the gradient accumulator"};
 const hcrt_touch_slice kTouch[] = {{0, 0, -1, 0, 0}};
 const int32_t kTouchNuma[] = {-1};
 const void *const kConstants[] = {nullptr};
@@ -112,7 +114,7 @@ hcrt_step_program program() {
   p.description = "{}";
   p.num_arenas = kArenas, p.input_arena = kInput, p.const_arena = kConst;
   p.accum_arena = kAccum;
-  p.arena_bytes = kArenaBytes;
+  p.arena_bytes = kArenaBytes, p.arena_contents = kArenaContents;
   p.touch = kTouch, p.num_touch = 1, p.touch_numa = kTouchNuma, p.num_touch_numa = 1;
   p.ranks_per_node = 1;
   p.constants = kConstants, p.kernels = kKernels, p.kernel_names = kKernelNames;
@@ -247,6 +249,24 @@ TEST(StepExecutor, CheckFiniteNamesTheCallAndTensor) {
   EXPECT_STREQ(hcrt_step_last_error(st.s),
                "kernel mul (forward) wrote nan into an activation (output 0 of call 0, "
                "element 1)");
+}
+
+// An element no named tensor covers is named by what its arena holds, so a
+// CFTP partial weight gradient is not called an activation.
+TEST(StepExecutor, CheckFiniteNamesAnUnnamedElementByItsArena) {
+  hcrt_step_program p = program();
+  const char *const contents[kArenas] = {"a parameter", "a partial weight gradient",
+                                         "the gradient accumulator"};
+  p.arena_contents = contents;
+  hc_step_env env{};
+  env.world_size = 1, env.check_finite = 1;
+  Step st(p, env);
+  setW(st.s, {1, 1, 1, INFINITY}, {0, 0, 0, 0});
+  double loss;
+  EXPECT_EQ(hcrt_step_run(st.s, kInputs, &loss), -2);
+  EXPECT_STREQ(hcrt_step_last_error(st.s),
+               "kernel mul (forward) wrote inf into a partial weight gradient (output 0 of "
+               "call 0, element 3)");
 }
 
 TEST(StepExecutor, ProfileCountsEveryEntry) {

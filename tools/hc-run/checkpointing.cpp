@@ -6,10 +6,12 @@
 #include "hc/base/files.h"
 #include "hc/runtime/hcrt.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -273,12 +275,13 @@ void Checkpointer::checkAgainstRun(const hc::rt::SafetensorsFile &f) {
                ", this hc-run reads version " + kCheckpointVersion);
   // Step ABI 5 only added hyperparameters, 6 changed a runtime op's
   // operand order, 7 the step program's table, 8 let activations be
-  // bf16 (never parameters or moments) and 9 made calls conditional:
-  // version 4's to 8's tensors and metadata mean the same, so their
-  // checkpoints resume.
+  // bf16 (never parameters or moments), 9 made calls conditional and 10
+  // described the arenas for messages: version 4's to 9's tensors and
+  // metadata mean the same, so their checkpoints resume.
   const std::string abi = get("hc.step_abi");
-  if (abi != std::to_string(HC_STEP_ABI_VERSION) && abi != "4" && abi != "5" && abi != "6" &&
-      abi != "7" && abi != "8")
+  static const std::string kResumable[] = {"4", "5", "6", "7", "8", "9"};
+  if (abi != std::to_string(HC_STEP_ABI_VERSION) &&
+      std::find(std::begin(kResumable), std::end(kResumable), abi) == std::end(kResumable))
     usageError(path + ": written for step ABI version " + abi + ", " +
                lib_.path + " and this hc-run use version " +
                std::to_string(HC_STEP_ABI_VERSION));

@@ -668,6 +668,9 @@ std::string Emitter::writeCpp(const std::string &description) {
       diskBytes = v.getInt();
     os << (v && !onDisk ? v.getInt() : 0) << ", ";
   }
+  os << "};\nconst char *const kArenaContents[kNumArenas] = {";
+  for (const char *c : hs::kArenaContents)
+    os << cString(c) << ", ";
   os << "};\n\n" << touchTables << "\n" << constants
      << "const void *const kConstants[] = {";
   for (int i = 0; i < numConstants; ++i)
@@ -781,7 +784,7 @@ std::string Emitter::writeCpp(const std::string &description) {
 void Emitter::writeProgram(llvm::raw_ostream &os, int64_t diskBytes) {
   os << "const hcrt_step_program kProgram = {\n"
      << "    kDescription, kNumArenas, kInputArena, kConstArena, " << arenaCode("accum")
-     << ", kArenaBytes,\n"
+     << ", kArenaBytes, kArenaContents,\n"
      << "    kTouch, std::size(kTouch), kTouchNuma, std::size(kTouchNuma), kRanksPerNode,\n"
      << "    kConstants, kKernels, kKernelNames, kDescs, std::size(kDescs), kOperands,\n"
      << "    kAttrs, std::size(kAttrs), kNumHypers, kHyperNames, kHyperDefaults,\n"

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -342,21 +343,30 @@ size_t getProfile(const hc_step *s, hc_call_profile *out, size_t capacity) {
 bool callRuns(const hc_step *s, size_t ci);
 
 #if HC_TEST_SEAMS
-// HC_CHECK_FINITE_PLANT=KERNEL (tests): a NaN into element 0 of the first
-// non-empty float output of that kernel's first call in program order that
-// runs, once per process. Program order, not time: CFTP's streams reach
-// their calls in either order, and the planted call must be the one a
-// sequential run plants (the first in time was once the other stream's).
+// HC_CHECK_FINITE_PLANT=KERNEL[@CLUSTER] (tests): a NaN into element 0 of
+// the first non-empty float output of that kernel's first call in program
+// order that runs (on that CFTP cluster's stream), once per process.
+// Program order, not time: CFTP's streams reach their calls in either
+// order, and the planted call must be the one a sequential run plants (the
+// first in time was once the other stream's).
 void plantNonFinite(const hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
   static const char *plant = hc::rt::setting(hc::rt::Setting::CheckFinitePlant);
   static std::atomic<bool> planted{false};
   if (!plant || planted.load())
     return;
+  const char *at = std::strchr(plant, '@');
+  const size_t nameLen = at ? static_cast<size_t>(at - plant) : std::strlen(plant);
+  const int32_t cluster = at ? std::atoi(at + 1) : -1;
   const hcrt_step_program *P = s->program;
+  auto wanted = [&](size_t e) {
+    const hcrt_entry &en = P->entries[e];
+    if (en.kind != HCRT_ENTRY_KERNEL || (cluster >= 0 && en.cluster != cluster))
+      return false;
+    const char *k = P->kernel_names[en.kernel];
+    return std::strncmp(k, plant, nameLen) == 0 && k[nameLen] == '\0' && callRuns(s, e);
+  };
   size_t first = 0;
-  while (first < P->num_entries &&
-         (std::strcmp(P->kernel_names[P->entries[first].kernel], plant) != 0 ||
-          !callRuns(s, first)))
+  while (first < P->num_entries && !wanted(first))
     ++first;
   if (ci != first || planted.exchange(true))
     return;
@@ -401,7 +411,9 @@ bool outputsFinite(hc_step *s, size_t ci, const hcrt_tensor *outs, int32_t n) {
       if (s->error[0] && s->errorCall <= ci)
         return false;
       s->errorCall = ci;
-      const char *tensor = "an activation";
+      const char *tensor = d.arena < P->num_arenas ? P->arena_contents[d.arena]
+                           : d.arena == P->input_arena ? "a step input"
+                                                       : "a constant";
       for (size_t i = 0; i < P->num_named; ++i) {
         const hcrt_named &nm = P->named[i];
         if (nm.arena == d.arena && byte >= nm.byte_offset &&

@@ -27,7 +27,9 @@ extern "C" {
 // 9: the step program gained entry_condition (calls that run only when the
 // step reduces gradients per bucket, or only when it does not: CFTP's
 // per-cluster partial weight gradients); a runtime of 8 would run both.
-#define HC_STEP_ABI_VERSION 9
+// 10: the step program gained arena_contents (what --check-finite calls an
+// unnamed byte of each arena); a runtime of 9 would read its table shifted.
+#define HC_STEP_ABI_VERSION 10
 
 // What the host gives a step: its place in the job and the collective.
 typedef struct hc_step_env {

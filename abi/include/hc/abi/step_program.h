@@ -102,6 +102,9 @@ typedef struct hcrt_step_program {
   // Arenas: bytes each (0: not in memory), and the pseudo-arenas of descs.
   int32_t num_arenas, input_arena, const_arena, accum_arena;
   const int64_t *arena_bytes;
+  // Per arena, what a byte of it that no named tensor covers holds, for
+  // messages ("an activation", "a partial weight gradient ...").
+  const char *const *arena_contents;
   // First touch: the plan's slices and, per slice and local rank, its node.
   const hcrt_touch_slice *touch;
   size_t num_touch;

@@ -7,6 +7,8 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <iterator>
+
 #include "hc/Schedule/ScheduleDialect.h.inc"
 
 namespace hc::schedule {
@@ -62,6 +64,20 @@ int64_t byteSize(mlir::MemRefType type);
 inline constexpr const char *kArenaNames[] = {"act",   "param",   "grad",  "m",      "v",
                                               "state", "offload", "accum", "partial"};
 inline constexpr int kNumArenas = 9;
+// What a byte of each arena that no named tensor covers holds, in messages
+// (--check-finite); the generated step carries it (arena_contents).
+inline constexpr const char *kArenaContents[] = {
+    "an activation",
+    "a parameter",
+    "a gradient",
+    "a first moment",
+    "a second moment",
+    "optimizer state",
+    "an activation (offloaded)",
+    "the gradient accumulator",
+    "a partial weight gradient (a CFTP cluster's share, folded into the gradient)"};
+static_assert(std::size(kArenaNames) == kNumArenas && std::size(kArenaContents) == kNumArenas,
+              "one name and one description per arena");
 // Arenas planned by liveness (hc-plan-buffers); the others are persistent.
 inline bool isLivenessArena(llvm::StringRef arena) {
   return arena == "act" || arena == "offload";
