@@ -191,6 +191,10 @@ def interrupted(tb, a, w, ckdir, action):
         log.seek(0)
         out = log.read()
     check(rc is not None, "mpirun did not end within 120 s:\n" + out[-1500:])
+    # mpirun can end before h0's rank has exited (a lost daemon aborts the
+    # job at once): a resume started then finds --ckpt-dir still locked.
+    alive = tb.wait_ended("h0", "hc-run")
+    check(not alive, "hc-run on h0 (pid %s) still running 30 s after mpirun ended" % alive)
     return rc, out, took
 
 

@@ -220,6 +220,26 @@ class TestBed:
                     pass
         return len(pids) - 1
 
+    def wait_ended(self, host, program, timeout=30):
+        """Waits until no `program` process runs on `host`; returns the pids
+        of those still running after `timeout` s (mpirun may end before the
+        ranks it aborts have exited, and a rank that lives on still holds
+        what it locked)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            alive = []
+            for pid in sh(["ip", "netns", "pids", "%s-%s" % (PREFIX, host)]).stdout.split():
+                try:
+                    with open("/proc/%s/cmdline" % pid, "rb") as f:
+                        exe = f.read().split(b"\0")[0]
+                except OSError:
+                    continue
+                if os.path.basename(exe.decode(errors="replace")) == program:
+                    alive.append(int(pid))
+            if not alive or time.monotonic() > deadline:
+                return alive
+            time.sleep(0.1)
+
     # -------------------------------------------------------------- running
     def pid(self, host):
         with open(os.path.join(self.state, host + ".pid")) as f:
