@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sched.h>
 #include <set>
 #include <unistd.h>
@@ -152,7 +153,9 @@ TEST(Topology, SpecForms) {
 TEST(Topology, CgroupCpuLimitFromCpuMax) {
   std::string root = ::testing::TempDir() + "/hc-cgroup-" + std::to_string(getpid());
   std::string leaf = root + "/job/step";
-  ASSERT_EQ(std::system(("mkdir -p " + leaf).c_str()), 0);
+  std::error_code ec;
+  std::filesystem::create_directories(leaf, ec);
+  ASSERT_FALSE(ec) << leaf << ": " << ec.message();
   auto write = [](const std::string &path, const char *text) {
     std::FILE *f = std::fopen(path.c_str(), "w");
     ASSERT_TRUE(f);
@@ -167,7 +170,7 @@ TEST(Topology, CgroupCpuLimitFromCpuMax) {
   EXPECT_EQ(hc::rt::cgroupCpuLimit(root, "/job/step"), 1);
   EXPECT_EQ(hc::rt::cgroupCpuLimit(root, "/"), 0);
   EXPECT_EQ(hc::rt::cgroupCpuLimit(root + "/none", "/job"), 0);
-  std::system(("rm -rf " + root).c_str());
+  std::filesystem::remove_all(root, ec);
 }
 
 TEST(Topology, AllowedCoresFollowTheAffinityMask) {
