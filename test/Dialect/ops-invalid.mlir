@@ -189,3 +189,13 @@ func.func @adam_alpha(%r: tensor<f32>, %t: tensor<i64>, %x: tensor<3xf32>) {
   %0:3 = hc.adam %r, %t, %x, %x, %x, %x {alpha = 1.0 : f64, beta = 0.999 : f64, epsilon = 1.0e-6 : f64, norm_coefficient = 0.0 : f64, norm_coefficient_post = 0.0 : f64} : (tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
   return
 }
+
+// -----
+
+// A graph's draws keep out of hc-run's own op ids (hc/abi/random.h): 0x73 is
+// its label dropout's.
+func.func @random_op_id_of_the_trainer(%s: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'hc.random_uniform' op op_id 115 is outside a graph's draws [256, 65536)}}
+  %r = hc.random_uniform %s, %s, %s {op_id = 115 : i64, low = 0.0 : f64, high = 1.0 : f64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -12,7 +12,7 @@ func.func @not_scalar(%p: tensor<4xf32> {hc.param = "p"}) -> tensor<4xf32>
 
 func.func @no_rule(%p: tensor<4xf32> {hc.param = "p"}, %s: tensor<i64> {hc.input = "s"}) -> tensor<f32>
     attributes {hc.result_names = ["loss"]} {
-  %r = hc.random_uniform %s, %s, %s {op_id = 0 : i64, low = 0.0 : f64, high = 1.0 : f64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xf32>
+  %r = hc.random_uniform %s, %s, %s {op_id = 256 : i64, low = 0.0 : f64, high = 1.0 : f64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xf32>
   %m = hc.mul %p, %r : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   %c = hc.constant dense<[1, 2, 3, 0]> : tensor<4xi64>
   // expected-error @+1 {{no gradient rule for 'hc.scatter_add'}}

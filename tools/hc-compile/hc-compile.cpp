@@ -220,6 +220,7 @@ int hc::compileMain(int argc, char **argv) {
     info.batchPerRank = options.batch;  // 0: the emitter reads it off x_t
     auto it = model.metadata.find("hc.dit_config");
     info.ditConfigJson = it == model.metadata.end() ? "{}" : it->second;
+    info.randomDrawsJson = model.randomDraws;
     info.optimizerJson = optimizerJson;
     info.precision = pipeline.precision;
     info.optionsJson = hc::compileOptionsJson(flags);

@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -108,7 +109,11 @@ struct Description {
   std::string initFile;         // as written; resolved against the .so folder
   std::string initHash;         // hashHex of the init file's bytes ("": unchecked)
   nlohmann::json ditConfig;     // object or null
-  bool graphDropsLabels = false; // the graph has its own random ops
+  // The step inputs the graph's own random draws choose between (its
+  // description's random_ops[].selects): "y" where the graph drops labels
+  // itself, so hc-run must not drop them again.
+  std::set<std::string> graphSelects;
+  bool graphDrops(const std::string &input) const { return graphSelects.count(input) > 0; }
   std::string optimizer;         // "adamw", "sgd", "adam" ("" for a sampler)
   // The step's hyperparameters (step ABI 5) and their compiled values.
   std::map<std::string, double> hyperparameters;

@@ -55,6 +55,7 @@ struct CondInput {
   int dropInput = -1;  // NAME_drop's; -1 for fields
   std::vector<int64_t> sampleShape;  // NAME's shape without the batch
   std::size_t elems = 0;             // per sample
+  bool graphDrops = false;  // the graph's own random draws drop it (hc-run does not)
   // "vector [5]", "field [2,8,8]", "tokens [7,16]": for messages.
   std::string describe() const;
   // One sample's input: `src` (mirrored left-right when `mirror`), or the

@@ -306,6 +306,10 @@ BatchBuffers::BatchBuffers(const Description &d, const Plan &plan, int64_t batch
     if (c.dropInput >= 0)
       ptrs_[c.dropInput] = condDrop_.back().data();
   }
+  for (auto [input, key] : {std::pair{plan.rngSeed, &rngSeed_}, std::pair{plan.rngStep, &rngStep_},
+                            std::pair{plan.sampleOffset, &sampleOffset_}})
+    if (input >= 0)
+      ptrs_[input] = key;
 }
 
 void BatchBuffers::fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed, uint64_t step,
@@ -319,6 +323,15 @@ void BatchBuffers::fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed
                    : makeSample(sched, seed, step, g, x0, d_, label, dropProb, plan_.nullClass,
                                 &xt_[b * d_], &noise_[b * d_], flipWidth,
                                 plan_.xStart >= 0 ? &xStart_[b * d_] : nullptr);
+  // The graph's draws for sample b are keyed by g = offset + b, as hc-run's.
+  if (b == 0) {
+    rngSeed_ = static_cast<int64_t>(seed);
+    rngStep_ = static_cast<int64_t>(step);
+    sampleOffset_ = static_cast<int64_t>(g);
+  } else if (plan_.sampleOffset >= 0 && g != static_cast<uint64_t>(sampleOffset_ + b)) {
+    throw Error(1, "internal error: sample " + std::to_string(b) + " of a batch is global "
+                   "sample " + std::to_string(g) + ", not " + std::to_string(sampleOffset_ + b));
+  }
   tf_[b] = smp.flowT;
   t64_[b] = smp.t;
   t32_[b] = static_cast<int32_t>(smp.t);
@@ -326,7 +339,7 @@ void BatchBuffers::fill(int64_t b, const DiffusionSchedule &sched, uint64_t seed
   y32_[b] = static_cast<int32_t>(smp.y);
   for (std::size_t k = 0; k < plan_.conds.size(); ++k) {
     const CondInput &c = plan_.conds[k];
-    const bool drop = condDropProb > 0 &&
+    const bool drop = condDropProb > 0 && !c.graphDrops &&
                       hc::rt::uniform01(seed, step, g, kDrawCondDrop, k) < condDropProb;
     // A field is mirrored with its sample (the same decision), so the pair
     // stays aligned; vectors and tokens have no left and right.

@@ -7,6 +7,7 @@
 #include "cond_data.h"
 #include "transport.h"
 
+#include "hc/abi/random.h"
 #include "hc/base/npy.h"
 
 #include <cstddef>
@@ -75,6 +76,10 @@ struct Plan {
   double dataMaxAbs = 0;  // over the first samples: pixels in [0, 255]?
   std::vector<CondInput> conds;  // conditionings beyond y (cond_data.h)
   double condDropProb = 0;       // each conditioning's null form, per sample
+  // The inputs of the graph's own random draws (hc/abi/random.h), -1 where
+  // it draws none: the run's seed, the step and the micro-batch's first
+  // global sample, keying its draws as hc-run's own are keyed.
+  int rngSeed = -1, rngStep = -1, sampleOffset = -1;
 };
 
 // For a SIGBUS handler (async-signal-safe): the line to print when `addr`
@@ -90,6 +95,8 @@ enum DrawKind : uint64_t {
   kDrawFlip = 0x74,
   kDrawCondDrop = 0x75,  // element k: conditioning k (the graph's order)
 };
+static_assert(kDrawCondDrop < hc::rt::kGraphDrawFirst,
+              "hc-run's draws keep below a graph's op ids (hc/abi/random.h)");
 
 // Which data row the global sample g (0 <= g < globalBatch) of step s reads:
 // position p = s*G + g within a stream of epochs of floor(N/G)*G samples (an
@@ -151,8 +158,10 @@ Sample makeFlowSample(const FlowObjective &flow, const TimeSampling &time, uint6
 
 // One rank's inputs of a training graph for B samples, in the description's
 // order (`ptrs`): x_t, noise, x_start (where the graph has it), t and y as
-// the graph's int64 or int32, and each conditioning with its drop input.
-// fill(b, ...) draws sample b into them.
+// the graph's int64 or int32, each conditioning with its drop input, and
+// the keys of the graph's own draws. fill(b, ...) draws sample b into them;
+// samples 0..B-1 must be the global samples g0..g0+B-1 (g0: the keys'
+// sample offset, set with sample 0).
 struct Description;
 class BatchBuffers {
 public:
@@ -174,6 +183,7 @@ private:
   std::vector<int64_t> t64_, y64_;
   std::vector<int32_t> t32_, y32_;
   std::vector<std::vector<float>> cond_, condDrop_;  // per conditioning
+  int64_t rngSeed_ = 0, rngStep_ = 0, sampleOffset_ = 0;  // the graph's draws' keys
   std::vector<const void *> ptrs_;
 };
 

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "profile.h"
 #include "flow_sampling.h"
+#include "hc/abi/random.h"
 
 #include <cstdint>
 #include <string>
@@ -78,6 +79,8 @@ std::string number(double v);
 
 // Draw kinds of the sampler (the op id of random.h), apart from training's.
 enum : uint64_t { kDrawInitialNoise = 0x80, kDrawStepNoise = 0x81 };
+static_assert(kDrawStepNoise < hc::rt::kGraphDrawFirst,
+              "hc-run's draws keep below a graph's op ids (hc/abi/random.h)");
 
 // N(0, 1) by Box-Muller over a pair of uniforms: element k is the cosine
 // (even k) or sine (odd k) of pair k/2.

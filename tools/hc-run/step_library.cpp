@@ -6,6 +6,7 @@
 
 #include "hc/base/files.h"
 #include "hc/base/safetensors.h"
+#include "hc/abi/random.h"
 
 #include <cerrno>
 #include <cmath>
@@ -142,7 +143,13 @@ Description parseDescription(const std::string &where, const char *text) {
   if (d.inputs.empty())
     usageError(where + ": description lists no inputs");
   for (const auto &in : d.inputs)
-    if (in.shape.empty() || in.shape[0] != d.batchPerRank)
+    if (in.name == hc::rt::kRngSeedInput || in.name == hc::rt::kRngStepInput ||
+        in.name == hc::rt::kSampleOffsetInput) {
+      // The keys of the graph's own random draws: one per batch.
+      if (in.dtype != "I64" || !in.shape.empty())
+        usageError(where + ": input '" + in.name + "' is " + in.dtype + " " +
+                   shapeString(in.shape) + ", a random draw's key is I64 []");
+    } else if (in.shape.empty() || in.shape[0] != d.batchPerRank)
       usageError(where + ": input '" + in.name + "' has shape " +
                  shapeString(in.shape) + ", whose first dimension is not "
                  "batch_per_rank " + std::to_string(d.batchPerRank));
@@ -189,13 +196,29 @@ Description parseDescription(const std::string &where, const char *text) {
       d.hyperparameters[name] = value.get<double>();
     }
   }
-  // The graph carries its own random ops (e.g. class dropout): hc-run must
-  // not drop labels a second time.
+  // The graph's own random draws (e.g. upstream DiT's label dropout) and
+  // the inputs they choose: hc-run must not drop those a second time.
   if (r.contains("random_ops")) {
     const json &ro = r["random_ops"];
-    d.graphDropsLabels = (ro.is_array() && !ro.empty()) ||
-                         (ro.is_number() && ro.get<double>() > 0) ||
-                         (ro.is_boolean() && ro.get<bool>());
+    auto bad = [&] {
+      usageError(where + ": \"random_ops\" must be a list of {op_id, selects: [input names]}");
+    };
+    if (!ro.is_array())
+      bad();
+    for (const json &draw : ro) {
+      if (!draw.is_object() || !draw.contains("selects") || !draw["selects"].is_array())
+        bad();
+      for (const json &name : draw["selects"]) {
+        if (!name.is_string())
+          bad();
+        d.graphSelects.insert(name.get<std::string>());
+      }
+    }
+  } else {
+    for (const TensorSpec &in : d.inputs)
+      if (in.name == hc::rt::kRngSeedInput)
+        usageError(where + ": the graph draws random numbers, but its description does not "
+                   "say what they choose (\"random_ops\"); recompile it with this hc-compile");
   }
   return d;
 }

@@ -22,8 +22,12 @@ double jsonNum(const nlohmann::json &cfg, const char *key, double dflt) {
   return dflt;
 }
 
-// The inputs a DiT training graph has of its own (Plan's slots, in order).
-const char *const kOwnInputs[] = {"x_t", "t", "y", "noise", "x_start", "target"};
+// The inputs a DiT training graph has of its own (Plan's slots, in order),
+// the keys of its own random draws last.
+const char *const kOwnInputs[] = {"x_t",   "t",      "y",
+                                  "noise", "x_start", "target",
+                                  hc::rt::kRngSeedInput, hc::rt::kRngStepInput,
+                                  hc::rt::kSampleOffsetInput};
 
 bool isOwnInput(const std::string &nm) {
   return std::find(std::begin(kOwnInputs), std::end(kOwnInputs), nm) != std::end(kOwnInputs);
@@ -52,7 +56,9 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
                MappedNpy &images, MappedNpy &labels, CondData &conds) {
   const Description &d = lib.desc;
   Plan p;
-  int *const slots[] = {&p.xt, &p.t, &p.y, &p.noise, &p.xStart, &p.target};
+  int *const slots[] = {&p.xt,     &p.t,       &p.y,       &p.noise,       &p.xStart,
+                        &p.target, &p.rngSeed, &p.rngStep, &p.sampleOffset};
+  static_assert(std::size(slots) == std::size(kOwnInputs));
   for (std::size_t i = 0; i < d.inputs.size(); ++i)
     for (std::size_t k = 0; k < std::size(kOwnInputs); ++k)
       if (d.inputs[i].name == kOwnInputs[k])
@@ -94,8 +100,10 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   p.chw.assign(xs.shape.begin() + 1, xs.shape.end());
   p.sampleElems = xs.numElements() / xs.shape[0];
   p.conds = condInputsOf(d, lib.path, xs.shape, isOwnInput,
-                         "x_t, t, y, noise, x_start, target (train mode needs a DiT training "
-                         "graph; --inputs feeds others)");
+                         "x_t, t, y, noise, x_start, target and the random draws' keys "
+                         "(train mode needs a DiT training graph; --inputs feeds others)");
+  for (CondInput &c : p.conds)
+    c.graphDrops = d.graphDrops(c.name);
   p.condDropProb = condDropoutOf(opt, lib, p);
 
   images.open(opt.data);
@@ -180,7 +188,7 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
                  "table (a [rows, hidden] parameter named *" + suffix +
                  ") to infer it from");
     const int64_t rows = table->shape[0];
-    if (d.graphDropsLabels) {
+    if (d.graphDrops("y")) {
       // The graph drops labels itself, to its own null row: the last.
       if (rows < 2)
         usageError(lib.path + ": the graph drops labels but its label table " +
@@ -201,13 +209,13 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   } else {
     // Without class dropout DiT's table has no null row: unlabelled
     // training (and guidance later) is impossible.
-    if (p.y >= 0 && cdp <= 0 && opt.labels.empty() && !d.graphDropsLabels)
+    if (p.y >= 0 && cdp <= 0 && opt.labels.empty() && !d.graphDrops("y"))
       usageError(lib.path + ": the model has no null class (dit_config."
                  "class_dropout_prob 0, so no null row in its label table) "
                  "for unlabelled samples; pass --labels");
     p.nullClass = cdp > 0 ? p.numClasses : 0;
   }
-  p.dropProb = (cdp > 0 && !d.graphDropsLabels) ? cdp : 0.0;
+  p.dropProb = (cdp > 0 && !d.graphDrops("y")) ? cdp : 0.0;
   if (!opt.labels.empty()) {
     if (p.y < 0)
       usageError("--labels given, but " + lib.path + " has no label input y");

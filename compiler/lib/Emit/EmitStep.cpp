@@ -629,7 +629,8 @@ bool Emitter::describe(std::string &description, std::string &error) {
       {"buckets", std::move(buckets)},
       {"init_file", info.initFile},
       {"init_hash", info.initHash},
-      {"dit_config", parse(info.ditConfigJson)}};
+      {"dit_config", parse(info.ditConfigJson)},
+      {"random_ops", parse(info.randomDrawsJson)}};
   if (!emitMachinePlan(f, arenaCode, desc, touchTables, error))
     return false;
   if (!outputs.empty()) {

@@ -658,6 +658,7 @@ void Importer::buildFunction() {
 
   if (failed(mlir::verify(*out.module)))
     fileError("imported IR does not verify: " + oneLine(gi.lastDiagnostic));
+  out.randomDraws = randomDrawsJson(func);
 }
 
 void Importer::run() {

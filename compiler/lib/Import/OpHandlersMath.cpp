@@ -2,6 +2,7 @@
 // reductions, softmax, layer norm, Gemm/MatMul, the patch-embedding Conv,
 // permutation Einsum, Where and the counter-based random draws.
 #include "OpHandlerSupport.h"
+#include "hc/abi/random.h"
 
 #include <algorithm>
 #include <cmath>
@@ -289,13 +290,17 @@ void randomUniformOp(GraphImporter &gi, std::vector<int64_t> shape) {
     gi.fail("random draws must be float or double");
   if (shape.empty())
     gi.fail("random draws need a leading sample dim");
+  const int64_t opId = static_cast<int64_t>(hc::rt::kGraphDrawFirst) + gi.nextRandomOpId++;
+  if (opId >= static_cast<int64_t>(hc::rt::kGraphDrawEnd))
+    gi.fail("more than " + std::to_string(hc::rt::kGraphDrawEnd - hc::rt::kGraphDrawFirst) +
+            " random ops");
   auto type = RankedTensorType::get(shape, gi.elementType(dtype));
   gi.output(0, gi.buildTyped<RandomUniformOp>(
                    type,
-                   ValueRange{gi.rngArgument("hc.rng_seed"),
-                              gi.rngArgument("hc.rng_step"),
-                              gi.rngArgument("hc.sample_offset")},
-                   {gi.b.getNamedAttr("op_id", gi.b.getI64IntegerAttr(gi.nextRandomOpId++)),
+                   ValueRange{gi.rngArgument(hc::rt::kRngSeedInput),
+                              gi.rngArgument(hc::rt::kRngStepInput),
+                              gi.rngArgument(hc::rt::kSampleOffsetInput)},
+                   {gi.b.getNamedAttr("op_id", gi.b.getI64IntegerAttr(opId)),
                     gi.b.getNamedAttr("low", gi.b.getF64FloatAttr(gi.attrFloat("low", 0.0))),
                     gi.b.getNamedAttr("high", gi.b.getF64FloatAttr(gi.attrFloat("high", 1.0)))}));
 }

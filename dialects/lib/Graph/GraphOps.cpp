@@ -1,4 +1,5 @@
 #include "hc/Graph/GraphOps.h"
+#include "hc/abi/random.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -566,6 +567,12 @@ LogicalResult RandomUniformOp::verify() {
     return emitOpError("needs low < high");
   if (getResult().getType().getRank() < 1)
     return emitOpError("result needs a leading sample dim");
+  // A graph's draws keep out of the trainer's op ids (hc/abi/random.h).
+  if (getOpId() < static_cast<int64_t>(hc::rt::kGraphDrawFirst) ||
+      getOpId() >= static_cast<int64_t>(hc::rt::kGraphDrawEnd))
+    return emitOpError("op_id ") << getOpId() << " is outside a graph's draws ["
+                                 << hc::rt::kGraphDrawFirst << ", " << hc::rt::kGraphDrawEnd
+                                 << ")";
   return success();
 }
 

@@ -32,6 +32,21 @@ inline PhiloxBlock philox4x32(uint32_t c0, uint32_t c1, uint32_t c2,
   return {{c0, c1, c2, c3}};
 }
 
+// The op id (a draw's fourth key, 16 bits: the sample's high bits sit
+// above them). A graph's own random ops (hc.random_uniform) are numbered
+// from kGraphDrawFirst in import order; hc-run's own draws (its draw kinds:
+// tools/hc-run/data.h, sample_mode.h) stay below it, so no op of a model
+// ever draws the numbers of a trainer's draw for the same sample.
+constexpr uint64_t kGraphDrawFirst = 0x100, kGraphDrawEnd = 0x10000;
+
+// The 0-d int64 step inputs a graph with random ops gains (the operands of
+// its hc.random_uniform ops). hc-run's train mode fills them per micro-batch:
+// its seed, the 0-based step its own draws use, and the global index of the
+// micro-batch's first sample (samples b of it are offset + b).
+constexpr const char *kRngSeedInput = "hc.rng_seed";
+constexpr const char *kRngStepInput = "hc.rng_step";
+constexpr const char *kSampleOffsetInput = "hc.sample_offset";
+
 // Uniform in [0, 1) with 24 random bits (exactly representable as float).
 inline double uniform01(uint64_t seed, uint64_t step, uint64_t sample,
                         uint64_t opId, uint64_t element) {

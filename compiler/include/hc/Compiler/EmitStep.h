@@ -14,6 +14,7 @@ struct EmitInfo {
   std::string model;          // source file, for the description
   int64_t batchPerRank = 0;
   std::string ditConfigJson;  // ONNX metadata "hc.dit_config" (or "{}")
+  std::string randomDrawsJson = "[]";  // ImportedModel::randomDraws
   std::string optimizerJson;  // {"name": ..., hyper-parameters}
   std::string precision = "fp32";  // hc-compile --precision (fp32 | bf16)
   std::string optionsJson;    // hc-compile's options as compiled (or "{}")
