@@ -1,14 +1,17 @@
 // Test mode: the same global inputs every step, read from one NPY per input;
-// each rank feeds its rows; prints "loss <value>" per step.
+// each rank feeds its rows (and the keys of the graph's own draws, offset
+// to its first sample); prints "loss <value>" per step.
 #include "common.h"
 #include "profile.h"
 
+#include "hc/abi/random.h"
 #include "hc/base/npy.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace hcrun {
 
@@ -59,6 +62,7 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
   const int64_t B = d.batchPerRank;
   std::vector<hc::rt::NpyArray> arrays(d.inputs.size());
   std::vector<const void *> ptrs(d.inputs.size());
+  std::vector<int64_t> scalars(d.inputs.size());  // the draws' keys, as this rank feeds them
   std::unique_ptr<StepContext> ctx;
   LrSchedule schedule;
   Error failure(0, "");
@@ -78,6 +82,19 @@ int runTestMode(const Options &opt, const StepLibrary &lib, hc::rt::Comm &comm) 
         usageError(path + ": dtype " + (dt.empty() ? h.dtype : dt) +
                    ", input '" + in.name + "' of " + lib.path + " is " +
                    in.dtype);
+      if (in.shape.empty()) {
+        // A key of the graph's own draws (step_library.cpp admits no other
+        // scalar input): the file's value for the whole global batch, so a
+        // rank's sample offset is the file's plus its first sample's index.
+        if (!h.shape.empty())
+          usageError(path + ": shape " + shapeString(h.shape) + ", input '" + in.name +
+                     "' is a scalar (shape [])");
+        std::memcpy(&scalars[i], arrays[i].data.data(), sizeof(int64_t));
+        if (in.name == hc::rt::kSampleOffsetInput)
+          scalars[i] += static_cast<int64_t>(r) * B;
+        ptrs[i] = &scalars[i];
+        continue;
+      }
       std::vector<int64_t> want = in.shape;
       want[0] = R * B;
       if (h.shape.size() != want.size() ||
