@@ -10,6 +10,7 @@
 // sigma_t) and before a channel slice when there is one.
 #include "StepNames.h"
 #include "hc/Passes/Passes.h"
+#include "hc/Passes/RandomDraws.h"
 
 using namespace mlir;
 using namespace hc::graph;
@@ -130,13 +131,28 @@ LogicalResult extract(func::FuncOp f) {
       op->erase();
   if (!noise.use_empty())
     return f.emitError("--sampler: the model itself reads the '") << refName << "' input";
-  // Random ops left in the model (a TRAINING-mode export's label dropout)
-  // would drop a sampler's class labels at random.
+  // A graph-level dropout (a TRAINING-mode export's label dropout: rand <
+  // p ? null : y) chooses between an input and a constant or learned null
+  // form: the sampler runs the model as evaluation does, on the input's
+  // branch (its unconditional half feeds the null class itself). Any other
+  // draw would make the sampler random.
+  SmallVector<RandomUniformOp> draws(f.getOps<RandomUniformOp>());
+  for (RandomUniformOp r : draws)
+    for (DrawnChoice &c : choicesOf(r))
+      if (c.lhsInputs.empty() != c.rhsInputs.empty())
+        c.where.getResult().replaceAllUsesWith(c.lhsInputs.empty() ? c.where.getRhs()
+                                                                   : c.where.getLhs());
+  ops.clear();
+  for (Operation &op : f.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty())
+      op->erase();
   for (Operation &op : f.getBody().front())
     if (isa<RandomUniformOp>(op))
-      return op.emitError("--sampler: the model draws random numbers (label dropout "
-                          "in the graph?); a sampler must be deterministic: export "
-                          "without graph-level dropout");
+      return op.emitError("--sampler: the model draws random numbers other than a dropout "
+                          "between an input and a constant or learned null form; a "
+                          "sampler must be deterministic: export without them");
   // Inputs only the loss read go too: the noise, and an objective's extra
   // inputs (the VLB's x_start). x_t, t and y are the sampler's interface.
   for (int i = static_cast<int>(f.getNumArguments()) - 1; i >= 0; --i) {

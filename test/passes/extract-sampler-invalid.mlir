@@ -46,7 +46,7 @@ func.func @random(%x: tensor<2x1x4x4xf32> {hc.input = "x_t"},
                   %n: tensor<2x1x4x4xf32> {hc.input = "noise"},
                   %s: tensor<i64> {hc.input = "hc.rng_seed"}) -> tensor<f32>
     attributes {hc.result_names = ["loss"]} {
-  // expected-error @+1 {{--sampler: the model draws random numbers}}
+  // expected-error @+1 {{--sampler: the model draws random numbers other than a dropout between an input and a constant or learned null form}}
   %r = hc.random_uniform %s, %s, %s {op_id = 256 : i64, low = 0.0 : f64, high = 1.0 : f64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<2x1x4x4xf32>
   %o = hc.mul %x, %r : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
   %l = hc.mse_loss %o, %n : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<f32>

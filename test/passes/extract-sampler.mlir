@@ -132,3 +132,36 @@ func.func @flow_velocity(%x: tensor<2x1x4x4xf32> {hc.input = "x_t"},
   %l = hc.mse_loss %o, %g : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Label dropout in the graph (a training-mode export: rand < p ? null : y):
+// the sampler keeps y's branch, so its labels are never dropped (its
+// unconditional half feeds the null class itself); the draw and its keys
+// are gone.
+// CHECK-LABEL: func.func @label_dropout
+// CHECK-SAME: (%[[X:.*]]: tensor<2x1x4x4xf32> {hc.input = "x_t"}, %[[Y:.*]]: tensor<2xi64> {hc.input = "y"}, %[[T:.*]]: tensor<4x16xf32> {hc.param = "table"})
+// CHECK-SAME: -> tensor<2x1x4x4xf32>
+// CHECK-NEXT: %[[E:.*]] = hc.gather %[[T]][%[[Y]]] {axis = 0 : i64}
+// CHECK-NEXT: %[[R:.*]] = hc.reshape %[[E]]
+// CHECK-NEXT: %[[O:.*]] = hc.mul %[[X]], %[[R]]
+// CHECK-NEXT: return %[[O]] : tensor<2x1x4x4xf32>
+func.func @label_dropout(%x: tensor<2x1x4x4xf32> {hc.input = "x_t"},
+                         %y: tensor<2xi64> {hc.input = "y"},
+                         %n: tensor<2x1x4x4xf32> {hc.input = "noise"},
+                         %table: tensor<4x16xf32> {hc.param = "table"},
+                         %seed: tensor<i64> {hc.input = "hc.rng_seed"},
+                         %step: tensor<i64> {hc.input = "hc.rng_step"},
+                         %off: tensor<i64> {hc.input = "hc.sample_offset"}) -> tensor<f32>
+    attributes {hc.result_names = ["loss"]} {
+  %r = hc.random_uniform %seed, %step, %off {high = 1.0 : f64, low = 0.0 : f64, op_id = 256 : i64} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<2xf32>
+  %p = hc.constant dense<1.000000e-01> : tensor<f32>
+  %drop = hc.less %r, %p : (tensor<2xf32>, tensor<f32>) -> tensor<2xi1>
+  %null = hc.constant dense<3> : tensor<i64>
+  %y2 = hc.where %drop, %null, %y : (tensor<2xi1>, tensor<i64>, tensor<2xi64>) -> tensor<2xi64>
+  %e = hc.gather %table[%y2] {axis = 0 : i64} : (tensor<4x16xf32>, tensor<2xi64>) -> tensor<2x16xf32>
+  %e4 = hc.reshape %e : tensor<2x16xf32> -> tensor<2x1x4x4xf32>
+  %o = hc.mul %x, %e4 : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %l = hc.mse_loss %o, %n : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

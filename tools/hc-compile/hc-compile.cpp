@@ -9,6 +9,7 @@
 #include "hc/Compiler/Extension.h"
 #include "hc/Compiler/OnnxImport.h"
 #include "hc/Compiler/Pipeline.h"
+#include "hc/Passes/RandomDraws.h"
 
 #include "hc/base/files.h"
 #include "hc/base/safetensors.h"
@@ -206,6 +207,10 @@ int hc::compileMain(int argc, char **argv) {
   pipeline.train = emit != "hc" && !pipeline.sampler;
   pipeline.schedule = emit != "hc" && emit != "train";
   std::string optimizerJson = hc::optimizerJson(*model.module, pipeline);
+  // What the graph's own random draws choose, before passes rewrite it.
+  std::string randomDraws = "[]";
+  if (auto forward = model.module->lookupSymbol<mlir::func::FuncOp>("forward"))
+    randomDraws = hc::randomDrawsJson(forward);
   bool badInput = false;
   if (!hc::runGraphPipeline(*model.module, pipeline, error, &badInput)) {
     std::fprintf(stderr, "hc-compile: %s: %s\n", input.c_str(), error.c_str());
@@ -220,7 +225,7 @@ int hc::compileMain(int argc, char **argv) {
     info.batchPerRank = options.batch;  // 0: the emitter reads it off x_t
     auto it = model.metadata.find("hc.dit_config");
     info.ditConfigJson = it == model.metadata.end() ? "{}" : it->second;
-    info.randomDrawsJson = model.randomDraws;
+    info.randomDrawsJson = randomDraws;
     info.optimizerJson = optimizerJson;
     info.precision = pipeline.precision;
     info.optionsJson = hc::compileOptionsJson(flags);

@@ -658,7 +658,6 @@ void Importer::buildFunction() {
 
   if (failed(mlir::verify(*out.module)))
     fileError("imported IR does not verify: " + oneLine(gi.lastDiagnostic));
-  out.randomDraws = randomDrawsJson(func);
 }
 
 void Importer::run() {

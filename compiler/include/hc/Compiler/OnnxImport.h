@@ -4,7 +4,6 @@
 #ifndef HC_COMPILER_ONNXIMPORT_H
 #define HC_COMPILER_ONNXIMPORT_H
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -66,7 +65,6 @@ struct ImportedModel {
   TrainingInfo training;
   std::vector<std::string> warnings;
   std::shared_ptr<void> storage;             // keeps `params` data alive
-  std::string randomDraws = "[]";            // randomDrawsJson of @forward
 };
 
 // Imports `options.path`. On failure returns false with a one-line `error`;
@@ -75,14 +73,6 @@ struct ImportedModel {
 bool importOnnx(mlir::MLIRContext &context, const ImportOptions &options,
                 ImportedModel &out, std::string &error,
                 bool *unsupported = nullptr);
-
-// What each random draw of an imported graph decides, as the step
-// description's "random_ops" (tools/hc-run reads it): one entry per
-// hc.random_uniform, {"op_id": N, "selects": [step input names]}, the
-// inputs (hc.input, the draws' own excepted) that a `where` on a condition
-// computed from the draw chooses between. Upstream DiT's label dropout
-// (rand < p ? null : y) selects ["y"].
-std::string randomDrawsJson(mlir::func::FuncOp f);
 
 // Registers the dialects the imported IR uses.
 void registerImportDialects(mlir::MLIRContext &context);

@@ -1,19 +1,10 @@
-// What an imported graph's random draws decide (OnnxImport.h,
-// randomDrawsJson): for each hc.random_uniform, the step inputs that a
-// `where` chooses between on a condition drawn from it. Upstream DiT's label
-// dropout (token_drop: rand < p ? null : y) selects "y"; hc-run then leaves
-// the labels to the graph instead of dropping them a second time.
-#include "hc/Compiler/OnnxImport.h"
-#include "hc/Graph/GraphOps.h"
+// What a graph's random draws decide (hc/Passes/RandomDraws.h).
+#include "hc/Passes/RandomDraws.h"
 #include "hc/abi/random.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-
-#include <set>
-#include <string>
 
 using namespace mlir;
 
@@ -34,9 +25,9 @@ llvm::SetVector<Operation *> usersOf(Operation *root) {
   return seen;
 }
 
-// The step inputs (arguments named hc.input, the random ops' own excepted)
-// that `v` is computed from.
-void inputsOf(Value v, func::FuncOp f, std::set<std::string> &names) {
+// The step inputs `v` is computed from (the draws' own keys excepted).
+std::set<std::string> inputsOf(Value v, func::FuncOp f) {
+  std::set<std::string> names;
   llvm::SetVector<Value> seen;
   SmallVector<Value> work{v};
   while (!work.empty()) {
@@ -53,26 +44,40 @@ void inputsOf(Value v, func::FuncOp f, std::set<std::string> &names) {
     for (Value operand : x.getDefiningOp()->getOperands())
       work.push_back(operand);
   }
+  return names;
 }
 
 } // namespace
 
+std::vector<DrawnChoice> choicesOf(graph::RandomUniformOp draw) {
+  auto f = draw->getParentOfType<func::FuncOp>();
+  llvm::SetVector<Operation *> drawn = usersOf(draw);
+  auto isDrawn = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && (def == draw.getOperation() || drawn.contains(def));
+  };
+  std::vector<DrawnChoice> choices;
+  for (Operation *op : drawn) {
+    auto w = dyn_cast<graph::WhereOp>(op);
+    if (!w || !isDrawn(w.getCond()))
+      continue;
+    DrawnChoice c{w, {}, {}};
+    if (!isDrawn(w.getLhs()))
+      c.lhsInputs = inputsOf(w.getLhs(), f);
+    if (!isDrawn(w.getRhs()))
+      c.rhsInputs = inputsOf(w.getRhs(), f);
+    choices.push_back(std::move(c));
+  }
+  return choices;
+}
+
 std::string randomDrawsJson(func::FuncOp f) {
   llvm::json::Array draws;
   f.walk([&](graph::RandomUniformOp r) {
-    llvm::SetVector<Operation *> drawn = usersOf(r);
     std::set<std::string> selects;
-    for (Operation *op : drawn) {
-      auto w = dyn_cast<graph::WhereOp>(op);
-      Operation *cond = w ? w.getCond().getDefiningOp() : nullptr;
-      if (!cond || (cond != r.getOperation() && !drawn.contains(cond)))
-        continue;
-      // The branches not themselves drawn: what the draw chooses between.
-      for (Value branch : {w.getLhs(), w.getRhs()}) {
-        Operation *def = branch.getDefiningOp();
-        if (!def || (def != r.getOperation() && !drawn.contains(def)))
-          inputsOf(branch, f, selects);
-      }
+    for (const DrawnChoice &c : choicesOf(r)) {
+      selects.insert(c.lhsInputs.begin(), c.lhsInputs.end());
+      selects.insert(c.rhsInputs.begin(), c.rhsInputs.end());
     }
     llvm::json::Array names;
     for (const std::string &n : selects)
