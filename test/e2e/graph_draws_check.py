@@ -20,6 +20,8 @@ must not drop the labels a second time.
   ranks     3 steps, mpirun -np 2 at batch 2 against -np 1 at batch 4, and
             --accumulate 2 at batch 2 against batch 4: the same global
             samples draw the same drops (losses 1e-6, parameters 1e-4).
+  resume    2 steps + a resume to 4 give an unbroken run's parameters bit
+            for bit; --class-dropout on such a graph is refused (exit 2).
   sampler   a --sampler library of the graph keeps y's branch of the draw's
             where: its DDIM images equal, bit for bit, those of the plain
             graph's sampler on the same weights.
@@ -28,6 +30,7 @@ usage: graph_draws_check.py --bin DIR --work DIR
 """
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -149,6 +152,27 @@ def main():
     if ea > 1e-6 or epa > 1e-4:
         errors.append("--accumulate 2 differs from batch 4 (loss %.3e, parameters %.3e)"
                       % (ea, epa))
+
+    # resume: the draws continue where they stopped (4 steps = 2 + 2, bit for bit)
+    run([hc_run, w("d4.so")] + data + ["--steps", "4", "--save-params", w("full.safetensors")])
+    run([hc_run, w("d4.so")] + data + ["--steps", "2", "--ckpt-dir", w("ck"),
+                                       "--ckpt-every", "2"])
+    run([hc_run, w("d4.so")] + data + ["--steps", "4", "--ckpt-dir", w("ck"), "--resume",
+                                       "--save-params", w("resumed.safetensors")])
+    full, resumed = read_safetensors(w("full.safetensors")), read_safetensors(w("resumed.safetensors"))
+    same = all(np.array_equal(full[k], resumed[k]) for k in full)
+    print("resume at step 2 of 4: parameters %s" % ("bit for bit" if same else "DIFFER"))
+    if not same:
+        errors.append("a resumed run's parameters differ from an unbroken run's")
+
+    # --class-dropout would have hc-run drop labels too: refused
+    p = subprocess.run([hc_run, w("d4.so")] + data + ["--steps", "1", "--class-dropout", "0.2"],
+                       capture_output=True, text=True)
+    lines = p.stderr.strip().splitlines()
+    print("--class-dropout: exit %d: %s" % (p.returncode, lines[-1] if lines else ""))
+    if p.returncode != 2 or len(lines) != 1 or "drops its labels itself" not in p.stderr:
+        errors.append("--class-dropout on a graph that drops labels: exit %d, %r"
+                      % (p.returncode, p.stderr))
 
     # sampler: the draw's where keeps y (labels never dropped), so the
     # images are those of the plain graph's sampler on the same weights

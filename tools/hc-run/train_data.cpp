@@ -143,6 +143,9 @@ Plan checkData(const Options &opt, const StepLibrary &lib, int R,
   // --num-classes / --class-dropout say what a plain export's metadata
   // would; where the metadata exists it must agree.
   const bool metaCdp = cfg.is_object() && cfg.contains("class_dropout_prob");
+  if (opt.classDropout >= 0 && d.graphDrops("y"))
+    usageError("--class-dropout: " + lib.path + " drops its labels itself (a random draw in "
+               "the graph, whose probability the graph fixes); hc-run drops none of them");
   if (opt.numClasses > 0 || opt.classDropout >= 0) {
     if (p.y < 0)
       usageError(std::string(opt.numClasses > 0 ? "--num-classes" : "--class-dropout") + ": " +
