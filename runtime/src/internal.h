@@ -307,6 +307,10 @@ void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
 // `iters` rounds of 4 independent AMX bf16 tile products (16 x 16 x 32
 // each) on the calling thread: machine_peak.cpp's AMX peak.
 double amxBf16Loop(long iters);
+// The fp32 kernel of the ISA hc_sgemm dispatches to (gemm.cpp): flash
+// attention's forward calls its packing and micro-kernel on tiles it lays
+// out itself.
+const GemmKernel &fp32Kernel();
 // sgemmInCache with a given kernel.
 void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g);
 // hc_sgemm's driver (gemm.cpp) with a given kernel; aSums: op(A)'s row

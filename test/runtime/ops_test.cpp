@@ -395,9 +395,10 @@ void runAttention(const AttCase &ac, int th, uint32_t seed) {
   hc_flash_attention_bwd(&a, threads(th));
 
   char name[160];
-  snprintf(name, sizeof name, "attention B=%lld H=%lld Tq=%lld Tk=%lld Dh=%lld fused=%d th=%d isa=%s",
+  const char *packed = getenv("HC_ATTENTION_PACKED");
+  snprintf(name, sizeof name, "attention B=%lld H=%lld Tq=%lld Tk=%lld Dh=%lld fused=%d th=%d isa=%s packed=%s",
            (long long)B, (long long)H, (long long)Tq, (long long)Tk, (long long)Dh, ac.fusedQkv, th,
-           hcrt_isa_name(hcrt_isa()));
+           hcrt_isa_name(hcrt_isa()), packed ? packed : "default");
   Checker c{name};
   auto at = [](const float *base, int64_t sb, int64_t sh, int64_t st, int64_t b, int64_t h,
                int64_t t, int64_t d) { return (double)base[b * sb + h * sh + t * st + d]; };
@@ -471,12 +472,18 @@ TEST(Ops, FlashAttention) {
       {1, 1, 129, 63, 72, false}, {2, 1, 5, 200, 3, false}, {1, 2, 67, 67, 13, true},
   };
   uint32_t seed = 1;
-  for (int32_t isa : availableIsas()) {
-    IsaScope s(isa);
-    for (const AttCase &ac : cases)
-      for (int th : {1, 2})
-        runAttention(ac, th, seed++);
+  // fp32's forward on its own packed tiles (the default) and through the
+  // in-cache GEMM driver (HC_ATTENTION_PACKED=0, the path bf16 takes).
+  for (const char *packed : {"1", "0"}) {
+    setenv("HC_ATTENTION_PACKED", packed, 1);
+    for (int32_t isa : availableIsas()) {
+      IsaScope s(isa);
+      for (const AttCase &ac : cases)
+        for (int th : {1, 2})
+          runAttention(ac, th, seed++);
+    }
   }
+  unsetenv("HC_ATTENTION_PACKED");
 }
 
 // No keys: the forward writes NaN (0 / 0, like torch), the backward dq = 0.
@@ -552,15 +559,18 @@ TEST(Ops, FlashAttentionSmallTiles) {
       {1, 1, 50, 1, 7, false},
   };
   uint32_t seed = 100;
-  for (const char *tile : {"16", "48"}) {
-    setenv("HC_ATTENTION_TILE", tile, 1);
-    for (int32_t isa : availableIsas()) {
-      IsaScope s(isa);
-      for (const AttCase &ac : cases)
-        for (int th : {1, 2})
-          runAttention(ac, th, seed++);
+  for (const char *packed : {"1", "0"})
+    for (const char *tile : {"16", "48"}) {
+      setenv("HC_ATTENTION_PACKED", packed, 1);
+      setenv("HC_ATTENTION_TILE", tile, 1);
+      for (int32_t isa : availableIsas()) {
+        IsaScope s(isa);
+        for (const AttCase &ac : cases)
+          for (int th : {1, 2})
+            runAttention(ac, th, seed++);
+      }
     }
-  }
+  unsetenv("HC_ATTENTION_PACKED");
   unsetenv("HC_ATTENTION_TILE");
 }
 

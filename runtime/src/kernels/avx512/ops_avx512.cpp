@@ -1,4 +1,5 @@
 // Fused kernels compiled for AVX-512F (only called when CPUID has it).
+#include "hc/base/settings.h"
 #include "internal.h"
 
 namespace hc::rt {

@@ -1,4 +1,5 @@
 // Fused kernels, portable build (whatever the baseline ISA gives).
+#include "hc/base/settings.h"
 #include "internal.h"
 
 // ops_impl.inc's 16-lane vector helpers are static to this file, so their
