@@ -466,16 +466,15 @@ void runAttention(const AttCase &ac, int th, uint32_t seed) {
 
 } // namespace
 
-TEST(Ops, FlashAttention) {
-  const AttCase cases[] = {
-      {1, 1, 1, 1, 1, false},   {2, 3, 17, 17, 8, true},   {1, 2, 65, 130, 64, false},
-      {1, 1, 129, 63, 72, false}, {2, 1, 5, 200, 3, false}, {1, 2, 67, 67, 13, true},
-  };
-  uint32_t seed = 1;
-  // fp32's forward on its own packed tiles (the default) and through the
-  // in-cache GEMM driver (HC_ATTENTION_PACKED=0, the path bf16 takes).
+// Every case on every ISA at 1 and 2 threads, with fp32's forward on its
+// own packed tiles (the default) and through the in-cache GEMM driver
+// (HC_ATTENTION_PACKED=0, the path bf16 takes); `tile`: HC_ATTENTION_TILE
+// for the run, or "" for the default.
+static void runAttentionCases(const std::vector<AttCase> &cases, const char *tile, uint32_t &seed) {
   for (const char *packed : {"1", "0"}) {
     setenv("HC_ATTENTION_PACKED", packed, 1);
+    if (*tile)
+      setenv("HC_ATTENTION_TILE", tile, 1);
     for (int32_t isa : availableIsas()) {
       IsaScope s(isa);
       for (const AttCase &ac : cases)
@@ -484,6 +483,14 @@ TEST(Ops, FlashAttention) {
     }
   }
   unsetenv("HC_ATTENTION_PACKED");
+  unsetenv("HC_ATTENTION_TILE");
+}
+
+TEST(Ops, FlashAttention) {
+  uint32_t seed = 1;
+  runAttentionCases({{1, 1, 1, 1, 1, false}, {2, 3, 17, 17, 8, true}, {1, 2, 65, 130, 64, false},
+                     {1, 1, 129, 63, 72, false}, {2, 1, 5, 200, 3, false}, {1, 2, 67, 67, 13, true}},
+                    "", seed);
 }
 
 // No keys: the forward writes NaN (0 / 0, like torch), the backward dq = 0.
@@ -554,24 +561,11 @@ TEST(Ops, FlashAttentionNaNPropagates) {
 // accumulating GEMMs, partial transposes): a tile of 16 or 48 rows forced
 // through HC_ATTENTION_TILE (the default comes from the L2 size).
 TEST(Ops, FlashAttentionSmallTiles) {
-  const AttCase cases[] = {
-      {1, 2, 70, 100, 24, false}, {2, 1, 33, 33, 16, true}, {1, 1, 1, 50, 5, false},
-      {1, 1, 50, 1, 7, false},
-  };
   uint32_t seed = 100;
-  for (const char *packed : {"1", "0"})
-    for (const char *tile : {"16", "48"}) {
-      setenv("HC_ATTENTION_PACKED", packed, 1);
-      setenv("HC_ATTENTION_TILE", tile, 1);
-      for (int32_t isa : availableIsas()) {
-        IsaScope s(isa);
-        for (const AttCase &ac : cases)
-          for (int th : {1, 2})
-            runAttention(ac, th, seed++);
-      }
-    }
-  unsetenv("HC_ATTENTION_PACKED");
-  unsetenv("HC_ATTENTION_TILE");
+  for (const char *tile : {"16", "48"})
+    runAttentionCases({{1, 2, 70, 100, 24, false}, {2, 1, 33, 33, 16, true}, {1, 1, 1, 50, 5, false},
+                       {1, 1, 50, 1, 7, false}},
+                      tile, seed);
 }
 
 // AdamW over `steps` steps vs the torch formula in double:
