@@ -218,19 +218,24 @@ void packPanelRows(const float *src, int64_t lda, int rows, int64_t kc, int32_t 
   }
 }
 
-// Transposed source (element (i, k) at src[k * lda + i]): per block and
-// half of the panel, 16 pair words of 16 rows built from two source rows
-// each, then transposed so that each of A's rows holds its pairs.
-void packPanelCols(const float *src, int64_t lda, int rows, int64_t kc, int32_t *dst) {
+// Transposed source (element (i, k) at src[k * lda + i]), the whole mc-row
+// block at once: per block of 16 pairs and group of 16 of A's rows, 16
+// pair words built from two source rows each, then transposed so that
+// each of A's rows holds its pairs. Blocks outermost: a block's 32 source
+// rows are read along their mc contiguous floats, a stream the hardware
+// prefetches, where a panel at a time read 128 bytes of each row 4-6 KiB
+// apart (the weight gradients' dY, from memory).
+void packBlockCols(const float *src, int64_t lda, int64_t mc, int64_t kc, int32_t *dst) {
   const int64_t pairs = (kc + 1) / 2, nb = pairs / kPairsPerTile;
   const int tp = static_cast<int>(pairs % kPairsPerTile);
-  for (int h = 0; h < MR / 16; ++h) {
-    const int n = rows - 16 * h;
-    const __mmask16 m = n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
-    for (int64_t q = 0; q <= nb; ++q) {
-      const int depth = q < nb ? kPairsPerTile : tp;
-      if (depth == 0)
-        break;
+  const int64_t groups = (mc + MR - 1) / MR * (MR / 16);
+  for (int64_t q = 0; q <= nb; ++q) {
+    const int depth = q < nb ? kPairsPerTile : tp;
+    if (depth == 0)
+      break;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t n = mc - 16 * g;
+      const __mmask16 m = n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
       __m512i w[16];
       for (int pp = 0; pp < 16; ++pp) {
         const int64_t k = 2 * (q * kPairsPerTile + pp);
@@ -238,20 +243,22 @@ void packPanelCols(const float *src, int64_t lda, int rows, int64_t kc, int32_t 
           w[pp] = _mm512_setzero_si512();
           continue;
         }
-        const float *r0 = src + k * lda + 16 * h;
+        const float *r0 = src + k * lda + 16 * g;
         const __m512i lo = lowHalves(r0, m);
         const __m512i hi = k + 1 < kc ? lowHalves(r0 + lda, m) : _mm512_setzero_si512();
         w[pp] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
         _mm_prefetch(reinterpret_cast<const char *>(r0 + 32 * lda), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char *>(r0 + 33 * lda), _MM_HINT_T0);
       }
-      transpose16(w);  // w[i]: row 16h + i's pairs of this block
-      int32_t *blk = dst + q * kBlockWords;
+      transpose16(w);  // w[i]: row 16g + i's pairs of this block
+      // panel g / 2 starts at MR * kc floats per panel; its rows 16 (g % 2) + i
+      int32_t *blk = dst + (g / 2) * MR * kc + q * kBlockWords;
+      const int64_t r = 16 * (g % 2);
       for (int i = 0; i < 16; ++i) {
         if (depth == kPairsPerTile)
-          _mm512_storeu_si512(blk + (16 * h + i) * kPairsPerTile, w[i]);
+          _mm512_storeu_si512(blk + (r + i) * kPairsPerTile, w[i]);
         else
-          _mm512_mask_storeu_epi32(blk + (16 * h + i) * tp,
+          _mm512_mask_storeu_epi32(blk + (r + i) * tp,
                                    static_cast<__mmask16>((1u << tp) - 1), w[i]);
       }
     }
@@ -264,13 +271,11 @@ template <class T>
 void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
            int64_t k0, int64_t kc, float *dst) {
   T::configure(true);
+  if (transA)  // A is K x M: element (m, k) at A[k * lda + m]
+    return packBlockCols(A + k0 * lda + m0, lda, mc, kc, reinterpret_cast<int32_t *>(dst));
   for (int64_t i = 0; i < mc; i += MR) {
     const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
-    int32_t *panel = reinterpret_cast<int32_t *>(dst + i * kc);
-    if (transA)  // A is K x M: element (m, k) at A[k * lda + m]
-      packPanelCols(A + k0 * lda + m0 + i, lda, rows, kc, panel);
-    else
-      packPanelRows(A + (m0 + i) * lda + k0, lda, rows, kc, panel);
+    packPanelRows(A + (m0 + i) * lda + k0, lda, rows, kc, reinterpret_cast<int32_t *>(dst + i * kc));
   }
 }
 
