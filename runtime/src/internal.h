@@ -270,6 +270,14 @@ struct GemmKernel {
   // A packed B sliver holds ceil(kc / 2) rows of NR words (bf16 pairs), not
   // kc rows: what the driver asks into cache ahead of a kept panel.
   bool pairedB = false;
+  // packA / packB from a bf16 source (hc_sgemm_args::a_bf16 / b_bf16, at
+  // its element (0, 0)): the panel packA / packB make of the widened block,
+  // without widening it first; false where the kernel has no such path for
+  // that layout (the driver then widens). Null: none.
+  bool (*packABf16)(const uint16_t *A, int64_t lda, int transA, int64_t m0,
+                    int64_t mc, int64_t k0, int64_t kc, float *dst) = nullptr;
+  bool (*packBBf16)(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
+                    int64_t kc, int64_t n0, int64_t nc, float *dst) = nullptr;
 };
 // Whether b_constant calls keep panels (HC_GEMM_PACKED_MB > 0); with 0 they
 // run as calls without it.
@@ -303,6 +311,9 @@ const GemmKernel &gemmAmxBf16(bool emulated);
 namespace gemm_avx512bf16 {
 void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
                   int64_t kc, int64_t n0, int64_t nc, float *dst);
+// packPairsB32's panel from a bf16 B (GemmKernel::packBBf16): rows only.
+bool packPairsB32Bf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
+                      int64_t kc, int64_t n0, int64_t nc, float *dst);
 }
 // `iters` rounds of 4 independent AMX bf16 tile products (16 x 16 x 32
 // each) on the calling thread: machine_peak.cpp's AMX peak.

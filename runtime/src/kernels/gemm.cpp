@@ -132,6 +132,9 @@ void packA(const GemmKernel &k, const Problem &p, int64_t m0, int64_t mc,
            int64_t k0, int64_t kc, float *dst) {
   if (!p.aBf16)
     return k.packA(p.A, p.lda, p.transA, m0, mc, k0, kc, dst);
+  if (k.packABf16 && k.packABf16(reinterpret_cast<const uint16_t *>(p.A), p.lda, p.transA,
+                                 m0, mc, k0, kc, dst))
+    return;
   int64_t ld = p.lda;
   const float *w = widenedBlock(p.A, ld, p.transA, m0, mc, k0, kc);
   k.packA(w, ld, p.transA, 0, mc, 0, kc, dst);
@@ -141,6 +144,9 @@ void packB(const GemmKernel &k, const Problem &p, int64_t k0, int64_t kc,
            int64_t n0, int64_t nc, float *dst) {
   if (!p.bBf16)
     return k.packB(p.B, p.ldb, p.transB, k0, kc, n0, nc, dst);
+  if (k.packBBf16 && k.packBBf16(reinterpret_cast<const uint16_t *>(p.B), p.ldb, p.transB,
+                                 k0, kc, n0, nc, dst))
+    return;
   int64_t ld = p.ldb;
   const float *w = widenedBlock(p.B, ld, p.transB, k0, kc, n0, nc);
   k.packB(w, ld, p.transB, 0, kc, 0, nc, dst);

@@ -218,6 +218,34 @@ void packPanelRows(const float *src, int64_t lda, int rows, int64_t kc, int32_t 
   }
 }
 
+// 32 bf16 of a row (the first n; the rest zero) as 16 pair words: a bf16
+// row's k run is already its pairs.
+inline __m512i bf16RowWords(const uint16_t *src, int n) {
+  if (n >= 32)
+    return _mm512_loadu_si512(src);
+  return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << n) - 1), src);
+}
+
+// packPanelRows from a bf16 source: the same words, copied.
+void packPanelRowsBf16(const uint16_t *src, int64_t lda, int rows, int64_t kc, int32_t *dst) {
+  const int64_t pairs = (kc + 1) / 2, nb = pairs / kPairsPerTile;
+  const int tp = static_cast<int>(pairs % kPairsPerTile);
+  const __mmask16 tailMask = static_cast<__mmask16>((1u << tp) - 1);
+  for (int i = 0; i < MR; ++i) {
+    const uint16_t *row = src + i * lda;
+    if (i + 4 < rows)
+      _mm_prefetch(reinterpret_cast<const char *>(row + 4 * lda), _MM_HINT_T0);
+    for (int64_t q = 0; q < nb; ++q)
+      _mm512_storeu_si512(dst + q * kBlockWords + i * kPairsPerTile,
+                          i < rows ? bf16RowWords(row + 32 * q, static_cast<int>(std::min<int64_t>(32, kc - 32 * q)))
+                                   : _mm512_setzero_si512());
+    if (tp)
+      _mm512_mask_storeu_epi32(dst + nb * kBlockWords + i * tp, tailMask,
+                               i < rows ? bf16RowWords(row + 32 * nb, static_cast<int>(kc - 32 * nb))
+                                        : _mm512_setzero_si512());
+  }
+}
+
 // Transposed source (element (i, k) at src[k * lda + i]), the whole mc-row
 // block at once: per block of 16 pairs and group of 16 of A's rows, 16
 // pair words built from two source rows each, then transposed so that
@@ -277,6 +305,21 @@ void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
     const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
     packPanelRows(A + (m0 + i) * lda + k0, lda, rows, kc, reinterpret_cast<int32_t *>(dst + i * kc));
   }
+}
+
+// packA of a bf16 A's rows (GemmKernel::packABf16); a transposed one is
+// widened by the driver.
+template <class T>
+bool packABf16(const uint16_t *A, int64_t lda, int transA, int64_t m0, int64_t mc,
+               int64_t k0, int64_t kc, float *dst) {
+  if (transA)
+    return false;
+  T::configure(true);
+  for (int64_t i = 0; i < mc; i += MR) {
+    const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
+    packPanelRowsBf16(A + (m0 + i) * lda + k0, lda, rows, kc, reinterpret_cast<int32_t *>(dst + i * kc));
+  }
+  return true;
 }
 
 // -------------------------------------------------------- micro-kernel ----
@@ -449,6 +492,8 @@ const GemmKernel &gemmAmxBf16(bool emulated) {
     r.flopsPerCycle = 1024;
     r.pairedB = true;
     r.microBias = microBias<T>;
+    r.packABf16 = packABf16<T>;
+    r.packBBf16 = gemm_avx512bf16::packPairsB32Bf16;
     return r;
   };
   static const GemmKernel hardware = make(HardwareTiles{});

@@ -431,6 +431,39 @@ void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
   }
 }
 
+// packCols<32>'s words from bf16 rows: word c of pair row p is
+// (B[2p][c], B[2p + 1][c]), the bf16 bits as they are (rounding a bf16
+// value to bf16 keeps it).
+bool packPairsB32Bf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
+                      int64_t kc, int64_t n0, int64_t nc, float *dst) {
+  constexpr int W = 32;
+  if (transB)
+    return false;
+  for (int64_t j = 0; j < nc; j += W) {
+    const int cols = static_cast<int>(nc - j < W ? nc - j : W);
+    __mmask16 mask[2];
+    for (int v = 0; v < 2; ++v) {
+      const int n = cols - 16 * v;
+      mask[v] = n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
+    }
+    const uint16_t *src = B + k0 * ldb + n0 + j;
+    int32_t *out = reinterpret_cast<int32_t *>(dst + j * kc);
+    for (int64_t k = 0; k < kc; k += 2) {
+      const uint16_t *r0 = src + k * ldb, *r1 = r0 + ldb;
+      const bool two = k + 1 < kc;
+      for (int v = 0; v < 2; ++v) {
+        const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask[v], r0 + 16 * v));
+        const __m512i hi = two ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask[v], r1 + 16 * v))
+                               : _mm512_setzero_si512();
+        _mm512_storeu_si512(out + (k / 2) * W + 16 * v, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+      }
+      _mm_prefetch(reinterpret_cast<const char *>(r0 + 16 * ldb), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char *>(r1 + 16 * ldb), _MM_HINT_T0);
+    }
+  }
+  return true;
+}
+
 } // namespace gemm_avx512bf16
 #pragma clang attribute pop
 
