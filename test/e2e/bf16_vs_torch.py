@@ -22,6 +22,7 @@ products of a whole step through the kernel the lent Xeon runs on tiles.
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -75,6 +76,19 @@ def check(name, losses, grads, want, eval_loss, eval_grads, torch_bf16, torch_fp
                       "step (ratio %.3f > 0.7)" % (name, worst_n, worst_ratio))
 
 
+def default_bf16_path(bin_dir):
+    """libhcrt's bf16 GEMM path in this process's environment (HC_AMX unset):
+    "amx" where the AMX kernel runs on real tiles."""
+    env = dict(os.environ)
+    env.pop("HC_AMX", None)
+    lib = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "lib", "libhcrt.so")
+    code = ("import ctypes, sys; h = ctypes.CDLL(sys.argv[1]); "
+            "h.hcrt_bf16_path_name.restype = ctypes.c_char_p; "
+            "print(h.hcrt_bf16_path_name(h.hcrt_bf16_path()).decode())")
+    return subprocess.run([sys.executable, "-c", code, lib], env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -103,6 +117,9 @@ def main():
     if amx:
         variants.append(("bf16-amx", "bf16", "bf16", [], {"HC_AMX": "2"}))
         variants.append(("bf16-amx-unstored", "bf16-unstored", "bf16", [], {"HC_AMX": "2"}))
+        # Where the default path is the AMX kernel on real tiles, its
+        # emulation must give the same bits, and turning AMX off other ones.
+        variants.append(("bf16-no-amx", "bf16", "bf16", [], {"HC_AMX": "0"}))
     for name, lib, prec, extra, env in variants:
         if not os.path.exists(w(lib + ".so")):
             run([os.path.join(a.bin, "hc-compile"), w("model.onnx"), "--batch", str(a.batch),
@@ -137,7 +154,17 @@ def main():
         print("%s: bf16 storage on vs off: %s" % (stored_name, "the same bits" if same else "DIFFER"))
         if not same:
             errors.append("%s: --bf16-storage on and off differ" % stored_name)
-    if amx and all(np.array_equal(grads["bf16-amx"][n], grads["bf16"][n]) for n in want):
+    def same_bits(x, y):
+        return all(np.array_equal(grads[x][n], grads[y][n]) for n in want)
+    if amx and default_bf16_path(a.bin) == "amx":
+        print("bf16: the default path is AMX tiles; HC_AMX=2 (emulated tiles): %s; HC_AMX=0: %s"
+              % ("the same bits" if same_bits("bf16-amx", "bf16") else "DIFFER",
+                 "other bits" if not same_bits("bf16-no-amx", "bf16") else "THE SAME BITS"))
+        if not same_bits("bf16-amx", "bf16"):
+            errors.append("HC_AMX=2: the emulated tiles' step differs from the real tiles' step")
+        if same_bits("bf16-no-amx", "bf16"):
+            errors.append("HC_AMX=0 gave the AMX step's very bits: the AMX kernel did not run")
+    elif amx and same_bits("bf16-amx", "bf16"):
         errors.append("HC_AMX=2 gave the bf16 step's very bits: the AMX kernel did not run")
     if errors:
         sys.exit("FAILED: " + "; ".join(errors[:10]))
