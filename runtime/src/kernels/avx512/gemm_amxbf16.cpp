@@ -163,6 +163,14 @@ inline __m512i rowWords(const float *src, int n) {
   return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
 }
 
+// The same from a bf16 row (the compiler's bf16 storage): its k run
+// already is the pairs, copied.
+inline __m512i rowWords(const uint16_t *src, int n) {
+  if (n >= 32)
+    return _mm512_loadu_si512(src);
+  return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << n) - 1), src);
+}
+
 // 16 floats (the first n) as 16 bf16 in the low halves of 32-bit words.
 inline __m512i lowHalves(const float *src, __mmask16 m) {
   return _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(
@@ -196,14 +204,15 @@ inline void transpose16(__m512i r[16]) {
 }
 
 // One 32-row panel of A (rows < 32 of them real) in the AMX layout.
-// Row-major source: each row's k run is converted straight into its
-// blocks.
-void packPanelRows(const float *src, int64_t lda, int rows, int64_t kc, int32_t *dst) {
+// Row-major source (float32 or bf16): each row's k run is converted
+// straight into its blocks.
+template <class Src>
+void packPanelRows(const Src *src, int64_t lda, int rows, int64_t kc, int32_t *dst) {
   const int64_t pairs = (kc + 1) / 2, nb = pairs / kPairsPerTile;
   const int tp = static_cast<int>(pairs % kPairsPerTile);
   const __mmask16 tailMask = static_cast<__mmask16>((1u << tp) - 1);
   for (int i = 0; i < MR; ++i) {
-    const float *row = src + i * lda;
+    const Src *row = src + i * lda;
     // the next rows' first lines (each row is a stream of its own)
     if (i + 4 < rows)
       _mm_prefetch(reinterpret_cast<const char *>(row + 4 * lda), _MM_HINT_T0);
@@ -214,34 +223,6 @@ void packPanelRows(const float *src, int64_t lda, int rows, int64_t kc, int32_t 
     if (tp)
       _mm512_mask_storeu_epi32(dst + nb * kBlockWords + i * tp, tailMask,
                                i < rows ? rowWords(row + 32 * nb, static_cast<int>(kc - 32 * nb))
-                                        : _mm512_setzero_si512());
-  }
-}
-
-// 32 bf16 of a row (the first n; the rest zero) as 16 pair words: a bf16
-// row's k run is already its pairs.
-inline __m512i bf16RowWords(const uint16_t *src, int n) {
-  if (n >= 32)
-    return _mm512_loadu_si512(src);
-  return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << n) - 1), src);
-}
-
-// packPanelRows from a bf16 source: the same words, copied.
-void packPanelRowsBf16(const uint16_t *src, int64_t lda, int rows, int64_t kc, int32_t *dst) {
-  const int64_t pairs = (kc + 1) / 2, nb = pairs / kPairsPerTile;
-  const int tp = static_cast<int>(pairs % kPairsPerTile);
-  const __mmask16 tailMask = static_cast<__mmask16>((1u << tp) - 1);
-  for (int i = 0; i < MR; ++i) {
-    const uint16_t *row = src + i * lda;
-    if (i + 4 < rows)
-      _mm_prefetch(reinterpret_cast<const char *>(row + 4 * lda), _MM_HINT_T0);
-    for (int64_t q = 0; q < nb; ++q)
-      _mm512_storeu_si512(dst + q * kBlockWords + i * kPairsPerTile,
-                          i < rows ? bf16RowWords(row + 32 * q, static_cast<int>(std::min<int64_t>(32, kc - 32 * q)))
-                                   : _mm512_setzero_si512());
-    if (tp)
-      _mm512_mask_storeu_epi32(dst + nb * kBlockWords + i * tp, tailMask,
-                               i < rows ? bf16RowWords(row + 32 * nb, static_cast<int>(kc - 32 * nb))
                                         : _mm512_setzero_si512());
   }
 }
@@ -317,7 +298,7 @@ bool packABf16(const uint16_t *A, int64_t lda, int transA, int64_t m0, int64_t m
   T::configure(true);
   for (int64_t i = 0; i < mc; i += MR) {
     const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
-    packPanelRowsBf16(A + (m0 + i) * lda + k0, lda, rows, kc, reinterpret_cast<int32_t *>(dst + i * kc));
+    packPanelRows(A + (m0 + i) * lda + k0, lda, rows, kc, reinterpret_cast<int32_t *>(dst + i * kc));
   }
   return true;
 }
