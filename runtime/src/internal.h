@@ -186,6 +186,8 @@ struct OpsTable {
                            int64_t, float *, int64_t, int64_t);
   void (*attention_bwd_bh)(const hc_attention_args &, int64_t, int64_t,
                            int64_t, float *, int64_t, int64_t);
+  // (n, x, y): y = x rounded to bf16's bits (bf16Bits), as storeBf16
+  void (*store_bf16)(int64_t, const float *, uint16_t *);
 };
 const OpsTable &opsGeneric();
 const OpsTable &opsAvx2();
@@ -360,7 +362,7 @@ inline float bf16Widen(uint16_t h) {
   __builtin_memcpy(&r, &u, 4);
   return r;
 }
-// n floats rounded to bf16 into dst (vectorized where the ISA converts).
+// n floats rounded to bf16 into dst (ops()' per-ISA loop).
 void storeBf16(const float *src, int64_t n, uint16_t *dst);
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;

@@ -2,6 +2,7 @@
 // without affine and adaLN modulation) against float64 references, on every
 // ISA path this CPU has. As ops_test.cpp: outputs NaN-poisoned first, the
 // error bound stated above each test (u = 2^-24).
+#include "hc/runtime/graph_ops.h"
 #include "kernel_test_util.h"
 
 #include <algorithm>
@@ -304,6 +305,47 @@ TEST(Ops, Bf16StoredOutputsAreTheRoundedFloat32Results) {
           bad += gh[i] != bf16Of(g[i]);
         EXPECT_EQ(0, bad) << "gelu isa=" << hcrt_isa_name(isa) << " n=" << n;
         EXPECT_EQ(0xabcd, gh[n]) << "wrote past y";
+      }
+  }
+}
+
+TEST(Ops, Bf16CastSpecialValues) {
+  // The float32 -> bf16 cast (storeBf16, each ISA's loop): ties to even
+  // both ways, the largest floats rounding to infinity, denormals rounded
+  // as any other value, NaNs kept NaN (quiet, sign and top payload bits
+  // kept) at every position of a vector and its tail.
+  const uint32_t special[] = {
+      0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,  // zeros, infinities
+      0x3f808000u, 0x3f818000u, 0xbf808000u, 0x3f808001u,  // ties, just past one
+      0x3f807fffu, 0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u,  // largest: -> inf
+      0x00000001u, 0x00008000u, 0x00018000u, 0x807fffffu,  // denormals
+      0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fbfffffu,  // NaNs (signalling too)
+      0x3eaaaaabu, 0x4049fdb0u, 0xc2c80000u, 0x00800000u};
+  const int64_t nSpecial = sizeof special / sizeof *special;
+  for (int32_t isa : availableIsas()) {
+    IsaScope scope(isa);
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{17}, nSpecial, int64_t{4099}})
+      for (int th : {1, 2}) {
+        std::vector<float> x(n);
+        for (int64_t i = 0; i < n; ++i) {
+          const uint32_t u = special[(i * 7 + n) % nSpecial] ^ static_cast<uint32_t>(i % 3 == 2);
+          std::memcpy(&x[i], &u, 4);
+        }
+        std::vector<uint16_t> y(n + 8, 0xabcd);
+        hcrt_tensor in{}, out{};
+        in.data = x.data(), in.dtype = HCRT_F32, in.rank = 1, in.shape[0] = n, in.strides[0] = 1;
+        out.data = y.data(), out.dtype = HCRT_BF16, out.rank = 1, out.shape[0] = n, out.strides[0] = 1;
+        hcrt_attrs attrs{};
+        hcrt_op_cast(&in, 1, &out, 1, &attrs, threads(th));
+        int64_t bad = 0, first = -1;
+        for (int64_t i = 0; i < n; ++i)
+          if (y[i] != bf16Of(x[i])) {
+            bad += 1;
+            first = first < 0 ? i : first;
+          }
+        EXPECT_EQ(0, bad) << "isa=" << hcrt_isa_name(isa) << " n=" << n << " threads=" << th
+                          << " first at " << first;
+        EXPECT_EQ(0xabcd, y[n]) << "wrote past y";
       }
   }
 }

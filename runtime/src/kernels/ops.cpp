@@ -11,11 +11,6 @@
 
 namespace hc::rt {
 
-void storeBf16(const float *src, int64_t n, uint16_t *dst) {
-  for (int64_t i = 0; i < n; ++i)
-    dst[i] = bf16Bits(src[i]);
-}
-
 const OpsTable &ops() {
   switch (hcrt_isa()) {
   case HC_ISA_AVX512:
@@ -26,6 +21,8 @@ const OpsTable &ops() {
     return opsGeneric();
   }
 }
+
+void storeBf16(const float *src, int64_t n, uint16_t *dst) { ops().store_bf16(n, src, dst); }
 
 namespace {
 

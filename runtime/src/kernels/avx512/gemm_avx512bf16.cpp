@@ -1,6 +1,7 @@
-// bf16 GEMM kernels for AVX512-BF16 (vdpbf16ps): the operands stay float32
-// in memory and are rounded to bf16 (round to nearest even, as the
-// instruction rounds) while they are packed; the 8x48 micro-kernel
+// bf16 GEMM kernels for AVX512-BF16 (vdpbf16ps): float32 operands are
+// rounded to bf16 (round to nearest even, as the instruction rounds) while
+// they are packed, bf16-stored ones (hc-bf16-storage's activations) packed
+// from their bits; the 8x48 micro-kernel
 // accumulates pairs of bf16 products in float32 (24 zmm accumulators, as
 // the fp32 AVX-512 kernel). gemm.cpp's driver runs it: the packed layouts
 // keep the fp32 kernel's panel strides (MR * kc and NR * kc floats), each
@@ -66,10 +67,20 @@ inline __m256 rowPairs(const float *src, int n) {
       reinterpret_cast<__m256i>(_mm256_cvtne2ps_pbh(hi, lo)));
 }
 
-// `rows` (<= W) source rows along k (src[r * lds + k], k < kc) into a
-// W-wide panel of pair words: dst[p * W + r]; rows past `rows` zero.
-template <int W>
-void packRows(const float *src, int64_t lds, int rows, int64_t kc, float *dst) {
+// The same 8 pair words from a bf16 source row: its bits as they are
+// (rounding a bf16 value to bf16 keeps it); past `n`, zero halves.
+inline __m256 rowPairs(const uint16_t *src, int n) {
+  const __m256i w = n >= 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src))
+                            : _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << n) - 1), src);
+  return _mm256_castsi256_ps(w);
+}
+
+// `rows` (<= W) source rows along k (src[r * lds + k], k < kc; float32 or
+// bf16 elements) into a W-wide panel of pair words: dst[p * W + r]; rows
+// past `rows` zero.
+template <int W, typename T>
+void packRows(const T *src, int64_t lds, int rows, int64_t kc, float *dst) {
+  constexpr int64_t ahead = 256 / sizeof(T);  // 4 lines on
   const int64_t pairs = (kc + 1) / 2;
   for (int g = 0; g < W; g += 8) {
     const int rg = rows - g < 0 ? 0 : (rows - g > 8 ? 8 : rows - g);
@@ -79,7 +90,7 @@ void packRows(const float *src, int64_t lds, int rows, int64_t kc, float *dst) {
       // Each row is a stream of its own: ask for its line 4 ahead (the
       // hardware prefetchers miss short strided segments).
       for (int i = 0; i < rg; ++i)
-        _mm_prefetch(reinterpret_cast<const char *>(src + (g + i) * lds + k + 64),
+        _mm_prefetch(reinterpret_cast<const char *>(src + (g + i) * lds + k + ahead),
                      _MM_HINT_T0);
       for (int i = 0; i < 8; ++i)
         r[i] = i < rg ? rowPairs(src + (g + i) * lds + k, 16) : _mm256_setzero_ps();
@@ -106,10 +117,25 @@ inline __m512i interleave16(__m512 x0, __m512 x1) {
       idx, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(x1, x0)));
 }
 
-// Source rows along the panel's width (src[k * lds + c], c < cols <= W):
-// k pairs of rows interleaved into pair words, dst[p * W + c].
-template <int W>
-void packCols(const float *src, int64_t lds, int cols, int64_t kc, float *dst) {
+// The 16 pair words of columns [c, c + 16) from two bf16 source rows
+// (r1 absent past an odd kc's end): row r0's bits low, r1's high.
+inline __m512i interleave16(__mmask16 m, const uint16_t *r0, const uint16_t *r1, bool two) {
+  const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0));
+  if (!two)
+    return lo;
+  const __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r1));
+  return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+inline __m512i interleave16(__mmask16 m, const float *r0, const float *r1, bool two) {
+  const __m512 x0 = _mm512_maskz_loadu_ps(m, r0);
+  return interleave16(x0, two ? _mm512_maskz_loadu_ps(m, r1) : _mm512_setzero_ps());
+}
+
+// Source rows along the panel's width (src[k * lds + c], c < cols <= W;
+// float32 or bf16 elements): k pairs of rows interleaved into pair words,
+// dst[p * W + c].
+template <int W, typename T>
+void packCols(const T *src, int64_t lds, int cols, int64_t kc, float *dst) {
   constexpr int V = (W + 15) / 16;
   __mmask16 mask[V];
   for (int v = 0; v < V; ++v) {
@@ -117,14 +143,11 @@ void packCols(const float *src, int64_t lds, int cols, int64_t kc, float *dst) {
     mask[v] = n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
   }
   for (int64_t k = 0; k < kc; k += 2) {
-    const float *r0 = src + k * lds, *r1 = r0 + lds;
+    const T *r0 = src + k * lds, *r1 = r0 + lds;
     const bool two = k + 1 < kc;
     float *d = dst + (k / 2) * W;
     for (int v = 0; v < V; ++v) {
-      const __m512 x0 = _mm512_maskz_loadu_ps(mask[v], r0 + 16 * v);
-      const __m512 x1 = two ? _mm512_maskz_loadu_ps(mask[v], r1 + 16 * v)
-                            : _mm512_setzero_ps();
-      const __m512i w = interleave16(x0, x1);
+      const __m512i w = interleave16(mask[v], r0 + 16 * v, r1 + 16 * v, two);
       if (W - 16 * v >= 16)
         _mm512_storeu_si512(d + 16 * v, w);
       else
@@ -181,6 +204,30 @@ void packB(const float *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
     else
       packCols<NR>(B + k0 * ldb + n0 + j, ldb, cols, kc, dst + j * kc);
   }
+}
+
+// packA's and packB's panels from bf16-stored operands (GemmKernel::
+// packABf16 / packBBf16: x of linear and of its weight gradients), read
+// as bf16 instead of widened to float32 first: the same words. A
+// transposed A and a transposed B are left to the driver's widening.
+bool packABf16(const uint16_t *A, int64_t lda, int transA, int64_t m0, int64_t mc,
+               int64_t k0, int64_t kc, float *dst) {
+  if (transA)
+    return false;
+  for (int64_t i = 0; i < mc; i += MR)
+    packRows<MR>(A + (m0 + i) * lda + k0, lda, static_cast<int>(mc - i < MR ? mc - i : MR),
+                 kc, dst + i * kc);
+  return true;
+}
+
+bool packBBf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
+               int64_t n0, int64_t nc, float *dst) {
+  if (transB)
+    return false;
+  for (int64_t j = 0; j < nc; j += NR)
+    packCols<NR>(B + k0 * ldb + n0 + j, ldb, static_cast<int>(nc - j < NR ? nc - j : NR), kc,
+                 dst + j * kc);
+  return true;
 }
 
 // The MR pair words of a transposed A panel for one k pair: rows r0 and
@@ -431,36 +478,16 @@ void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
   }
 }
 
-// packCols<32>'s words from bf16 rows: word c of pair row p is
-// (B[2p][c], B[2p + 1][c]), the bf16 bits as they are (rounding a bf16
-// value to bf16 keeps it).
+// packPairsB32's panel from a bf16 B (GemmKernel::packBBf16), rows only:
+// the same words (rounding a bf16 value to bf16 keeps it).
 bool packPairsB32Bf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
                       int64_t kc, int64_t n0, int64_t nc, float *dst) {
   constexpr int W = 32;
   if (transB)
     return false;
-  for (int64_t j = 0; j < nc; j += W) {
-    const int cols = static_cast<int>(nc - j < W ? nc - j : W);
-    __mmask16 mask[2];
-    for (int v = 0; v < 2; ++v) {
-      const int n = cols - 16 * v;
-      mask[v] = n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
-    }
-    const uint16_t *src = B + k0 * ldb + n0 + j;
-    int32_t *out = reinterpret_cast<int32_t *>(dst + j * kc);
-    for (int64_t k = 0; k < kc; k += 2) {
-      const uint16_t *r0 = src + k * ldb, *r1 = r0 + ldb;
-      const bool two = k + 1 < kc;
-      for (int v = 0; v < 2; ++v) {
-        const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask[v], r0 + 16 * v));
-        const __m512i hi = two ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask[v], r1 + 16 * v))
-                               : _mm512_setzero_si512();
-        _mm512_storeu_si512(out + (k / 2) * W + 16 * v, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
-      }
-      _mm_prefetch(reinterpret_cast<const char *>(r0 + 16 * ldb), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char *>(r1 + 16 * ldb), _MM_HINT_T0);
-    }
-  }
+  for (int64_t j = 0; j < nc; j += W)
+    packCols<W>(B + k0 * ldb + n0 + j, ldb, static_cast<int>(nc - j < W ? nc - j : W), kc,
+                dst + j * kc);
   return true;
 }
 
@@ -479,6 +506,8 @@ const GemmKernel &gemmAvx512Bf16() {
     r.convertsB = true;
     r.flopsPerCycle = 128;  // 2 vdpbf16ps of 16 lanes x 2 products a cycle
     r.pairedB = true;
+    r.packABf16 = gemm_avx512bf16::packABf16;
+    r.packBBf16 = gemm_avx512bf16::packBBf16;
     return r;
   }();
   return k;
