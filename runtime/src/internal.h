@@ -313,7 +313,7 @@ const GemmKernel &gemmAmxBf16(bool emulated);
 namespace gemm_avx512bf16 {
 void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
                   int64_t kc, int64_t n0, int64_t nc, float *dst);
-// packPairsB32's panel from a bf16 B (GemmKernel::packBBf16): rows only.
+// packPairsB32's panel from a bf16 B (GemmKernel::packBBf16).
 bool packPairsB32Bf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
                       int64_t kc, int64_t n0, int64_t nc, float *dst);
 }

@@ -22,6 +22,7 @@
 
 #include <cstring>
 #include <initializer_list>
+#include <type_traits>
 
 namespace hc::rt {
 #pragma clang attribute push(__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,avx2,fma"))), apply_to = function)
@@ -180,12 +181,16 @@ void packCols2(const float *src, int64_t lds, int64_t kc, float *dst, float *dst
   }
 }
 
-void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
-           int64_t k0, int64_t kc, float *dst) {
+// A's MR-row panels and B's NR-column slivers from float32 or bf16-stored
+// operands (the same words: rounding a bf16 value to bf16 keeps it).
+template <typename T>
+void packPanelsA(const T *A, int64_t lda, int transA, int64_t m0, int64_t mc, int64_t k0,
+                 int64_t kc, float *dst) {
   int64_t i0 = 0;
-  if (transA)
-    for (; i0 + 2 * MR <= mc; i0 += 2 * MR)
-      packCols2(A + k0 * lda + m0 + i0, lda, kc, dst + i0 * kc, dst + (i0 + MR) * kc);
+  if constexpr (std::is_same_v<T, float>)
+    if (transA)
+      for (; i0 + 2 * MR <= mc; i0 += 2 * MR)
+        packCols2(A + k0 * lda + m0 + i0, lda, kc, dst + i0 * kc, dst + (i0 + MR) * kc);
   for (int64_t i = i0; i < mc; i += MR) {
     const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
     if (transA)  // A is K x M: element (m, k) at A[k * lda + m]
@@ -195,38 +200,40 @@ void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
   }
 }
 
-void packB(const float *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
-           int64_t n0, int64_t nc, float *dst) {
-  for (int64_t j = 0; j < nc; j += NR) {
-    const int cols = static_cast<int>(nc - j < NR ? nc - j : NR);
+template <int W, typename T>
+void packSlivers(const T *B, int64_t ldb, int transB, int64_t k0, int64_t kc, int64_t n0,
+                 int64_t nc, float *dst) {
+  for (int64_t j = 0; j < nc; j += W) {
+    const int cols = static_cast<int>(nc - j < W ? nc - j : W);
     if (transB)  // B is N x K: element (k, n) at B[n * ldb + k]
-      packRows<NR>(B + (n0 + j) * ldb + k0, ldb, cols, kc, dst + j * kc);
+      packRows<W>(B + (n0 + j) * ldb + k0, ldb, cols, kc, dst + j * kc);
     else
-      packCols<NR>(B + k0 * ldb + n0 + j, ldb, cols, kc, dst + j * kc);
+      packCols<W>(B + k0 * ldb + n0 + j, ldb, cols, kc, dst + j * kc);
   }
 }
 
-// packA's and packB's panels from bf16-stored operands (GemmKernel::
-// packABf16 / packBBf16: x of linear and of its weight gradients), read
-// as bf16 instead of widened to float32 first: the same words. A
-// transposed A and a transposed B are left to the driver's widening.
+void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
+           int64_t k0, int64_t kc, float *dst) {
+  packPanelsA(A, lda, transA, m0, mc, k0, kc, dst);
+}
+
+void packB(const float *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
+           int64_t n0, int64_t nc, float *dst) {
+  packSlivers<NR>(B, ldb, transB, k0, kc, n0, nc, dst);
+}
+
+// GemmKernel::packABf16 / packBBf16: bf16-stored operands (x of linear
+// and of its weight gradients, attention's q, k and v) packed from their
+// bits instead of widened to float32 by the driver first.
 bool packABf16(const uint16_t *A, int64_t lda, int transA, int64_t m0, int64_t mc,
                int64_t k0, int64_t kc, float *dst) {
-  if (transA)
-    return false;
-  for (int64_t i = 0; i < mc; i += MR)
-    packRows<MR>(A + (m0 + i) * lda + k0, lda, static_cast<int>(mc - i < MR ? mc - i : MR),
-                 kc, dst + i * kc);
+  packPanelsA(A, lda, transA, m0, mc, k0, kc, dst);
   return true;
 }
 
 bool packBBf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
                int64_t n0, int64_t nc, float *dst) {
-  if (transB)
-    return false;
-  for (int64_t j = 0; j < nc; j += NR)
-    packCols<NR>(B + k0 * ldb + n0 + j, ldb, static_cast<int>(nc - j < NR ? nc - j : NR), kc,
-                 dst + j * kc);
+  packSlivers<NR>(B, ldb, transB, k0, kc, n0, nc, dst);
   return true;
 }
 
@@ -468,26 +475,13 @@ void microDirect(int64_t kc, const float *a, int64_t lda, int aLayout,
 // the AMX kernel's B (gemm_amxbf16.cpp), whose tile rows are k pairs.
 void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
                   int64_t kc, int64_t n0, int64_t nc, float *dst) {
-  constexpr int W = 32;
-  for (int64_t j = 0; j < nc; j += W) {
-    const int cols = static_cast<int>(nc - j < W ? nc - j : W);
-    if (transB)
-      packRows<W>(B + (n0 + j) * ldb + k0, ldb, cols, kc, dst + j * kc);
-    else
-      packCols<W>(B + k0 * ldb + n0 + j, ldb, cols, kc, dst + j * kc);
-  }
+  packSlivers<32>(B, ldb, transB, k0, kc, n0, nc, dst);
 }
 
-// packPairsB32's panel from a bf16 B (GemmKernel::packBBf16), rows only:
-// the same words (rounding a bf16 value to bf16 keeps it).
+// packPairsB32's panel from a bf16 B (GemmKernel::packBBf16).
 bool packPairsB32Bf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
                       int64_t kc, int64_t n0, int64_t nc, float *dst) {
-  constexpr int W = 32;
-  if (transB)
-    return false;
-  for (int64_t j = 0; j < nc; j += W)
-    packCols<W>(B + k0 * ldb + n0 + j, ldb, static_cast<int>(nc - j < W ? nc - j : W), kc,
-                dst + j * kc);
+  packSlivers<32>(B, ldb, transB, k0, kc, n0, nc, dst);
   return true;
 }
 
