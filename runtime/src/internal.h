@@ -274,8 +274,11 @@ struct GemmKernel {
   bool pairedB = false;
   // packA / packB from a bf16 source (hc_sgemm_args::a_bf16 / b_bf16, at
   // its element (0, 0)): the panel packA / packB make of the widened block,
-  // without widening it first; false where the kernel has no such path for
-  // that layout (the driver then widens). Null: none.
+  // without widening it first (the same words, except that bf16 denormals
+  // and signalling NaNs keep their bits where the float32 conversion
+  // flushes or quiets them: the products read them alike, denormals as
+  // zero); false where the kernel has no such path for that layout (the
+  // driver then widens). Null: none.
   bool (*packABf16)(const uint16_t *A, int64_t lda, int transA, int64_t m0,
                     int64_t mc, int64_t k0, int64_t kc, float *dst) = nullptr;
   bool (*packBBf16)(const uint16_t *B, int64_t ldb, int transB, int64_t k0,

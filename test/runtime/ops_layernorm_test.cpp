@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <tuple>
+#include <utility>
 
 using namespace hctest;
 
@@ -322,6 +323,17 @@ TEST(Ops, Bf16CastSpecialValues) {
       0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fbfffffu,  // NaNs (signalling too)
       0x3eaaaaabu, 0x4049fdb0u, 0xc2c80000u, 0x00800000u};
   const int64_t nSpecial = sizeof special / sizeof *special;
+  // bf16Of's rule itself, on literals: ties to even, overflow to infinity,
+  // a denormal rounded (not flushed), a signalling NaN quieted.
+  const std::pair<uint32_t, uint16_t> literal[] = {
+      {0x3f808000u, 0x3f80}, {0x3f818000u, 0x3f82}, {0x3f808001u, 0x3f81},
+      {0x7f7fffffu, 0x7f80}, {0xff7fffffu, 0xff80}, {0x00018000u, 0x0002},
+      {0x7f800001u, 0x7fc0}, {0xffc00001u, 0xffc0}, {0x80000000u, 0x8000}};
+  for (auto [u, h] : literal) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    EXPECT_EQ(h, bf16Of(f)) << std::hex << u;
+  }
   for (int32_t isa : availableIsas()) {
     IsaScope scope(isa);
     for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{17}, nSpecial, int64_t{4099}})

@@ -2,8 +2,8 @@
 // 16-row x 16-pair bf16 tile times a 16-pair x 16-column one). The paper's
 // "matrix acceleration unit" on the x86 CPUs that have one (Sapphire
 // Rapids and later). Same contract and driver as the AVX512-BF16 kernel
-// (gemm_avx512bf16.cpp): operands float32 in memory, rounded to bf16 while
-// packed, products summed in float32; only the micro-kernel and A's
+// (gemm_avx512bf16.cpp): float32 operands rounded to bf16 while packed,
+// bf16-stored ones packed from their bits, products summed in float32; only the micro-kernel and A's
 // layout differ.
 //
 // The 32 x 32 micro-tile is 2 x 2 accumulator tiles (four independent

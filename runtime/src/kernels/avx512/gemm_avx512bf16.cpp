@@ -181,8 +181,10 @@ void packCols2(const float *src, int64_t lds, int64_t kc, float *dst, float *dst
   }
 }
 
-// A's MR-row panels and B's NR-column slivers from float32 or bf16-stored
-// operands (the same words: rounding a bf16 value to bf16 keeps it).
+// A's MR-row panels and B's W-column slivers from float32 or bf16-stored
+// operands (the same words: rounding a bf16 value to bf16 keeps it; bf16
+// denormals keep their bits, which the products read as zero, as they
+// read the float32 conversion's flushed ones).
 template <typename T>
 void packPanelsA(const T *A, int64_t lda, int transA, int64_t m0, int64_t mc, int64_t k0,
                  int64_t kc, float *dst) {
