@@ -327,6 +327,17 @@ double amxBf16Loop(long iters);
 // attention's forward calls its packing and micro-kernel on tiles it lays
 // out itself.
 const GemmKernel &fp32Kernel();
+// The kernel hc_gemm_bf16 runs now (gemm_bf16.cpp: AMX, vdpbf16ps or the
+// rounded fp32 emulation): flash attention's bf16 forward calls it on its
+// own tiles where its B panel is pair words (GemmKernel::pairedB).
+const GemmKernel &bf16Kernel();
+// k.packA / k.packB of an operand stored as float32 or, with `bf16`, as
+// bf16 elements (the pointer cast): packed from their bits where the
+// kernel can, else through a widened block (gemm_driver::packA / packB).
+void packOperandA(const GemmKernel &k, const float *A, int64_t lda, int transA, bool bf16,
+                  int64_t m0, int64_t mc, int64_t k0, int64_t kc, float *dst);
+void packOperandB(const GemmKernel &k, const float *B, int64_t ldb, int transB, bool bf16,
+                  int64_t k0, int64_t kc, int64_t n0, int64_t nc, float *dst);
 // sgemmInCache with a given kernel.
 void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g);
 // hc_sgemm's driver (gemm.cpp) with a given kernel; aSums: op(A)'s row

@@ -348,12 +348,17 @@ TEST(GraphOps, AttentionBf16) {
 // padded rows) held as bf16 give the bf16 attention and its gradient the
 // very bits of float32 inputs holding the same values, on every bf16 path;
 // a kernel reading a bf16 row past its end or with a float32 stride would
-// differ.
+// differ. And the forward on its own packed tiles (HC_ATTENTION_PACKED=1,
+// where the kernel packs B as pair words) gives the driver's bits (0),
+// in one tile and in partial ones (HC_ATTENTION_TILE=16 on the team:
+// 70 = 4 x 16 + 6; edge panels, rescaled accumulators): a pair row converted out of place
+// or an edge tile summed apart from micro's beta would differ.
 TEST(GraphOps, AttentionBf16StoredQkvSameBits) {
   struct C {
     int64_t B, N, L, H, Dh;  // L 0: self-attention from qkv
   };
-  const C cases[] = {{2, 5, 0, 2, 3}, {1, 70, 0, 3, 8}, {2, 7, 3, 2, 5}, {1, 65, 19, 2, 16}};
+  const C cases[] = {{2, 5, 0, 2, 3}, {1, 70, 0, 3, 8}, {2, 7, 3, 2, 5}, {1, 65, 19, 2, 16},
+                     {1, 53, 0, 2, 40}};
   const int32_t savedIsa = hcrt_isa();
   uint32_t seed = 1700;
   for (int32_t isa : availableIsas()) {
@@ -364,6 +369,12 @@ TEST(GraphOps, AttentionBf16StoredQkvSameBits) {
           hcrt_set_isa(isa);
           if (!useBf16Path(path))
             continue;
+          // partial tiles on the whole team (the threads split whole heads)
+          const char *tile = th == 1 ? "" : "16";
+          if (*tile)
+            setenv("HC_ATTENTION_TILE", tile, 1);
+          else
+            unsetenv("HC_ATTENTION_TILE");
           const bool self = cc.L == 0;
           const int64_t B = cc.B, N = cc.N, L = self ? N : cc.L, H = cc.H, D = H * cc.Dh;
           const int64_t pad = self ? 0 : 3;  // rows of q, k, v padded
@@ -397,9 +408,12 @@ TEST(GraphOps, AttentionBf16StoredQkvSameBits) {
           }
           hcrt_attrs a = attrs({H, 1}, {1 / std::sqrt((double)cc.Dh)});
           std::vector<float> dout = randomVec(B * N * D, seed++);
-          // fwd + bwd from the float32 (0) and the bf16 (1) inputs
-          std::vector<float> o[2], lse[2], grad[2];
-          for (int k = 0; k < 2; ++k) {
+          // fwd + bwd from the float32 (0) and the bf16 (1) inputs, and
+          // from the bf16 ones through the driver (2), each with the tiles
+          // of this pass
+          std::vector<float> o[3], lse[3], grad[3];
+          for (int k = 0; k < 3; ++k) {
+            setenv("HC_ATTENTION_PACKED", k == 2 ? "0" : "1", 1);
             std::vector<hcrt_tensor> in;
             for (In &x : ins)
               in.push_back(k ? x.th : x.tf);
@@ -420,16 +434,23 @@ TEST(GraphOps, AttentionBf16StoredQkvSameBits) {
             hcrt_op_attention_grad(bin.data(), (int32_t)bin.size(), gout.data(),
                                    (int32_t)gout.size(), &a, hc_threads{0, th});
           }
-          const std::string what = std::string(self ? "qkv" : "q, k, v") + " isa " +
-                                   std::to_string(isa) + " " + hcrt_bf16_path_name(path) +
-                                   " threads " + std::to_string(th);
-          EXPECT_EQ(0, std::memcmp(o[0].data(), o[1].data(), o[0].size() * 4)) << what << ": o";
-          EXPECT_EQ(0, std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * 4))
-              << what << ": lse";
-          EXPECT_EQ(0, std::memcmp(grad[0].data(), grad[1].data(), grad[0].size() * 4))
-              << what << ": gradients";
+          unsetenv("HC_ATTENTION_PACKED");
+          for (int k : {1, 2}) {
+            const std::string what = std::string(self ? "qkv" : "q, k, v") + " isa " +
+                                     std::to_string(isa) + " " + hcrt_bf16_path_name(path) +
+                                     " threads " + std::to_string(th) + " tile " +
+                                     (*tile ? tile : "default") +
+                                     (k == 1 ? ": bf16 against float32 inputs"
+                                             : ": the driver's forward against the packed one");
+            EXPECT_EQ(0, std::memcmp(o[0].data(), o[k].data(), o[0].size() * 4)) << what << ": o";
+            EXPECT_EQ(0, std::memcmp(lse[0].data(), lse[k].data(), lse[0].size() * 4))
+                << what << ": lse";
+            EXPECT_EQ(0, std::memcmp(grad[0].data(), grad[k].data(), grad[0].size() * 4))
+                << what << ": gradients";
+          }
         }
   }
+  unsetenv("HC_ATTENTION_TILE");
   hcrt_set_bf16_native(-1);
   hcrt_set_bf16_amx(-1);
   hcrt_set_isa(savedIsa);

@@ -121,6 +121,8 @@ const GemmKernel &kernelBf16() {
 
 void sgemmInCacheBf16(const hc_sgemm_args &g) { gemmInCacheWithKernel(kernelBf16(), g); }
 
+const GemmKernel &bf16Kernel() { return kernelBf16(); }
+
 } // namespace hc::rt
 
 using namespace hc::rt;
