@@ -270,7 +270,10 @@ struct GemmKernel {
   // estimates (0: the fp32 FMA rate of its tile).
   double flopsPerCycle = 0;
   // A packed B sliver holds ceil(kc / 2) rows of NR words (bf16 pairs), not
-  // kc rows: what the driver asks into cache ahead of a kept panel.
+  // kc rows: what the driver asks into cache ahead of a kept panel. Such a
+  // kernel's packB of a row-major B whose rows are NR floats apart also
+  // runs in place (dst == B: pair row p read from rows 2p and 2p + 1 before
+  // it is written), as flash attention's forward converts P^T's panels.
   bool pairedB = false;
   // packA / packB from a bf16 source (hc_sgemm_args::a_bf16 / b_bf16, at
   // its element (0, 0)): the panel packA / packB make of the widened block,

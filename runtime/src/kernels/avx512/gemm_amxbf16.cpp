@@ -177,6 +177,11 @@ inline __m512i lowHalves(const float *src, __mmask16 m) {
       _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src))));
 }
 
+// The same from 16 bf16 (the first n): their bits.
+inline __m512i lowHalves(const uint16_t *src, __mmask16 m) {
+  return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src));
+}
+
 // r[0..15] as 16 x 16 words, transposed in place (r[i] lane j <- r[j] lane i).
 inline void transpose16(__m512i r[16]) {
   __m512i t[16], u[16];
@@ -227,14 +232,16 @@ void packPanelRows(const Src *src, int64_t lda, int rows, int64_t kc, int32_t *d
   }
 }
 
-// Transposed source (element (i, k) at src[k * lda + i]), the whole mc-row
+// Transposed source (element (i, k) at src[k * lda + i]; float32 or bf16
+// elements: attention's V^T is bf16-stored), the whole mc-row
 // block at once: per block of 16 pairs and group of 16 of A's rows, 16
 // pair words built from two source rows each, then transposed so that
 // each of A's rows holds its pairs. Blocks outermost: a block's 32 source
 // rows are read along their mc contiguous floats, a stream the hardware
 // prefetches, where a panel at a time read 128 bytes of each row 4-6 KiB
 // apart (the weight gradients' dY, from memory).
-void packBlockCols(const float *src, int64_t lda, int64_t mc, int64_t kc, int32_t *dst) {
+template <class Src>
+void packBlockCols(const Src *src, int64_t lda, int64_t mc, int64_t kc, int32_t *dst) {
   const int64_t pairs = (kc + 1) / 2, nb = pairs / kPairsPerTile;
   const int tp = static_cast<int>(pairs % kPairsPerTile);
   const int64_t groups = (mc + MR - 1) / MR * (MR / 16);
@@ -252,7 +259,7 @@ void packBlockCols(const float *src, int64_t lda, int64_t mc, int64_t kc, int32_
           w[pp] = _mm512_setzero_si512();
           continue;
         }
-        const float *r0 = src + k * lda + 16 * g;
+        const Src *r0 = src + k * lda + 16 * g;
         const __m512i lo = lowHalves(r0, m);
         const __m512i hi = k + 1 < kc ? lowHalves(r0 + lda, m) : _mm512_setzero_si512();
         w[pp] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
@@ -288,14 +295,16 @@ void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
   }
 }
 
-// packA of a bf16 A's rows (GemmKernel::packABf16); a transposed one is
-// widened by the driver.
+// packA of a bf16 A (GemmKernel::packABf16): rows copied as pairs, a
+// transposed one (attention's V^T) interleaved from its bits.
 template <class T>
 bool packABf16(const uint16_t *A, int64_t lda, int transA, int64_t m0, int64_t mc,
                int64_t k0, int64_t kc, float *dst) {
-  if (transA)
-    return false;
   T::configure(true);
+  if (transA) {  // A is K x M: element (m, k) at A[k * lda + m]
+    packBlockCols(A + k0 * lda + m0, lda, mc, kc, reinterpret_cast<int32_t *>(dst));
+    return true;
+  }
   for (int64_t i = 0; i < mc; i += MR) {
     const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
     packPanelRows(A + (m0 + i) * lda + k0, lda, rows, kc, reinterpret_cast<int32_t *>(dst + i * kc));
