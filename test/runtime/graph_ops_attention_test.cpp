@@ -350,15 +350,19 @@ TEST(GraphOps, AttentionBf16) {
 // a kernel reading a bf16 row past its end or with a float32 stride would
 // differ. And the forward on its own packed tiles (HC_ATTENTION_PACKED=1,
 // where the kernel packs B as pair words) gives the driver's bits (0),
-// in one tile and in partial ones (HC_ATTENTION_TILE=16 on the team:
-// 70 = 4 x 16 + 6; edge panels, rescaled accumulators): a pair row converted out of place
-// or an edge tile summed apart from micro's beta would differ.
+// in one tile and in partial ones (edge panels, rescaled accumulators): a
+// pair row converted out of place or an edge tile summed apart from how
+// the driver sums it would differ.
 TEST(GraphOps, AttentionBf16StoredQkvSameBits) {
   struct C {
     int64_t B, N, L, H, Dh;  // L 0: self-attention from qkv
+    // HC_ATTENTION_TILE on the whole team (the threads split whole heads):
+    // several key tiles (more than an AMX block of keys in 35 and 56),
+    // whole and edge panels, rows past Dh in a 32-row AMX tile
+    const char *tile;
   };
-  const C cases[] = {{2, 5, 0, 2, 3}, {1, 70, 0, 3, 8}, {2, 7, 3, 2, 5}, {1, 65, 19, 2, 16},
-                     {1, 53, 0, 2, 40}};
+  const C cases[] = {{2, 5, 0, 2, 3, "16"},     {1, 70, 0, 3, 8, "35"},  {2, 7, 3, 2, 5, "16"},
+                     {1, 65, 19, 2, 16, "56"},  {1, 53, 0, 2, 40, "35"}, {1, 100, 0, 1, 64, "56"}};
   const int32_t savedIsa = hcrt_isa();
   uint32_t seed = 1700;
   for (int32_t isa : availableIsas()) {
@@ -369,8 +373,7 @@ TEST(GraphOps, AttentionBf16StoredQkvSameBits) {
           hcrt_set_isa(isa);
           if (!useBf16Path(path))
             continue;
-          // partial tiles on the whole team (the threads split whole heads)
-          const char *tile = th == 1 ? "" : "16";
+          const char *tile = th == 1 ? "" : cc.tile;
           if (*tile)
             setenv("HC_ATTENTION_TILE", tile, 1);
           else

@@ -468,7 +468,7 @@ void runAttention(const AttCase &ac, int th, uint32_t seed) {
 
 // Every case on every ISA at 1 and 2 threads, with fp32's forward on its
 // own packed tiles (HC_ATTENTION_PACKED=1, the default) and through the
-// in-cache GEMM driver (0, the path bf16 takes); `tile`: HC_ATTENTION_TILE
+// in-cache GEMM driver (0); `tile`: HC_ATTENTION_TILE
 // for the run, or "" for the default.
 static void runAttentionCases(const std::vector<AttCase> &cases, const char *tile, uint32_t &seed) {
   for (const char *packed : {"1", "0"}) {
