@@ -611,14 +611,14 @@ const GemmKernel &fp32Kernel() { return kernel(); }
 
 void packOperandA(const GemmKernel &k, const float *A, int64_t lda, int transA, bool bf16,
                   int64_t m0, int64_t mc, int64_t k0, int64_t kc, float *dst) {
-  Problem p;
+  Problem p{};
   p.A = A, p.lda = lda, p.transA = transA, p.aBf16 = bf16;
   packA(k, p, m0, mc, k0, kc, dst);
 }
 
 void packOperandB(const GemmKernel &k, const float *B, int64_t ldb, int transB, bool bf16,
                   int64_t k0, int64_t kc, int64_t n0, int64_t nc, float *dst) {
-  Problem p;
+  Problem p{};
   p.B = B, p.ldb = ldb, p.transB = transB, p.bBf16 = bf16;
   packB(k, p, k0, kc, n0, nc, dst);
 }
