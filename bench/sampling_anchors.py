@@ -22,7 +22,11 @@ PyTorch loop reads, so each fp32 row's images are compared with hc fp32's
 sampling loop alone (hc-run's "done:" line; PyTorch's loop after two
 warm-up calls that compile torch.compile's rows); a row is the median over
 --rounds interleaved rounds, in images per second and against hc at the
-same precision.
+same precision, with its MFU: the forward's matrix products per model call
+(hc's description of the sampler) times the calls, over the time and the
+FMA peak measured before each round and after the last (the highest), and
+its ceiling, 1 / MFU: how much faster than that row any implementation
+could be on this CPU.
 """
 import argparse
 import json
@@ -38,7 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEBIAN_PY = "/usr/bin/python3"
 sys.path.insert(0, HERE)
-from anchors import anchors, cpu_facts, torch_version  # noqa: E402
+from anchors import anchors, cpu_facts, peak, torch_version  # noqa: E402
+from step_description import description  # noqa: E402
 
 MODELS = {"demo": (32, 1, 10), "DiT-S/2": (32, 4, 1000), "DiT-B/2": (32, 4, 1000)}
 
@@ -66,6 +71,10 @@ def prepare(a, model):
         run([os.path.join(a.bin, "hc-compile"), m["onnx"], "--sampler", "--batch",
              str(2 * a.images), "--precision", precision, "-o", so])
         m["so"][precision] = so
+    # The forward's matrix products per model call (hc's description of the
+    # sampler: the same FLOPs every system computes per call).
+    m["flops"] = description(m["so"]["fp32"], os.path.join(os.path.dirname(a.bin), "lib"))[
+        "model_flops_per_step"]
     # Weights drawn N(0, 0.02) under the init file's names: DiT's own init
     # zeroes the final layer, whose output 0 would make every system's
     # images the same whatever it computed.
@@ -139,8 +148,9 @@ def main():
             x = np.load(os.path.join(dump, "x.npy"))
             np.save(os.path.join(dump, "start.npy"), x[0])
             reference = np.load(os.path.join(dump, "hc.npy")).astype(np.float64)
-            times, why, match = {k: [] for k, _, _ in systems}, {}, {}
+            times, why, match, peaks = {k: [] for k, _, _ in systems}, {}, {}, []
             for r in range(a.rounds):
+                peaks.append(peak(a)[0])
                 for key, _, precision in systems:
                     if key in why:
                         continue
@@ -160,10 +170,17 @@ def main():
                                       float(np.linalg.norm(img - reference) / np.linalg.norm(reference)))
                     except (RuntimeError, subprocess.TimeoutExpired, AttributeError) as e:
                         why[key] = str(e).splitlines()[0][:160]
-            print("\n%s, %s, %d model calls of batch %d, median of %d rounds:" % (
-                model, sampler, int(re.search(r"\d+", sampler).group()), 2 * a.images, a.rounds))
-            print("  %-48s %9s %9s %9s  %s" % ("system", "s/run", "img/s", "t / hc",
-                                               "vs hc fp32's images: max |diff|, rel L2"))
+            # and once more after the last: a disturbed measurement only reads low
+            peaks.append(peak(a)[0])
+            calls = int(re.search(r"\d+", sampler).group())
+            fma = max(peaks)
+            flops = calls * m["flops"]
+            print("\n%s, %s, %d model calls of batch %d, median of %d rounds; model FLOPs %.3g per "
+                  "run, FMA peak %.1f GFLOP/s (the highest of %d):" % (
+                      model, sampler, calls, 2 * a.images, a.rounds, flops, fma / 1e9, len(peaks)))
+            print("  %-48s %9s %9s %7s %9s %9s  %s" % (
+                "system", "s/run", "img/s", "MFU", "t / hc", "ceiling",
+                "vs hc fp32's images: max |diff|, rel L2"))
             for key, label, precision in systems:
                 if key in why or not times[key]:
                     print("  %-48s %s" % (label, "no row: " + why.get(key, "no run")))
@@ -172,7 +189,19 @@ def main():
                 hc = times.get("hc-" + precision)
                 ratio = "%.2fx" % (t / statistics.median(hc)) if hc and key[:3] != "hc-" else ""
                 md, rl = match.get(key, (float("nan"), float("nan")))
-                print("  %-48s %9.3f %9.3f %9s  %.2e, %.2e" % (label, t, a.images / t, ratio, md, rl))
+                print("  %-48s %9.3f %9.3f %6.1f%% %9s %8.2fx  %.2e, %.2e" % (
+                    label, t, a.images / t, 100 * flops / (t * fma), ratio, t * fma / flops,
+                    md, rl))
+            print("  MFU: model FLOPs over s/run and the FMA peak (bf16 rows too); ceiling: s/run\n"
+                  "  at the FMA peak, 1 / MFU: the most any implementation can be faster than the row")
+            for precision in ("fp32", "bf16"):
+                hc = times.get("hc-" + precision, [])
+                others = [v for k, v in times.items() if k[:3] != "hc-" and len(v) == len(hc)
+                          and dict((s[0], s[2]) for s in systems)[k] == precision]
+                if hc and others:
+                    print("  per round, the fastest other %s row over hc-%s: %s" % (
+                        precision, precision, ", ".join(
+                            "%.2fx" % (min(o[i] for o in others) / hc[i]) for i in range(len(hc)))))
             sys.stdout.flush()
 
 
