@@ -18,7 +18,8 @@ while its allocator settles, and torch.compile's first step compiles) and
 then --steps timed ones; its time is their median. Rounds interleave the
 systems; the table gives the median over rounds, MFU (model FLOPs: 3x the
 forward's matrix products, from hc's step description) against the highest
-FMA peak measured in the rounds, the largest peak RSS, each time over hc's
+peak of the row's precision measured in the rounds (FMA for fp32, the bf16
+products' for bf16), the largest peak RSS, each time over hc's
 at the same precision, and the most CPU time the hypervisor gave other
 guests during the row's runs (steal, from /proc/stat). The highest peak,
 because a disturbed measurement can only come out low: on the shared Zen 3
@@ -181,7 +182,11 @@ def peak(a):
     out = execute([os.path.join(a.bin, "hc-bench-gemm"), "--peak-only", "--threads",
                    str(a.threads)], None, 120)
     f = dict(kv.split("=") for kv in out.split()[1:])
-    return float(f["fma_gflops"]) * 1e9, float(f["bf16_gflops"]) * 1e9
+    fma = float(f["fma_gflops"]) * 1e9
+    # bf16 products: AMX tiles or vdpbf16ps where the CPU has them (0 where
+    # not), else they run at the FMA rate (hc's emulation, PyTorch's too)
+    bf16 = max(float(f["bf16_gflops"]), float(f.get("amx_gflops", 0))) * 1e9
+    return fma, bf16 or fma
 
 
 def main():
@@ -247,12 +252,11 @@ def main():
 
 
 def report(a, m, rows, times, rss, loss, why, peaks, steal):
-    fma = max(p[0] for p in peaks)
-    bf16 = max(p[1] for p in peaks)
+    top = {"fp32": max(p[0] for p in peaks), "bf16": max(p[1] for p in peaks)}
     med = {k: statistics.median(v) for k, v in times.items() if v}
     print("\n== %s, batch %d, %d threads: model FLOPs %.3g per step; FMA peak %.1f GFLOP/s, "
-          "bf16 peak %.1f GFLOP/s (the highest of the rounds' peaks) ==" % (
-              m["model"], a.batch, a.threads, m["flops"], fma / 1e9, bf16 / 1e9))
+          "bf16 products' peak %.1f GFLOP/s (the highest of the rounds' peaks) ==" % (
+              m["model"], a.batch, a.threads, m["flops"], top["fp32"] / 1e9, top["bf16"] / 1e9))
     print("%-44s %9s %9s %7s %10s %10s %9s %9s %6s" % ("system", "s/step", "min", "MFU",
                                                        "peak RSS", "vs hc", "ceiling", "loss",
                                                        "steal"))
@@ -262,13 +266,15 @@ def report(a, m, rows, times, rss, loss, why, peaks, steal):
             continue
         t = med[key]
         base = med.get("hc-" + precision)
+        peak_ = top[precision]
         print("%-44s %9.3f %9.3f %6.1f%% %7.0f MB %9s %8.2fx %9.4f %5.1f%%%s" % (
-            label, t, min(times[key]), 100 * m["flops"] / (t * fma), rss[key],
-            "%.2fx" % (t / base) if base else "-", t * fma / m["flops"], loss[key],
+            label, t, min(times[key]), 100 * m["flops"] / (t * peak_), rss[key],
+            "%.2fx" % (t / base) if base else "-", t * peak_ / m["flops"], loss[key],
             100 * max(steal[key]), "  (failed later: %s)" % why[key] if key in why else ""))
     print("vs hc: the row's s/step over hc's at the same precision (above 1: hc is faster)\n"
-          "ceiling: the row's s/step over model FLOPs at the FMA peak, 1 / MFU: the most any\n"
-          "implementation can be faster than this row on this CPU\n"
+          "MFU: model FLOPs over s/step and the peak of the row's precision (fp32: FMA; bf16:\n"
+          "the bf16 products' peak: AMX, else vdpbf16ps, else FMA where the CPU has neither)\n"
+          "ceiling: 1 / MFU, the most any implementation can be faster than this row on this CPU\n"
           "steal: the most CPU time, over the rounds, the hypervisor gave other guests during\n"
           "the row's runs (/proc/stat; 0 on bare metal; caches and memory shared with other\n"
           "guests slow a run without showing here)")

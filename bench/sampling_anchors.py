@@ -24,9 +24,10 @@ warm-up calls that compile torch.compile's rows); a row is the median over
 --rounds interleaved rounds, in images per second and against hc at the
 same precision, with its MFU: the forward's matrix products per model call
 (hc's description of the sampler) times the calls, over the time and the
-FMA peak measured before each round and after the last (the highest), and
-its ceiling, 1 / MFU: how much faster than that row any implementation
-could be on this CPU.
+peak of its precision measured before each round and after the last (the
+highest; FMA for fp32, the bf16 products' for bf16), its ceiling,
+1 / MFU: how much faster than that row any implementation could be on this
+CPU, and its peak RSS (the process's, from wait4).
 """
 import argparse
 import json
@@ -35,6 +36,8 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
 import numpy as np
 
@@ -48,12 +51,33 @@ from step_description import description  # noqa: E402
 MODELS = {"demo": (32, 1, 10), "DiT-S/2": (32, 4, 1000), "DiT-B/2": (32, 4, 1000)}
 
 
-def run(cmd, env=None, timeout=3600):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+def run(cmd, env=None, timeout=3600, rss=None):
+    """cmd's standard output; its peak RSS in MB appended to `rss` (the
+    process's own, from wait4: a torch.compile row's compile workers are
+    not in it)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                p.kill()
+                os.wait4(p.pid, 0)
+                p.returncode = -9
+                raise subprocess.TimeoutExpired(cmd, timeout)
+            time.sleep(0.02)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if p.returncode != 0:
-        last = (p.stderr or p.stdout).strip().splitlines() or ["(no output)"]
+        last = (stderr or stdout).strip().splitlines() or ["(no output)"]
         raise RuntimeError("%s exit %d: %s" % (os.path.basename(cmd[0]), p.returncode, last[-1]))
-    return p.stdout
+    if rss is not None:
+        rss.append(usage.ru_maxrss / 1024.0)  # KiB on Linux
+    return stdout
 
 
 def prepare(a, model):
@@ -149,21 +173,23 @@ def main():
             np.save(os.path.join(dump, "start.npy"), x[0])
             reference = np.load(os.path.join(dump, "hc.npy")).astype(np.float64)
             times, why, match, peaks = {k: [] for k, _, _ in systems}, {}, {}, []
+            rss = {k: [] for k, _, _ in systems}
             for r in range(a.rounds):
-                peaks.append(peak(a)[0])
+                peaks.append(peak(a))
                 for key, _, precision in systems:
                     if key in why:
                         continue
                     out = os.path.join(m["dir"], "%s-%s.npy" % (key, sampler))
                     try:
                         if key.startswith("hc-"):
-                            text = run(hc_cmd(a, m, precision, sampler, out))
+                            text = run(hc_cmd(a, m, precision, sampler, out), rss=rss[key])
                             calls, secs = re.search(r"done: (\d+) model calls in ([\d.]+) s",
                                                     text).groups()
                             times[key].append(float(secs))
                         else:
                             res = json.loads(run(torch_cmd(a, torch_py, m, sampler, dump, out,
-                                                           extra[key]), env=omp).splitlines()[-1])
+                                                           extra[key]), env=omp,
+                                                 rss=rss[key]).splitlines()[-1])
                             times[key].append(res["seconds"])
                         img = np.load(out).astype(np.float64)
                         match[key] = (float(np.abs(img - reference).max()),
@@ -171,15 +197,16 @@ def main():
                     except (RuntimeError, subprocess.TimeoutExpired, AttributeError) as e:
                         why[key] = str(e).splitlines()[0][:160]
             # and once more after the last: a disturbed measurement only reads low
-            peaks.append(peak(a)[0])
+            peaks.append(peak(a))
             calls = int(re.search(r"\d+", sampler).group())
-            fma = max(peaks)
+            top = {"fp32": max(p[0] for p in peaks), "bf16": max(p[1] for p in peaks)}
             flops = calls * m["flops"]
             print("\n%s, %s, %d model calls of batch %d, median of %d rounds; model FLOPs %.3g per "
-                  "run, FMA peak %.1f GFLOP/s (the highest of %d):" % (
-                      model, sampler, calls, 2 * a.images, a.rounds, flops, fma / 1e9, len(peaks)))
-            print("  %-48s %9s %9s %7s %9s %9s  %s" % (
-                "system", "s/run", "img/s", "MFU", "t / hc", "ceiling",
+                  "run; peaks (the highest of %d): FMA %.1f, bf16 products %.1f GFLOP/s:" % (
+                      model, sampler, calls, 2 * a.images, a.rounds, flops, len(peaks),
+                      top["fp32"] / 1e9, top["bf16"] / 1e9))
+            print("  %-48s %9s %9s %7s %9s %9s %9s  %s" % (
+                "system", "s/run", "img/s", "MFU", "t / hc", "ceiling", "peak RSS",
                 "vs hc fp32's images: max |diff|, rel L2"))
             for key, label, precision in systems:
                 if key in why or not times[key]:
@@ -189,11 +216,12 @@ def main():
                 hc = times.get("hc-" + precision)
                 ratio = "%.2fx" % (t / statistics.median(hc)) if hc and key[:3] != "hc-" else ""
                 md, rl = match.get(key, (float("nan"), float("nan")))
-                print("  %-48s %9.3f %9.3f %6.1f%% %9s %8.2fx  %.2e, %.2e" % (
-                    label, t, a.images / t, 100 * flops / (t * fma), ratio, t * fma / flops,
-                    md, rl))
-            print("  MFU: model FLOPs over s/run and the FMA peak (bf16 rows too); ceiling: s/run\n"
-                  "  at the FMA peak, 1 / MFU: the most any implementation can be faster than the row")
+                print("  %-48s %9.3f %9.3f %6.1f%% %9s %8.2fx %6.0f MB  %.2e, %.2e" % (
+                    label, t, a.images / t, 100 * flops / (t * top[precision]), ratio,
+                    t * top[precision] / flops, max(rss[key]), md, rl))
+            print("  MFU: model FLOPs over s/run and the peak of the row's precision (fp32: FMA;\n"
+                  "  bf16: AMX, else vdpbf16ps, else FMA where the CPU has neither); ceiling:\n"
+                  "  1 / MFU, the most any implementation can be faster than the row")
             for precision in ("fp32", "bf16"):
                 hc = times.get("hc-" + precision, [])
                 others = [v for k, v in times.items() if k[:3] != "hc-" and len(v) == len(hc)
