@@ -63,12 +63,22 @@ def anchors():
 
 
 def cpu_facts():
-    """The CPU's name and the ISA extensions the table reports."""
+    """The CPU's name with its family and model (a VM's name is often just
+    "AMD EPYC": the family and model tell Zen 3 from Zen 4), and the ISA
+    extensions the table reports."""
+    fields = {}
     with open("/proc/cpuinfo") as f:
-        flags = next((set(l.split(":", 1)[1].split()) for l in f if l.startswith("flags")),
-                     set())
+        for line in f:
+            key, _, value = line.partition(":")
+            if not key.strip():
+                break  # the first CPU's block only
+            fields.setdefault(key.strip(), value.strip())
+    flags = set(fields.get("flags", "").split())
     isa = [x for x in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if x in flags]
-    return cpu_name(), isa
+    name = cpu_name()
+    if "cpu family" in fields and "model" in fields:
+        name += " (family %s model %s)" % (fields["cpu family"], fields["model"])
+    return name, isa
 
 
 def torch_version(py):
