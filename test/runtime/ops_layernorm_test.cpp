@@ -297,6 +297,11 @@ TEST(Ops, Bf16StoredOutputsAreTheRoundedFloat32Results) {
                           << " D=" << D << " gr=" << gr << " threads=" << th;
         EXPECT_EQ(0xabcd, h[R * D]) << "wrote past y";
         const int64_t n = R * ld;
+        // GELU's special inputs too, at vector lanes and tails alike.
+        const float special[] = {std::nanf(""), -std::nanf(""), INFINITY, -INFINITY,
+                                 1e30f, -1e30f, -9.0f, 0.0f, -0.0f, 1e-40f};
+        for (int64_t i = 0; i < n; i += 7)
+          x[i] = special[(i / 7) % 10];
         std::vector<float> g(n);
         std::vector<uint16_t> gh(n + 8, 0xabcd);
         hc_gelu_tanh_fwd(n, x.data(), g.data(), threads(th));
