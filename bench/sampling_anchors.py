@@ -224,8 +224,8 @@ def main():
                   "  1 / MFU, the most any implementation can be faster than the row")
             for precision in ("fp32", "bf16"):
                 hc = times.get("hc-" + precision, [])
-                others = [v for k, v in times.items() if k[:3] != "hc-" and len(v) == len(hc)
-                          and dict((s[0], s[2]) for s in systems)[k] == precision]
+                others = [times[k] for k, _, p in systems
+                          if p == precision and k[:3] != "hc-" and len(times[k]) == len(hc)]
                 if hc and others:
                     print("  per round, the fastest other %s row over hc-%s: %s" % (
                         precision, precision, ", ".join(
