@@ -1,8 +1,9 @@
 #!/usr/bin/env -S /usr/bin/python3
 """Sampling speed against PyTorch 2.x on the same machine, in the same run
 (issue 48, item 4): `hc-run sample` (fp32 and bf16) against PyTorch's
-guided sampling loop (models/sample_torch.py: eager and torch.compile, fp32
-and bf16 autocast) on the same weights, the same classes and the same
+guided sampling loop (models/sample_torch.py: eager, torch.compile, and
+torch.compile with inductor's freezing as PyTorch recommends for CPU
+inference; fp32 and bf16 autocast) on the same weights, the same classes and the same
 number of model evaluations.
 
 usage: /usr/bin/python3 bench/sampling_anchors.py --bin build/bin --work DIR
@@ -150,12 +151,18 @@ def main():
     systems = [("hc-fp32", "hc fp32", "fp32"), ("hc-bf16", "hc bf16", "bf16"),
                ("torch-eager", "PyTorch %s eager fp32" % t2, "fp32"),
                ("torch-compile", "PyTorch %s torch.compile fp32" % t2, "fp32"),
+               ("torch-compile-frozen", "PyTorch %s torch.compile frozen fp32" % t2, "fp32"),
                ("torch-bf16", "PyTorch %s eager bf16 autocast" % t2, "bf16"),
-               ("torch-compile-bf16", "PyTorch %s torch.compile bf16 autocast" % t2, "bf16")]
+               ("torch-compile-bf16", "PyTorch %s torch.compile bf16 autocast" % t2, "bf16"),
+               ("torch-compile-frozen-bf16", "PyTorch %s torch.compile frozen bf16 autocast" % t2,
+                "bf16")]
     if a.systems:
         systems = [s for s in systems if s[0] in a.systems.split(",")]
-    extra = {"torch-eager": [], "torch-compile": ["--compile"], "torch-bf16": ["--autocast", "bf16"],
-             "torch-compile-bf16": ["--compile", "--autocast", "bf16"]}
+    extra = {"torch-eager": [], "torch-compile": ["--compile"],
+             "torch-compile-frozen": ["--compile", "--freeze"],
+             "torch-bf16": ["--autocast", "bf16"],
+             "torch-compile-bf16": ["--compile", "--autocast", "bf16"],
+             "torch-compile-frozen-bf16": ["--compile", "--freeze", "--autocast", "bf16"]}
     cpu, isa = cpu_facts()
     print("sampling_anchors: %s (%s), %d threads, %d images per run (batch %d with guidance), %s" % (
         cpu, ", ".join(isa), a.threads, a.images, 2 * a.images,

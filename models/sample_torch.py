@@ -8,7 +8,7 @@ the n null-class rows).
 usage: python models/sample_torch.py --model DiT-S/2 --image-size 32 --in-channels 4
            --num-classes 1000 --init-weights W.safetensors --classes 1,2,3,4
            --start X_T.npy [--noise NOISE.npy] --sampler ddpm|ddim --sampling-steps K
-           [--cfg-scale 4] [--threads T] [--compile] [--autocast bf16]
+           [--cfg-scale 4] [--threads T] [--compile [--freeze]] [--autocast bf16]
            [--save-npy OUT.npy] [--json OUT.json]
 
 --start is x at the first step ([n, C, H, W]), --noise the ancestral
@@ -17,8 +17,13 @@ sampler's noise per step ([K, n, C, H, W], the last unused): hc-run sample
 PyTorch is used as its documentation recommends for CPU inference:
 torch.inference_mode, torch.set_num_threads(cores), torch.compile with
 inductor's default mode (two warm-up model calls compile it before the
-clock starts, for every row alike), torch.autocast("cpu", bfloat16). The
-time is the sampling loop alone, model calls and updates.
+clock starts, for every row alike), torch.autocast("cpu", bfloat16).
+--freeze sets inductor's `freezing`, which PyTorch recommends for CPU
+inference: the weights become constants, so autocast's per-call bf16 copies
+of them are folded away and oneDNN's linears read prepacked weights (on the
+Zen 4 VM: compiled bf16 sampling 21.5-23.8 -> 16.6 s, the same images bit
+for bit; fp32 unchanged). The time is the sampling loop alone, model calls
+and updates.
 """
 import argparse
 import json
@@ -52,10 +57,16 @@ def main():
     ap.add_argument("--cfg-scale", type=float, default=4.0)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--freeze", action="store_true")
     ap.add_argument("--autocast", choices=["bf16"], default=None)
     ap.add_argument("--save-npy", default=None)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
+    if a.freeze and not a.compile:
+        ap.error("--freeze is inductor's freezing: it needs --compile")
+    if a.freeze:
+        import torch._inductor.config as inductor_config
+        inductor_config.freezing = True
     torch.set_num_threads(a.threads)
     model = ditlib.make_dit(a.model, image_size=a.image_size, in_channels=a.in_channels,
                             num_classes=a.num_classes, learn_sigma=True, init="default", seed=0)
