@@ -212,19 +212,20 @@ def main():
                   "run; peaks (the highest of %d): FMA %.1f, bf16 products %.1f GFLOP/s:" % (
                       model, sampler, calls, 2 * a.images, a.rounds, flops, len(peaks),
                       top["fp32"] / 1e9, top["bf16"] / 1e9))
-            print("  %-48s %9s %9s %7s %9s %9s %9s  %s" % (
-                "system", "s/run", "img/s", "MFU", "t / hc", "ceiling", "peak RSS",
+            w = max(len(label) for _, label, _ in systems)
+            print("  %-*s %9s %9s %7s %9s %9s %9s  %s" % (
+                w, "system", "s/run", "img/s", "MFU", "t / hc", "ceiling", "peak RSS",
                 "vs hc fp32's images: max |diff|, rel L2"))
             for key, label, precision in systems:
                 if key in why or not times[key]:
-                    print("  %-48s %s" % (label, "no row: " + why.get(key, "no run")))
+                    print("  %-*s %s" % (w, label, "no row: " + why.get(key, "no run")))
                     continue
                 t = statistics.median(times[key])
                 hc = times.get("hc-" + precision)
                 ratio = "%.2fx" % (t / statistics.median(hc)) if hc and key[:3] != "hc-" else ""
                 md, rl = match.get(key, (float("nan"), float("nan")))
-                print("  %-48s %9.3f %9.3f %6.1f%% %9s %8.2fx %6.0f MB  %.2e, %.2e" % (
-                    label, t, a.images / t, 100 * flops / (t * top[precision]), ratio,
+                print("  %-*s %9.3f %9.3f %6.1f%% %9s %8.2fx %6.0f MB  %.2e, %.2e" % (
+                    w, label, t, a.images / t, 100 * flops / (t * top[precision]), ratio,
                     t * top[precision] / flops, max(rss[key]), md, rl))
             print("  MFU: model FLOPs over s/run and the peak of the row's precision (fp32: FMA;\n"
                   "  bf16: AMX, else vdpbf16ps, else FMA where the CPU has neither); ceiling:\n"
