@@ -232,7 +232,8 @@ struct GemmKernel {
                   int64_t ldc, int64_t m0, int64_t n0, const EpiCtx &e,
                   bool first, bool last);
   // micro with either operand read in place: A's MR x kc panel packed
-  // (aLayout 0), or element (i, k) at a[i * lda + k] (1) or a[k * lda + i]
+  // (aLayout 0), or element (i, k) at a[i * lda + k] (1; 4: a bf16 A, a
+  // pointing at its uint16 element (0, 0), directRowsABf16) or a[k * lda + i]
   // (2; 3: also copied packed to aCopy on the way); B's kc x NR sliver
   // rows ldbk apart (NR: packed; ldb: read in place); writes exactly
   // columns [0, nr) of C's MR rows (an edge tile goes straight to C). Null
@@ -262,6 +263,10 @@ struct GemmKernel {
   // the layout) for the block's other slivers.
   bool directRowsA = true, directB = true;
   bool copiesA = false;
+  // microDirect reads a row-major bf16 A (hc_sgemm_args::a_bf16) in place
+  // (aLayout 4): its panels converted while the first sliver's products
+  // run, instead of in a packing pass before them.
+  bool directRowsABf16 = false;
   // microDirect converts a row-major B read in place (ldbk != NR, whole
   // slivers) into the packed sliver at bCopy (the bf16 kernel; directB
   // kernels read B in place without a copy, bCopy null).

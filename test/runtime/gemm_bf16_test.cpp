@@ -544,6 +544,40 @@ TEST(GemmBf16, StoredOperandsSameBitsEveryPath) {
   }
 }
 
+// A row-major bf16 A read in place (the AVX512-BF16 kernel converts its
+// panels while the first sliver's products run, GemmKernel::
+// directRowsABf16): forced on (HC_GEMM_DIRECT_A=2) over odd sizes (rows
+// past the last whole panel, edge slivers, a last chunk of under 16 k, k
+// blocks of 13 pairs), with bias, batches and 2 threads, the same bits as
+// the float32 A holding the same values (read in place the same way), and
+// so as the packed path; a transposed bf16 A stays packed.
+TEST(GemmBf16, StoredARowsReadInPlace) {
+  for (const Path &p : paths()) {
+    PathScope scope(p);
+    uint32_t seed = 500;
+    int bad = 0;
+    setenv("HC_GEMM_DIRECT_A", "2", 1);
+    for (int ta : {0, 1})
+      for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {8, 48, 16},
+                             {13, 49, 33}, {37, 150, 777}, {61, 101, 45}})
+        for (bool bB : {false, true}) {
+          bad += !sameBitsStored(M, N, K, ta, 1, 1 + (seed % 2), true, bB, seed % 3 == 0,
+                                 1 + (seed % 2), seed);
+          ++seed;
+        }
+    setenv("HC_GEMM_KC", "26", 1);
+    setenv("HC_GEMM_MC", "24", 1);
+    bad += !sameBitsStored(53, 150, 101, 0, 1, 1, true, false, true, 1, seed++);
+    bad += !sameBitsStored(53, 150, 101, 0, 0, 1, true, false, false, 2, seed++);
+    unsetenv("HC_GEMM_KC");
+    unsetenv("HC_GEMM_MC");
+    unsetenv("HC_GEMM_DIRECT_A");
+    // the default rule: an A bigger than L2 here
+    bad += !sameBitsStored(1024, 200, 1100, 0, 1, 1, true, false, true, 2, seed++);
+    EXPECT_EQ(bad, 0) << hcrt_isa_name(p.isa) << " " << hcrt_bf16_path_name(p.path);
+  }
+}
+
 TEST(GemmBf16, StoredOperandsReference) {
   sameBitsStored(29, 33, 47, 1, 0, 2, true, true, true, 1, 400, true);
   sameBitsStored(5, 101, 131, 0, 1, 1, true, false, false, 1, 401, true);

@@ -34,8 +34,9 @@ struct Problem {
   double *aSums = nullptr;  // hc_sgemm_row_sums' sums (this entry's)
   bool bConstant = false;   // hc_sgemm_args::b_constant: B's panels kept
   // hc_sgemm_args::a_bf16 / b_bf16: the operand's elements are bf16 (A, B
-  // point at them, cast): never read in place, packed from their bits or
-  // through a widened block (packA / packB below).
+  // point at them, cast): packed from their bits or through a widened
+  // block (packA / packB below); a row-major bf16 A read in place only by
+  // a kernel that converts it (GemmKernel::directRowsABf16).
   bool aBf16 = false, bBf16 = false;
 };
 

@@ -285,8 +285,9 @@ inline __m256i colPairs(const float *r0, const float *r1) {
 
 // How microV finds A's panel: packed, or in place and converted into aCopy
 // as it goes, transposed (element (i, k) at a[k * lda + i]) or row-major
-// (at a[i * lda + k]).
-enum ASource { APacked, ATransposed, ARowMajor };
+// (at a[i * lda + k]; ARowMajorBf16: bf16 elements, hc-bf16-storage's
+// activations, whose pair words are their bits).
+enum ASource { APacked, ATransposed, ARowMajor, ARowMajorBf16 };
 
 // C[0:MR, 0:nr] = alpha * sum_p A_p B_p + beta * C (+ bias[0:nr] on every
 // row) for A's panel (see ASource) and B's sliver: packed at b, or
@@ -328,24 +329,27 @@ void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
   // Row-major in place: 8 pairs (a line of each row) at a time, the chunk
   // after the one the steps read; the rows' lines two chunks on into L1,
   // the next panel's rows (the next call's) into L2.
+  // A bf16 row: the same lines two chunks on are 64 elements, not 32.
+  using AElem = std::conditional_t<S == ARowMajorBf16, uint16_t, float>;
+  const AElem *aRows = reinterpret_cast<const AElem *>(a);
   auto convertChunk = [&](int64_t q0) __attribute__((always_inline)) {
     const int64_t k0 = 2 * q0;
     __m256 r[MR];
 #pragma unroll
     for (int i = 0; i < MR; ++i) {
-      const float *row = a + i * lda + k0;
-      _mm_prefetch(reinterpret_cast<const char *>(row + 32), _MM_HINT_T0);
+      const AElem *row = aRows + i * lda + k0;
+      _mm_prefetch(reinterpret_cast<const char *>(row + 128 / sizeof(AElem)), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char *>(row + MR * lda), _MM_HINT_T1);
     }
     if (k0 + 16 <= kc) {
 #pragma unroll
       for (int i = 0; i < MR; ++i)
-        r[i] = rowPairs(a + i * lda + k0, 16);
+        r[i] = rowPairs(aRows + i * lda + k0, 16);
       transpose8x8(r, reinterpret_cast<float *>(aCopy + q0 * MR), MR);
     } else {  // the last < 16 k: only its pairs kept (aCopy ends there)
       alignas(32) float t[64];
       for (int i = 0; i < MR; ++i)
-        r[i] = rowPairs(a + i * lda + k0, static_cast<int>(kc - k0));
+        r[i] = rowPairs(aRows + i * lda + k0, static_cast<int>(kc - k0));
       transpose8x8(r, t, MR);
       std::memcpy(aCopy + q0 * MR, t, (pairs - q0) * MR * sizeof(float));
     }
@@ -354,12 +358,13 @@ void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
   if constexpr (S == ATransposed)
     for (int64_t q = 0; q < kAhead && q < pairs; ++q)
       convert(q);
-  if constexpr (S == ARowMajor)
+  constexpr bool kRows = S == ARowMajor || S == ARowMajorBf16;
+  if constexpr (kRows)
     convertChunk(0);
   // C's lines into L1 16 pairs before the end (asked into L2 above; into
   // L1 at the start, the B sliver would evict them again).
   auto step = [&](int64_t p) __attribute__((always_inline)) {
-    if constexpr (S == ARowMajor) {
+    if constexpr (kRows) {
       if (p % 8 == 0 && p + 8 < pairs)
         convertChunk(p + 8);
       asm volatile("" ::: "memory");
@@ -486,6 +491,9 @@ void microDirect(int64_t kc, const float *a, int64_t lda, int aLayout,
     if (aLayout == 1)
       microV<3, ARowMajor, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
                                  nr, bias, ldbk, bCopy);
+    else if (aLayout == 4)
+      microV<3, ARowMajorBf16, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
+                                     nr, bias, ldbk, bCopy);
     else if (aLayout >= 2)
       microV<3, ATransposed, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
                                    nr, bias, ldbk, bCopy);
@@ -497,6 +505,9 @@ void microDirect(int64_t kc, const float *a, int64_t lda, int aLayout,
   if (aLayout == 1)
     microNr<ARowMajor>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
                        ldc, alpha, beta, nr, bias);
+  else if (aLayout == 4)
+    microNr<ARowMajorBf16>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
+                           ldc, alpha, beta, nr, bias);
   else if (aLayout >= 2)
     microNr<ATransposed>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
                          ldc, alpha, beta, nr, bias);
@@ -532,6 +543,7 @@ const GemmKernel &gemmAvx512Bf16() {
                     gemmAvx512().combine,   gemm_avx512bf16::microDirect};
     r.directB = false;
     r.copiesA = true;
+    r.directRowsABf16 = true;
     r.convertsB = true;
     r.flopsPerCycle = 128;  // 2 vdpbf16ps of 16 lanes x 2 products a cycle
     r.pairedB = true;
