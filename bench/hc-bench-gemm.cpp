@@ -8,7 +8,7 @@
 //
 //   hc-bench-gemm [--quick] [--reps N] [--threads 1,2] [--m 2048,8192]
 //                 [--model S|XL|all|demo] [--no-fused] [--precision fp32|bf16]
-//                 [--pass fwd,dX,dW] [--peak-only]
+//                 [--a-bf16] [--pass fwd,dX,dW] [--peak-only]
 //
 // --peak-only: one line per thread count with the FMA, vdpbf16ps and AMX peaks
 // measured now, nothing else (bench/anchors.py's MFU denominator).
@@ -16,7 +16,9 @@
 // --precision bf16: hc_gemm_bf16 (fp32 operands rounded to bf16 while they
 // are packed, fp32 accumulation) against oneDNN's dnnl_gemm_bf16bf16f32
 // (operands converted to bf16 before the timing: oneDNN reads half the
-// bytes), as % of the vdpbf16ps peak measured in the same run.
+// bytes), as % of the vdpbf16ps peak measured in the same run. --a-bf16:
+// hc reads A stored as bf16 too (hc_sgemm_args::a_bf16, as hc-bf16-storage
+// stores the activations the forward products read).
 #include "bench_common.h"
 #include "hc/runtime/kernels.h"
 
@@ -79,7 +81,8 @@ int repsFor(const std::function<void()> &f, int reps) {
   return std::max(reps, std::min(41, static_cast<int>(0.25 / t) | 1));
 }
 
-bool gBf16 = false;  // --precision bf16
+bool gBf16 = false;   // --precision bf16
+bool gABf16 = false;  // --a-bf16
 
 void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
            int threads, int reps, double peakGf, std::vector<double> &ratios,
@@ -96,6 +99,12 @@ void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
     Buf A(c.M * c.K), B(c.K * c.N), C(c.M * c.N);
     for (size_t i = 0; i < A.size(); ++i)
       A[i] = static_cast<float>((i * 7 % 13) - 6) * 0.01f;
+    std::vector<uint16_t> Ah(gABf16 ? A.size() : 0);  // A's bf16 bits (rounded to nearest even)
+    for (size_t i = 0; i < Ah.size(); ++i) {
+      uint32_t u;
+      std::memcpy(&u, &A[i], 4);
+      Ah[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
     for (size_t i = 0; i < B.size(); ++i)
       B[i] = static_cast<float>((i * 5 % 11) - 5) * 0.01f;
     const double flop = 2.0 * c.M * c.N * c.K;
@@ -106,6 +115,8 @@ void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
         g.M = c.M, g.N = c.N, g.K = c.K, g.batch = 1, g.trans_a = c.ta,
         g.trans_b = c.tb, g.alpha = 1.0f, g.A = A.data(), g.lda = lda,
         g.B = B.data(), g.ldb = ldb, g.C = C.data(), g.ldc = c.N;
+        if (gABf16)
+          g.a_bf16 = 1, g.A = reinterpret_cast<const float *>(Ah.data());
         hc_gemm_bf16(&g, hc_threads{0, threads});
         return;
       }
@@ -220,13 +231,18 @@ int main(int argc, char **argv) {
         return 2;
       }
       gBf16 = p == "bf16";
-    }
+    } else if (a == "--a-bf16")
+      gABf16 = true;
     else {
       fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads 1,2] [--m 2048,8192] "
-                      "[--model S|XL|all|demo] [--no-fused | --fused-only] [--precision fp32|bf16] [--pass fwd,dX,dW] "
-                      "[--peak-only]\n", argv[0]);
+                      "[--model S|XL|all|demo] [--no-fused | --fused-only] [--precision fp32|bf16] [--a-bf16] "
+                      "[--pass fwd,dX,dW] [--peak-only]\n", argv[0]);
       return 2;
     }
+  }
+  if (gABf16 && !gBf16) {
+    fprintf(stderr, "hc-bench-gemm: --a-bf16 needs --precision bf16\n");
+    return 2;
   }
   quietLibraryThreads();
   if (peakOnly) {
