@@ -630,7 +630,9 @@ void gemmInCacheWithKernel(const GemmKernel &k, const hc_sgemm_args &g) {
   if (g.M <= 0 || g.N <= 0)
     return;
   Blocking bl = blocking(k);
-  if (bl.directA == 1)
+  // (a bf16 A in cache stays packed: attention's tile products read in
+  // place were 5-8% slower, docs/architecture.md)
+  if (bl.directA == 1 && !g.a_bf16)
     bl.directA = 2;
   const Problem p = problemOf(g, 0, nullptr);
   if (needsTempC(bl, p))
