@@ -99,12 +99,9 @@ void benchGemm(const std::vector<Case> &cases, const std::vector<Lib> &libs,
     Buf A(c.M * c.K), B(c.K * c.N), C(c.M * c.N);
     for (size_t i = 0; i < A.size(); ++i)
       A[i] = static_cast<float>((i * 7 % 13) - 6) * 0.01f;
-    std::vector<uint16_t> Ah(gABf16 ? A.size() : 0);  // A's bf16 bits (rounded to nearest even)
-    for (size_t i = 0; i < Ah.size(); ++i) {
-      uint32_t u;
-      std::memcpy(&u, &A[i], 4);
-      Ah[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    }
+    std::vector<uint16_t> Ah(gABf16 ? A.size() : 0);  // A's bf16 bits
+    for (size_t i = 0; i < Ah.size(); ++i)
+      Ah[i] = toBf16(A[i]);
     for (size_t i = 0; i < B.size(); ++i)
       B[i] = static_cast<float>((i * 5 % 11) - 5) * 0.01f;
     const double flop = 2.0 * c.M * c.N * c.K;

@@ -243,8 +243,8 @@ BlockPlan planBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
   // stays ahead there (dW +1-3%), so only rows follow the vendor.
   // A kernel that copies every panel reads A's source once whatever the
   // panel of B (the width rule is about re-reading it).
-  // A bf16 row-major A (an hc-bf16-storage activation) in place where the
-  // kernel converts it (directRowsABf16), under the same rule: the
+  // A row-major bf16 A (an hc-bf16-storage activation) is read in place
+  // where the kernel converts it (directRowsABf16), under the same rule: the
   // packing pass it saves was 2.7% of DiT-S/2's bf16 sampling call.
   const bool copiedOnce = bl.copiesA;
   b.directA = (!p.aBf16 || (k.directRowsABf16 && !p.transA)) &&
