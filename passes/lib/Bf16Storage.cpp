@@ -3,10 +3,11 @@
 // products round those operands to bf16 as they pack them, so the stored
 // rounding changes no bit and halves the bytes every later pass
 // (hc-automem, the buffer plan, hc-cftp) counts. A writer that can store
-// bf16 does (GELU, modulated layer norm); another (qkv's linear) writes a
-// float32 temporary that a cast rounds into the buffer, where the buffer
-// is read more than once (kept for the backward): the temporary lives one
-// call, the bf16 copy until the backward.
+// bf16 does (GELU, modulated layer norm, and the linear before attention,
+// whose GEMM rounds as it stores); another (the SiLU of adaLN's
+// conditioning) writes a float32 temporary that a cast rounds into the
+// buffer, where the buffer is read more than once: the temporary lives one
+// call, the bf16 copy until its last reader.
 #include "hc/Passes/Passes.h"
 #include "hc/Schedule/KernelRegistry.h"
 #include "hc/Schedule/ScheduleOps.h"
@@ -53,9 +54,10 @@ bool collectUses(Value v, SmallVectorImpl<std::tuple<hs::CallOp, bool, unsigned>
 enum class Storage { Keep, Direct, Cast };
 
 // The buffer's uses allow bf16: exactly one write, by a call that does not
-// read it too, and every read at a slot that may read bf16. Direct: the
-// write's slot may write bf16. Cast: it may not, the writer writes the
-// buffer itself (not a view of it), and the buffer is read more than once.
+// read it too, at least one read, and every read at a slot that may read
+// bf16. Direct: the write's slot may write bf16. Cast: it may not, the
+// writer writes the buffer itself (not a view of it), and the buffer is
+// read more than once.
 Storage storable(hs::BufferOp buffer, SmallVectorImpl<hs::ViewOp> &views,
                  hs::CallOp &writer) {
   if (buffer.getArena() != "act" || buffer.getName() ||
@@ -78,7 +80,7 @@ Storage storable(hs::BufferOp buffer, SmallVectorImpl<hs::ViewOp> &views,
       return Storage::Keep;
     ++reads;
   }
-  if (!writer)
+  if (!writer || reads == 0)
     return Storage::Keep;
   for (auto [call, output, index] : uses)
     if (!output && call == writer)

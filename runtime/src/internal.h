@@ -215,6 +215,9 @@ struct EpiCtx {
   int64_t ldResidual = 0;
   const float *geluGradX = nullptr;  // HC_EPI_GELU_TANH_GRAD
   int64_t ldGeluGradX = 0;
+  // hc_sgemm_args::c_bf16: C holds bf16 (uint16_t) elements. Only the
+  // combine writes such a C, once per element, after the last k block.
+  bool cBf16 = false;
 };
 
 struct GemmKernel {
@@ -238,11 +241,13 @@ struct GemmKernel {
   // rows ldbk apart (NR: packed; ldb: read in place); writes exactly
   // columns [0, nr) of C's MR rows (an edge tile goes straight to C). Null
   // where the ISA has none (then both are packed). bias (nullable): nr
-  // column terms added to every row after alpha and beta.
+  // column terms added to every row after alpha and beta. cBf16: c holds
+  // bf16 elements (ldc counts them), each result rounded to nearest even
+  // as it is stored (only where storesBf16C; beta 0).
   void (*microDirect)(int64_t kc, const float *a, int64_t lda, int aLayout,
                       float *aCopy, const float *b, int64_t ldbk, float *bCopy,
                       float *c, int64_t ldc, float alpha, float beta, int nr,
-                      const float *bias);
+                      const float *bias, bool cBf16);
   // micro for a whole tile of the first k block with alpha 1, beta 0 and a
   // bias epilogue alone: C = bias (NR column terms on every row) + A B, in
   // that order (AMX: the accumulators start from the bias). Null where
@@ -280,6 +285,11 @@ struct GemmKernel {
   // runs in place (dst == B: pair row p read from rows 2p and 2p + 1 before
   // it is written), as flash attention's forward converts P^T's panels.
   bool pairedB = false;
+  // microDirect stores a bf16 C (hc_sgemm_args::c_bf16) itself: the
+  // AVX512-BF16 kernel's vcvtneps2bf16, which also flushes denormal results
+  // to zero (bf16 products read denormals as zero). Elsewhere the combine
+  // rounds the tile buffer into C.
+  bool storesBf16C = false;
   // packA / packB from a bf16 source (hc_sgemm_args::a_bf16 / b_bf16, at
   // its element (0, 0)): the panel packA / packB make of the widened block,
   // without widening it first (the same words, except that bf16 denormals

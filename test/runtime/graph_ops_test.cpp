@@ -614,6 +614,41 @@ TEST(GraphOps, Linear) {
         }
 }
 
+// linear's y stored as bf16 (kernels.def's HCRT_BF16_SLOTS: the qkv that
+// only attention reads): every element the float32 y of the same call
+// rounded to nearest even, at precision bf16 and fp32, with and without a
+// bias, on 1 and 2 threads; nothing past y written.
+TEST(GraphOps, LinearBf16Output) {
+  uint32_t seed = 1300;
+  const int64_t K = 45, N = 101, M = 3 * 37;
+  for (int64_t precision : {1, 0})
+    for (int bias = 0; bias < 2; ++bias)
+      for (int th : {1, 2}) {
+        TT x = make({3, 37, K}, kContig, seed++);
+        TT w = make({N, K}, kContig, seed++);
+        TT b = bias ? make({N}, kContig, seed++) : absent();
+        TT y32 = output({3, 37, N}), y16 = output({3, 37, N}, HCRT_BF16);
+        const hcrt_attrs a = attrs({precision, 0});
+        run(hcrt_op_linear, {&x, &w, &b}, {&y32}, a, th);
+        run(hcrt_op_linear, {&x, &w, &b}, {&y16}, a, th);
+        const float *f = reinterpret_cast<const float *>(y32.mem.data());
+        const uint16_t *h = reinterpret_cast<const uint16_t *>(y16.mem.data());
+        int64_t bad = 0;
+        for (int64_t i = 0; i < M * N; ++i) {
+          uint32_t u;
+          std::memcpy(&u, &f[i], 4);
+          u += 0x7fffu + ((u >> 16) & 1u);
+          bad += static_cast<uint16_t>(u >> 16) != h[i];
+        }
+        // y16's storage past its M N bf16 elements still holds the poison
+        // (0x7f bytes) output() filled it with
+        for (int64_t i = M * N; i < 2 * M * N; ++i)
+          bad += h[i] != 0x7f7f;
+        EXPECT_EQ(bad, 0) << "precision " << (precision ? "bf16" : "fp32") << " bias " << bias
+                          << " threads " << th;
+      }
+}
+
 // The epilogue-fused GEMMs: linear_gelu's pre-activation within the SGEMM
 // bound, its output within that times max|gelu'| (1.13) plus the fast
 // GELU's 2e-6 (1 + |t|); linear_grad_input_gelu within 1.13 times the

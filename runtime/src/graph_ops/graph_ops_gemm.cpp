@@ -109,9 +109,11 @@ void runGemm(const hc_sgemm_args &g, bool bf16, hc_threads th,
     hc_sgemm(&g, th);
 }
 
+// cBf16: c holds bf16 elements (hc_sgemm_args::c_bf16).
 void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
           const GemmOperand &b, float *c, const hc_epilogue *epi, bool bf16,
-          hc_threads th, double *aSums = nullptr, bool bConstant = false) {
+          hc_threads th, double *aSums = nullptr, bool bConstant = false,
+          bool cBf16 = false) {
   if (M <= 0 || N <= 0)
     return;
   hc_sgemm_args g{};
@@ -122,6 +124,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
   g.B = b.p, g.ldb = b.ld;
   g.a_bf16 = a.bf16, g.b_bf16 = b.bf16;
   g.C = c, g.ldc = N;
+  g.c_bf16 = cBf16 ? 1 : 0;
   g.epi = epi;
   g.b_constant = bConstant ? 1 : 0;
   runGemm(g, bf16, th, aSums);
@@ -130,10 +133,11 @@ void gemm(int64_t M, int64_t N, int64_t K, const GemmOperand &a,
 // y [..., out] = x [..., in] W^T (+ b), with `epi` (the bias is added to
 // it here when ins[2] is given): linear and linear_gelu. constantW: W's
 // packed panels may be kept between calls (read in place only: a packed
-// copy of W is this call's own).
+// copy of W is this call's own). yBf16: y holds bf16 elements (kernels.def's
+// HCRT_BF16_SLOTS: linear's y), each result rounded.
 void linearForward(const hcrt_tensor *ins, int32_t nin, float *y,
                    hc_epilogue epi, bool bf16, hc_threads th,
-                   bool constantW = false) {
+                   bool constantW = false, bool yBf16 = false) {
   const hcrt_tensor &x = ins[0], &w = ins[1];
   Buf<float> bx, bx2, bw, bb;
   const float *px;
@@ -156,7 +160,7 @@ void linearForward(const hcrt_tensor *ins, int32_t nin, float *y,
     epi.bias = contiguousF32(ins[2], bb, th);
   }
   gemm(M, N, K, A, Bop, y, epi.flags || epi.preact ? &epi : nullptr, bf16, th,
-       nullptr, constantW && Bop.p == w.data);
+       nullptr, constantW && Bop.p == w.data, yBf16);
 }
 
 // dx [..., in] = dy [..., out] W, with `epi` (or none): linear_grad_input
@@ -222,7 +226,8 @@ extern "C" {
 HCRT_OP_DEF(linear) {
   (void)nout;
   linearForward(ins, nin, static_cast<float *>(outs[0].data), hc_epilogue{},
-                bf16Of(attrs), threads, weightConstantOf(attrs));
+                bf16Of(attrs), threads, weightConstantOf(attrs),
+                outs[0].dtype == HCRT_BF16);
 }
 
 // dx [..., in] = dy [..., out] W.

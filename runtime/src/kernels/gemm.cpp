@@ -152,12 +152,12 @@ void packB(const GemmKernel &k, const Problem &p, int64_t k0, int64_t kc,
   k.packB(w, ld, p.transB, 0, kc, 0, nc, dst);
 }
 
-// Asks for the lines of C's mr x nr tile at c (rows ldc apart) into L2,
-// for writing.
-void prefetchTile(const float *c, int64_t ldc, int mr, int nr) {
+// Asks for the lines of C's mr x nr tile at c (rows ldc elements apart,
+// esize bytes each) into L2, for writing.
+void prefetchTile(const float *c, int64_t ldc, int mr, int nr, int esize = 4) {
   for (int i = 0; i < mr; ++i) {
-    const char *row = reinterpret_cast<const char *>(c + i * ldc);
-    const char *end = row + nr * sizeof(float) - 1;
+    const char *row = reinterpret_cast<const char *>(c) + i * ldc * esize;
+    const char *end = row + nr * esize - 1;
     for (const char *l = row; l <= end; l += 64)
       __builtin_prefetch(l, 1, 2);
     __builtin_prefetch(end, 1, 2);
@@ -361,17 +361,20 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       // (only kernels that read in place take it).
       // The sliver's first call converts it from B's rows (whole slivers).
       const bool bFromSource = convertsB && ir == 0;
+      // intoC: c is C itself (bf16 where e.cBf16: only microDirect of a
+      // storesBf16C kernel writes that), not the tile buffer.
       auto micro = [&](float *c, int64_t ldc, float beta,
-                       const float *kernelBias = nullptr) {
+                       const float *kernelBias = nullptr, bool intoC = false) {
+        const bool cb = intoC && e.cBf16;
         if (kernelBias && !k.microDirect)  // whole tile, both operands packed
           k.microAddBias(kc, a, b, c, ldc, p.alpha, beta, kernelBias);
         else if (bFromSource)
           k.microDirect(kc, a, p.lda, layout, Ap + ir * kc,
                         p.B + pc * p.ldb + jc + jr, p.ldb, s.BpConvert + jr * kc,
-                        c, ldc, p.alpha, beta, nr, kernelBias);
-        else if (inPlace || bInPlace || nr < NR || kernelBias)
+                        c, ldc, p.alpha, beta, nr, kernelBias, cb);
+        else if (inPlace || bInPlace || nr < NR || kernelBias || cb)
           k.microDirect(kc, a, p.lda, layout, Ap + ir * kc, b, ldbk, nullptr,
-                        c, ldc, p.alpha, beta, nr, kernelBias);
+                        c, ldc, p.alpha, beta, nr, kernelBias, cb);
         else
           k.micro(kc, a, b, c, ldc, p.alpha, beta);
       };
@@ -379,8 +382,11 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
           e.bias && (k.microDirect || (k.microAddBias && nr == NR)) ? e.bias + n : nullptr;
       // Edge columns too where the kernel can write just those
       // (S/2's Dh = 64 outputs: a quarter of the tiles were edges
-      // computed into the buffer and copied).
-      const bool whole = mr == MR && (nr == NR || k.microDirect);
+      // computed into the buffer and copied). A bf16 C (one k block) only
+      // where the kernel rounds as it stores (storesBf16C), else the
+      // combine writes it.
+      const bool whole =
+          mr == MR && (nr == NR || k.microDirect) && (!e.cBf16 || k.storesBf16C);
       bool toC = false;  // the kernel writes C itself
       float betaEff = 1.0f;
       const float *toCBias = nullptr;
@@ -389,11 +395,20 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       // threads of the lent Xeon, S/2's M = 8192 forward shapes, runs
       // alternated: means +5-19% GFLOP/s by shape; the ranges overlap on
       // 8192 x 384 x 384; bench/results-device-amx-spr16.txt).
+      // A bf16 C gets the same sums in the tile buffer, rounded by the
+      // combine.
       const bool biasFirst = k.microBias && mr == MR && nr == NR && first &&
                              e.kind == EpiKind::Affine && e.bias && !e.gate &&
                              !e.residual && e.beta == 0.0f && p.alpha == 1.0f;
-      if (biasFirst) {
+      if (biasFirst && !e.cBf16) {
         k.microBias(kc, a, b, p.C + m * p.ldc + n, p.ldc, e.bias + n);
+        continue;
+      }
+      if (biasFirst) {
+        k.microBias(kc, a, b, tile, NR, e.bias + n);
+        EpiCtx rounded = e;
+        rounded.bias = nullptr;
+        k.combine(tile, NR, mr, nr, p.C, p.ldc, m, n, rounded, first, last);
         continue;
       }
       if (whole) {
@@ -422,12 +437,13 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
       // adding it to C). 1 thread, 2048 x 4608 x 1152 bias + GELU,
       // interleaved: 120.5-122.6 -> 118.9-119.1 ms; S/2 shapes and 2
       // threads within noise.
-      const bool finishInC = whole && e.kind == EpiKind::Nonlinear && last &&
+      const bool finishInC = whole && !e.cBf16 && e.kind == EpiKind::Nonlinear && last &&
                              (!first || e.beta == 0.0f) && e.residual != p.C;
       if (last && e.kind != EpiKind::None)
         prefetchEpilogueTiles(e, m, n, mr, nr);
       if (toC) {
-        micro(p.C + m * p.ldc + n, p.ldc, betaEff, toCBias);
+        micro(const_cast<float *>(advance(p.C, e.cBf16, m * p.ldc + n)), p.ldc, betaEff,
+              toCBias, true);
       } else if (finishInC && biasN) {
         // the kernel adds the bias too; the combine does the rest
         float *cTile = p.C + m * p.ldc + n;
@@ -445,7 +461,7 @@ void runRowBlock(const GemmKernel &k, const Blocking &bl, const Problem &p,
         // then reads or writes (bias epilogue on a C bigger than
         // L3, 1 thread, 2048 x 4608 x 1152: 107 -> 97-99 ms, 95
         // without the epilogue).
-        prefetchTile(p.C + m * p.ldc + n, p.ldc, mr, nr);
+        prefetchTile(advance(p.C, e.cBf16, m * p.ldc + n), p.ldc, mr, nr, e.cBf16 ? 2 : 4);
         if (nr < NR && !inPlace)
           k.microEdge(kc, a, b, tile, p.alpha, nr);
         else
@@ -523,6 +539,7 @@ bool overlaps(const float *a, int64_t lda, const float *c, int64_t ldc,
 EpiCtx resolveEpi(const hc_sgemm_args &g, int64_t b) {
   EpiCtx e;
   e.beta = g.beta;
+  e.cBf16 = g.c_bf16 != 0;
   const hc_epilogue *ep = g.epi;
   if (!ep || (!ep->flags && !ep->preact))
     return e;
@@ -552,10 +569,32 @@ EpiCtx resolveEpi(const hc_sgemm_args &g, int64_t b) {
   return e;
 }
 
+// A bf16 C over several k blocks: the float32 C the call would write (its
+// epilogue applied in the usual order, so the same values) into the calling
+// thread's scratch, kept from call to call (a per-call allocation faulted
+// its pages in every time), then rounded into C row by row.
+void gemmViaTempBf16C(const GemmKernel &k, const Blocking &bl, const Problem &p, Range r) {
+  float *T = scratch(6, static_cast<std::size_t>(p.M * p.N) + 16);
+  Problem q = p;
+  q.C = T;
+  q.ldc = p.N;
+  q.epi.cBf16 = false;
+  gemm2d(k, bl, q, r);
+  uint16_t *C = reinterpret_cast<uint16_t *>(p.C);
+  parallel(r, [&](int i, int cnt) {
+    int64_t m0, m1;
+    split(p.M, i, cnt, 1, m0, m1);
+    for (int64_t m = m0; m < m1; ++m)
+      storeBf16(T + m * p.N, p.N, C + m * p.ldc);
+  });
+}
+
 // Nonlinear epilogue whose inputs C must still be read after several k
 // blocks (beta != 0 or residual overlapping C): compute T into a temporary,
 // then apply the epilogue row block by row block.
 void gemmViaTemp(const GemmKernel &k, const Blocking &bl, Problem p, Range r) {
+  if (p.epi.cBf16)
+    return gemmViaTempBf16C(k, bl, p, r);
   std::vector<float> T(static_cast<size_t>(p.M * p.N));
   Problem q = p;
   q.C = T.data();
@@ -574,6 +613,18 @@ void gemmViaTemp(const GemmKernel &k, const Blocking &bl, Problem p, Range r) {
   });
 }
 
+// Whether the residual's float32 rows share bytes with a bf16 C's.
+bool residualInBf16C(const Problem &p) {
+  const EpiCtx &e = p.epi;
+  if (!e.residual || p.M <= 0 || p.N <= 0)
+    return false;
+  const char *r0 = reinterpret_cast<const char *>(e.residual);
+  const char *r1 = reinterpret_cast<const char *>(e.residual + (p.M - 1) * e.ldResidual + p.N);
+  const char *c0 = reinterpret_cast<const char *>(p.C);
+  const char *c1 = c0 + ((p.M - 1) * p.ldc + p.N) * 2;
+  return r0 < c1 && c0 < r1;
+}
+
 // Entry b of a batched call.
 Problem problemOf(const hc_sgemm_args &g, int64_t b, double *aSums) {
   Problem p;
@@ -583,8 +634,10 @@ Problem problemOf(const hc_sgemm_args &g, int64_t b, double *aSums) {
   p.aBf16 = g.a_bf16 != 0, p.bBf16 = g.b_bf16 != 0;
   p.A = advance(g.A, p.aBf16, b * g.stride_a), p.lda = g.lda;
   p.B = advance(g.B, p.bBf16, b * g.stride_b), p.ldb = g.ldb;
-  p.C = g.C + b * g.stride_c, p.ldc = g.ldc;
   p.epi = resolveEpi(g, b);
+  p.C = const_cast<float *>(advance(g.C, p.epi.cBf16, b * g.stride_c)), p.ldc = g.ldc;
+  if (p.epi.cBf16 && (g.beta != 0.0f || aSums || residualInBf16C(p)))
+    contractViolation("a GEMM's bf16 C (c_bf16) with beta != 0, row sums or a residual in C");
   p.bConstant = g.b_constant != 0 && !p.bBf16 && keepsPanels();
   if (aSums)
     p.aSums = aSums + b * ((g.K + HC_SUM_CHUNK - 1) / HC_SUM_CHUNK) * g.M;
@@ -593,7 +646,11 @@ Problem problemOf(const hc_sgemm_args &g, int64_t b, double *aSums) {
 
 // Whether a nonlinear epilogue needs C computed apart first (K blocks
 // would otherwise read back an already transformed C).
+// A bf16 C holds only final results: more than one k block sums in a
+// float32 temporary first.
 bool needsTempC(const Blocking &bl, const Problem &p) {
+  if (p.epi.cBf16)
+    return p.K > bl.kc;
   return p.epi.kind == EpiKind::Nonlinear && p.K > bl.kc &&
          (p.epi.beta != 0.0f ||
           overlaps(p.epi.residual, p.epi.ldResidual, p.C, p.ldc, p.M, p.N));

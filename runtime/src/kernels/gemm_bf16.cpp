@@ -211,7 +211,9 @@ void hc_gemm_bf16_ref(const hc_sgemm_args *g) {
     one.a_bf16 = one.b_bf16 = 0;
     one.A = a.data(), one.lda = K;
     one.B = b.data(), one.ldb = N;
-    one.C = g->C + e * g->stride_c;
+    one.C = g->c_bf16 ? reinterpret_cast<float *>(reinterpret_cast<uint16_t *>(g->C) +
+                                                  e * g->stride_c)
+                      : g->C + e * g->stride_c;
     hc_sgemm_ref(&one);
   }
 }

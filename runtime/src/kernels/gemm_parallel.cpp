@@ -82,10 +82,11 @@ void chooseGrid(const GemmKernel &k, const Blocking &bl, const Problem &p,
 // operand that the other threads pack too. Estimated like chooseGrid
 // (passes counted double: every thread reads shared sources at once),
 // plus the reduction (P + 1 passes over C per thread's rows). Only without
-// an epilogue. HC_GEMM_KSPLIT=0/1 forces it off/on (tuning, tests).
+// an epilogue, into a float32 C (the partial sums are added into C).
+// HC_GEMM_KSPLIT=0/1 forces it off/on (tuning, tests).
 bool chooseKSplit(const GemmKernel &k, const Blocking &bl, const Problem &p,
                   int P, int pm, int pn) {
-  if (P <= 1 || p.epi.kind != EpiKind::None || p.K < 2 * P * 8)
+  if (P <= 1 || p.epi.kind != EpiKind::None || p.epi.cBf16 || p.K < 2 * P * 8)
     return false;
   if (const char *e = hc::rt::setting(hc::rt::Setting::GemmKsplit))
     return std::atoi(e) != 0;

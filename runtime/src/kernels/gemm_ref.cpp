@@ -24,6 +24,8 @@ using namespace hc::rt;
 extern "C" void hc_sgemm_ref(const hc_sgemm_args *g) {
   if (g->a_bf16 || g->b_bf16)
     hc::rt::contractViolation("hc_sgemm_ref: a bf16 operand (hc_gemm_bf16_ref reads them)");
+  if (g->c_bf16 && g->beta != 0.0f)
+    hc::rt::contractViolation("hc_sgemm_ref: a bf16 C with beta != 0");
   const int64_t M = g->M, N = g->N, K = g->K;
   const int64_t batch = g->batch <= 0 ? 1 : g->batch;
   const hc_epilogue *ep = g->epi;
@@ -33,7 +35,8 @@ extern "C" void hc_sgemm_ref(const hc_sgemm_args *g) {
   for (int64_t b = 0; b < batch; ++b) {
     const float *A = g->A + b * g->stride_a;
     const float *B = g->B + b * g->stride_b;
-    float *C = g->C + b * g->stride_c;
+    float *C = g->c_bf16 ? nullptr : g->C + b * g->stride_c;
+    uint16_t *Ch = g->c_bf16 ? reinterpret_cast<uint16_t *>(g->C) + b * g->stride_c : nullptr;
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n0 = 0; n0 < N; n0 += NB) {
         const int64_t nb = N - n0 < NB ? N - n0 : NB;
@@ -66,6 +69,10 @@ extern "C" void hc_sgemm_ref(const hc_sgemm_args *g) {
           }
           if (fl & HC_EPI_RESIDUAL)
             t += ep->residual[b * ep->stride_residual + m * ep->ld_residual + n];
+          if (Ch) {  // bf16 C: beta 0 (the contract)
+            Ch[m * g->ldc + n] = bf16Bits(t);
+            continue;
+          }
           float *c = C + m * g->ldc + n;
           *c = g->beta == 0.0f ? t : t + g->beta * *c;
         }

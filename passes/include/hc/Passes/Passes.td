@@ -161,13 +161,14 @@ def Bf16Storage : Pass<"hc-bf16-storage", "mlir::ModuleOp"> {
     and hc-cftp (which then count, move and cut the smaller buffers): an
     "act" buffer of float32 becomes bf16, and every view of it too, when
     one `hcs.call` writes it at an output `kernels.def`'s HCRT_BF16_SLOTS
-    allows (`gelu`'s and `modulated_layer_norm`'s y) and every other use is
-    a call reading it at an input the slots allow with precision bf16
-    (`linear`'s x, the weight gradients' x, attention's q, k, v). Those
-    products round that operand to bf16 as they pack it, so storing the
-    rounded value changes no bit of the step; its bytes halve. A writer
-    without a bf16 slot (qkv's `linear`) writes a float32 temporary that a
-    `cast` rounds into the buffer, where the buffer is read more than once.
+    allows (`gelu`'s, `modulated_layer_norm`'s and `linear`'s y) and every
+    other use, at least one, is a call reading it at an input the slots
+    allow with precision bf16 (`linear`'s x, the weight gradients' x,
+    attention's q, k, v). Those products round that operand to bf16 as they
+    pack it, so storing the rounded value changes no bit of the step; its
+    bytes halve. A writer without a bf16 slot (the SiLU of adaLN's
+    conditioning) writes a float32 temporary that a `cast` rounds into the
+    buffer, where the buffer is read more than once.
     Named buffers (the host reads them) and any other use keep float32.
     DiT: the adaLN-modulated norms before qkv and fc1, the GELU before fc2
     and qkv, the activations the backward keeps longest.

@@ -170,6 +170,12 @@ typedef struct hc_sgemm_args {
   // float32 operand holding those values), and not with row sums of a bf16
   // A (hc_gemm_bf16_row_sums); the other entry points abort on it.
   int32_t a_bf16, b_bf16;
+  // 1: C's elements are bf16 (C points at them, cast; ldc and stride_c
+  // count elements): each result, its epilogue applied, rounded to nearest
+  // even as hc_gelu_tanh_fwd_bf16 rounds (hc-bf16-storage's activations
+  // that only bf16 products read: attention's q, k and v). Not with beta
+  // != 0, a residual overlapping C, or row sums; either entry point.
+  int32_t c_bf16;
 } hc_sgemm_args;
 
 // The packed panels of every b_constant call whose B overlaps the `bytes`

@@ -293,12 +293,16 @@ enum ASource { APacked, ATransposed, ARowMajor, ARowMajorBf16 };
 // row) for A's panel (see ASource) and B's sliver: packed at b, or
 // (BFromRows) a whole sliver of B's rows (b[k * ldb + j]) converted into
 // bCopy as the steps read it. V 16-column vectors computed (3 for a whole
-// tile), the last one's stores masked to nr.
+// tile), the last one's stores masked to nr. cBf16: C holds bf16 (ldc
+// counts them), each result rounded by vcvtneps2bf16 (beta 0).
 template <int V, ASource S = APacked, bool BFromRows = false>
 void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
             const float *b, float *c, int64_t ldc, float alpha, float beta,
             int nr, const float *bias = nullptr, int64_t ldb = NR,
-            float *bCopy = nullptr) {
+            float *bCopy = nullptr, bool cBf16 = false) {
+  // C's row i at byte i * ldc * cBytes
+  const int64_t cBytes = cBf16 ? 2 : 4;
+  auto cRow = [&](int i) { return reinterpret_cast<char *>(c) + i * ldc * cBytes; };
   __m512 acc[MR][V];
 #pragma unroll
   for (int i = 0; i < MR; ++i)
@@ -308,8 +312,8 @@ void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
 #pragma unroll
   for (int i = 0; i < MR; ++i)
     for (int l : {0, 64, 128, 191})
-      if (l < 64 * V)
-        _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc) + l, _MM_HINT_T1);
+      if (l < 16 * cBytes * V)
+        _mm_prefetch(cRow(i) + l, _MM_HINT_T1);
   const int64_t pairs = (kc + 1) / 2;
   // A in place: pair q converted into aCopy kAhead pairs before its step
   // reads it back (the loads of its two rows then have those steps to
@@ -416,8 +420,8 @@ void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
 #pragma unroll
   for (int i = 0; i < MR; ++i)
     for (int l : {0, 64, 128, 191})
-      if (l < 64 * V)
-        _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc) + l, _MM_HINT_T0);
+      if (l < 16 * cBytes * V)
+        _mm_prefetch(cRow(i) + l, _MM_HINT_T0);
   for (; p < pairs; ++p)
     step(p);
   const __m512 va = _mm512_set1_ps(alpha);
@@ -432,9 +436,20 @@ void microV(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
   for (int i = 0; i < MR; ++i)
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      float *q = c + i * ldc + 16 * j;
       const __mmask16 mk = j + 1 < V ? 0xffff : last;
       __m512 r = _mm512_mul_ps(va, acc[i][j]);
+      if (bias && cBf16)
+        r = _mm512_add_ps(r, vbias[j]);
+      if (cBf16) {
+        const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(r));
+        void *q = cRow(i) + 32 * j;
+        if (mk == 0xffff)
+          _mm256_storeu_si256(static_cast<__m256i *>(q), h);
+        else
+          _mm256_mask_storeu_epi16(q, mk, h);
+        continue;
+      }
+      float *q = c + i * ldc + 16 * j;
       if (beta != 0.0f)
         r = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mk, q), r);
       if (bias)
@@ -466,13 +481,13 @@ void microEdge(int64_t kc, const float *a, const float *b, float *tile,
 template <ASource S>
 void microNr(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
              const float *b, float *c, int64_t ldc, float alpha, float beta,
-             int nr, const float *bias) {
+             int nr, const float *bias, bool cBf16) {
   if (nr <= 16)
-    microV<1, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias);
+    microV<1, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias, NR, nullptr, cBf16);
   else if (nr <= 32)
-    microV<2, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias);
+    microV<2, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias, NR, nullptr, cBf16);
   else
-    microV<3, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias);
+    microV<3, S>(kc, a, lda, aCopy, b, c, ldc, alpha, beta, nr, bias, NR, nullptr, cBf16);
 }
 
 // The driver's micro-kernel with A read in place (GemmKernel: directB
@@ -485,34 +500,34 @@ void microNr(int64_t kc, const float *a, int64_t lda, int32_t *aCopy,
 void microDirect(int64_t kc, const float *a, int64_t lda, int aLayout,
                  float *aCopy, const float *b, int64_t ldbk, float *bCopy,
                  float *c, int64_t ldc, float alpha, float beta, int nr,
-                 const float *bias) {
+                 const float *bias, bool cBf16) {
   int32_t *aWords = reinterpret_cast<int32_t *>(aCopy);
   if (bCopy) {  // a whole sliver of B's rows (convertsB), converted once
     if (aLayout == 1)
       microV<3, ARowMajor, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
-                                 nr, bias, ldbk, bCopy);
+                                 nr, bias, ldbk, bCopy, cBf16);
     else if (aLayout == 4)
       microV<3, ARowMajorBf16, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
-                                     nr, bias, ldbk, bCopy);
+                                     nr, bias, ldbk, bCopy, cBf16);
     else if (aLayout >= 2)
       microV<3, ATransposed, true>(kc, a, lda, aWords, b, c, ldc, alpha, beta,
-                                   nr, bias, ldbk, bCopy);
+                                   nr, bias, ldbk, bCopy, cBf16);
     else
       microV<3, APacked, true>(kc, a, MR, nullptr, b, c, ldc, alpha, beta, nr,
-                               bias, ldbk, bCopy);
+                               bias, ldbk, bCopy, cBf16);
     return;
   }
   if (aLayout == 1)
     microNr<ARowMajor>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
-                       ldc, alpha, beta, nr, bias);
+                       ldc, alpha, beta, nr, bias, cBf16);
   else if (aLayout == 4)
     microNr<ARowMajorBf16>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
-                           ldc, alpha, beta, nr, bias);
+                           ldc, alpha, beta, nr, bias, cBf16);
   else if (aLayout >= 2)
     microNr<ATransposed>(kc, a, lda, reinterpret_cast<int32_t *>(aCopy), b, c,
-                         ldc, alpha, beta, nr, bias);
+                         ldc, alpha, beta, nr, bias, cBf16);
   else
-    microNr<APacked>(kc, a, MR, nullptr, b, c, ldc, alpha, beta, nr, bias);
+    microNr<APacked>(kc, a, MR, nullptr, b, c, ldc, alpha, beta, nr, bias, cBf16);
 }
 
 } // namespace
@@ -547,6 +562,7 @@ const GemmKernel &gemmAvx512Bf16() {
     r.convertsB = true;
     r.flopsPerCycle = 128;  // 2 vdpbf16ps of 16 lanes x 2 products a cycle
     r.pairedB = true;
+    r.storesBf16C = true;
     r.packABf16 = gemm_avx512bf16::packABf16;
     r.packBBf16 = gemm_avx512bf16::packBBf16;
     return r;
