@@ -588,9 +588,10 @@ TEST(GemmBf16, StoredOperandsReference) {
 // rounded to nearest even, bit for bit, on every path and through both
 // entry points (hc_gemm_bf16, hc_sgemm) and their references: one k block
 // (stored by the AVX512-BF16 kernel as it rounds, elsewhere by the
-// combine), several (a float32 temporary, rounded after), every epilogue,
-// both forms of each operand, odd sizes, batches and 2 threads; nothing
-// written outside C.
+// combine; a K past the default k block runs as one), several (HC_GEMM_KC
+// set: a float32 temporary, rounded after), every epilogue, both forms of
+// each operand, odd sizes, batches and 2 threads; nothing written outside
+// C.
 namespace {
 
 uint16_t roundedBits(float x) {
@@ -601,7 +602,8 @@ uint16_t roundedBits(float x) {
 }
 
 bool sameBitsBf16C(int64_t M, int64_t N, int64_t K, int ta, int tb, int64_t batch,
-                   uint32_t flags, int nthreads, uint32_t seed, bool fp32Gemm, bool ref) {
+                   uint32_t flags, int nthreads, uint32_t seed, bool fp32Gemm, bool ref,
+                   int64_t gateRows = 0) {
   const int64_t aRows = ta ? K : M, aCols = ta ? M : K;
   const int64_t bRows = tb ? N : K, bCols = tb ? K : N;
   const int64_t lda = aCols + 3, ldb = bCols + 1, ldc = N + 2;
@@ -614,7 +616,9 @@ bool sameBitsBf16C(int64_t M, int64_t N, int64_t K, int ta, int tb, int64_t batc
   hc_epilogue e{};
   e.flags = flags;
   e.bias = bias.data();
-  e.gate = gate.data(), e.gate_rows = M;
+  std::vector<float> gates = randomVec((N + 1) * (M + 1), seed + 3, -2, 2);
+  e.gate = gateRows ? gates.data() : gate.data(), e.gate_rows = gateRows ? gateRows : M;
+  e.ld_gate = N;
   e.residual = res.data(), e.ld_residual = N;
   e.preact = (flags & HC_EPI_GELU_TANH) ? pre.data() : nullptr;
   e.ld_preact = N, e.stride_preact = M * N;
@@ -673,6 +677,18 @@ TEST(GemmBf16, StoredCSameBitsEveryPath) {
         }
     // qkv's form at a size that takes the 2-thread grid
     bad += !sameBitsBf16C(300, 1152, 384, 0, 1, 1, 1u, 2, seed++, false, false);
+    // k blocks of 64: through the temporary
+    setenv("HC_GEMM_KC", "64", 1);
+    for (uint32_t flags : {0u, 1u, 3u, 12u})
+      bad += !sameBitsBf16C(37, 150, 301, seed % 2, 1, 1 + (seed % 2), flags, 1 + (seed % 2), seed,
+                            false, false), ++seed;
+    // more rows than one chunk of the temporary (8 MiB): the second chunk's
+    // pre-activation, residual and gate rows
+    if (p.path == bf16PathsHere().front()) {
+      bad += !sameBitsBf16C(2100, 1100, 301, 0, 1, 1, 3u, 2, seed++, false, false);
+      bad += !sameBitsBf16C(2100, 1100, 301, 0, 1, 1, 12u, 2, seed++, false, false, 100);
+    }
+    unsetenv("HC_GEMM_KC");
     EXPECT_EQ(bad, 0) << hcrt_isa_name(p.isa) << " " << hcrt_bf16_path_name(p.path);
   }
 }
@@ -685,6 +701,10 @@ TEST(GemmBf16, StoredCFp32GemmAndReferences) {
       for (int64_t K : {45, 777})
         EXPECT_TRUE(sameBitsBf16C(37, 101, K, 0, 1, 2, flags, 2, seed++, true, false))
             << hcrt_isa_name(isa);
+    setenv("HC_GEMM_KC", "64", 1);
+    EXPECT_TRUE(sameBitsBf16C(37, 101, 301, 0, 1, 2, 3u, 2, seed++, true, false))
+        << hcrt_isa_name(isa);
+    unsetenv("HC_GEMM_KC");
   }
   EXPECT_TRUE(sameBitsBf16C(29, 33, 47, 1, 0, 2, 1u, 1, 900, true, true));
   EXPECT_TRUE(sameBitsBf16C(29, 33, 47, 0, 1, 2, 3u, 1, 901, false, true));

@@ -569,24 +569,47 @@ EpiCtx resolveEpi(const hc_sgemm_args &g, int64_t b) {
   return e;
 }
 
-// A bf16 C over several k blocks: the float32 C the call would write (its
-// epilogue applied in the usual order, so the same values) into the calling
-// thread's scratch, kept from call to call (a per-call allocation faulted
-// its pages in every time), then rounded into C row by row.
+// A bf16 C over several k blocks: the float32 C the call would write (the
+// same blocking, so the same sums, its epilogue applied in the usual
+// order) a chunk of rows at a time into the calling thread's scratch (kept
+// from call to call: a per-call allocation faulted its pages in every
+// time), each chunk then rounded into C. Chunks of 8 MiB, or of 1/16 of
+// the rows where that is more, whole gate rows: the scratch stays a small
+// share of C's float32 size, which the step's memory plan no longer holds
+// (the cast it replaces had a planned temporary of all of it), for B
+// packed once per chunk. (A K split, which sums in another order, is only
+// chosen for outputs far smaller than a chunk.)
 void gemmViaTempBf16C(const GemmKernel &k, const Blocking &bl, const Problem &p, Range r) {
-  float *T = scratch(6, static_cast<std::size_t>(p.M * p.N) + 16);
-  Problem q = p;
-  q.C = T;
-  q.ldc = p.N;
-  q.epi.cBf16 = false;
-  gemm2d(k, bl, q, r);
+  int64_t rows = std::max<int64_t>((p.M + 15) / 16, (int64_t{8} << 20) / (4 * p.N));
+  if (p.epi.gate)
+    rows = (rows + p.epi.gateRows - 1) / p.epi.gateRows * p.epi.gateRows;
+  rows = std::max<int64_t>(1, std::min(rows, p.M));
+  float *T = scratch(6, static_cast<std::size_t>(rows * p.N) + 16);
   uint16_t *C = reinterpret_cast<uint16_t *>(p.C);
-  parallel(r, [&](int i, int cnt) {
-    int64_t m0, m1;
-    split(p.M, i, cnt, 1, m0, m1);
-    for (int64_t m = m0; m < m1; ++m)
-      storeBf16(T + m * p.N, p.N, C + m * p.ldc);
-  });
+  for (int64_t r0 = 0; r0 < p.M; r0 += rows) {
+    Problem q = p;
+    q.M = std::min(rows, p.M - r0);
+    q.A = advance(p.A, p.aBf16, p.transA ? r0 : r0 * p.lda);
+    q.C = T;
+    q.ldc = p.N;
+    EpiCtx &e = q.epi;
+    e.cBf16 = false;
+    if (e.preact)
+      e.preact += r0 * e.ldPreact;
+    if (e.residual)
+      e.residual += r0 * e.ldResidual;
+    if (e.geluGradX)
+      e.geluGradX += r0 * e.ldGeluGradX;
+    if (e.gate)
+      e.gate += (r0 / e.gateRows) * e.ldGate;
+    gemm2d(k, bl, q, r);
+    parallel(r, [&](int i, int cnt) {
+      int64_t m0, m1;
+      split(q.M, i, cnt, 1, m0, m1);
+      for (int64_t m = m0; m < m1; ++m)
+        storeBf16(T + m * p.N, p.N, C + (r0 + m) * p.ldc);
+    });
+  }
 }
 
 // Nonlinear epilogue whose inputs C must still be read after several k
