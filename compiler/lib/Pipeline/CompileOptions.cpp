@@ -318,10 +318,10 @@ const Flag kFlags[] = {
        return PO.bf16Storage = s == "on", 1;
      },
      [](const CompileOptions &o) { return onOff(PO.bf16Storage); },
-     "with --precision bf16: the activations that only bf16 GEMMs read (the modulated "
-     "norms before qkv and fc1, the GELU before fc2) stored as bf16 (hc-bf16-storage; "
-     "default on): the GEMMs round them as they pack anyway, so the same bits in half "
-     "the bytes"},
+     "with --precision bf16: the activations that only bf16 products read (the "
+     "modulated norms before qkv and fc1, the GELU before fc2, qkv before attention) "
+     "stored as bf16 (hc-bf16-storage; default on): the products round them as they "
+     "pack anyway, so the same bits in half the bytes"},
     {"--freeze", nullptr, "A,B", Group::Optimizer, parseFreeze,
      [](const CompileOptions &o) { return joined(PO.freeze); },
      "parameters that get no gradient and no update, beyond the model's own frozen set "
