@@ -268,6 +268,11 @@ struct GemmKernel {
   // the layout) for the block's other slivers.
   bool directRowsA = true, directB = true;
   bool copiesA = false;
+  // microDirect is handed packed panels only (aLayout 0, ldbk NR), never
+  // an operand in place: the bf16 emulation (gemm_bf16.cpp), whose packing
+  // rounds the operands, keeps the kernel for what it does as it stores
+  // (a bias, edge columns straight to C).
+  bool packedOnly = false;
   // microDirect reads a row-major bf16 A (hc_sgemm_args::a_bf16) in place
   // (aLayout 4): its panels converted while the first sliver's products
   // run, instead of in a packing pass before them.
@@ -321,6 +326,11 @@ void sgemmInCacheBf16(const hc_sgemm_args &g);
 const GemmKernel &gemmGeneric();
 const GemmKernel &gemmAvx2();
 const GemmKernel &gemmAvx512();
+// hc_gemm_bf16's emulation on each of them: packing rounds the operands to
+// bf16 (a bf16 operand is widened), micro-kernels read packed panels only.
+const GemmKernel &gemmGenericRounded();
+const GemmKernel &gemmAvx2Rounded();
+const GemmKernel &gemmAvx512Rounded();
 // bf16 inputs, fp32 accumulation (gemm_avx512bf16.cpp): vdpbf16ps on
 // operands rounded to bf16 as they are packed.
 const GemmKernel &gemmAvx512Bf16();

@@ -71,11 +71,12 @@ Blocking blocking(const GemmKernel &k) {
   int64_t nc = static_cast<int64_t>(2 * c.l2) / (b.kc * 4);
   nc = std::max<int64_t>(k.nr, std::min<int64_t>(8192, nc / k.nr * k.nr));
   b.nc = knob(hc::rt::Setting::GemmNc, nc);
-  b.directA = k.microDirect ? directMode(hc::rt::Setting::GemmDirectA) : 0;
-  b.directB = k.microDirect && k.directB ? directMode(hc::rt::Setting::GemmDirectB) : 0;
+  const bool inPlace = k.microDirect && !k.packedOnly;
+  b.directA = inPlace ? directMode(hc::rt::Setting::GemmDirectA) : 0;
+  b.directB = inPlace && k.directB ? directMode(hc::rt::Setting::GemmDirectB) : 0;
   b.rowsInPlace = !cpuIsIntel() && k.directRowsA;
   b.copiesA = k.copiesA;
-  b.convertsB = k.microDirect && k.convertsB;
+  b.convertsB = inPlace && k.convertsB;
   return b;
 }
 

@@ -6,8 +6,10 @@
 // of the packed panel, so the products are the same exact bf16 products
 // (8-bit significands: exact in float32) summed in float32. The fp32
 // kernels read an operand in place without rounding it: the emulation
-// turns those modes off (microDirect null), both operands are packed. The
-// native kernel rounds what it reads in place as it packs it.
+// turns those modes off (GemmKernel::packedOnly), both operands are packed,
+// and keeps the kernel's stores (a bias added, edge columns written to C
+// without the tile buffer). The native kernel rounds what it reads in
+// place as it packs it.
 #include "internal.h"
 #include "hc/base/settings.h"
 
@@ -18,37 +20,6 @@
 
 namespace hc::rt {
 namespace {
-
-void roundFloats(float *p, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    p[i] = bf16Round(p[i]);
-}
-
-// The fp32 kernel `Base` with its packed panels rounded to bf16.
-template <const GemmKernel &(*Base)()> struct Rounded {
-  static void packA(const float *A, int64_t lda, int transA, int64_t m0,
-                    int64_t mc, int64_t k0, int64_t kc, float *dst) {
-    const GemmKernel &b = Base();
-    b.packA(A, lda, transA, m0, mc, k0, kc, dst);
-    roundFloats(dst, (mc + b.mr - 1) / b.mr * b.mr * kc);
-  }
-  static void packB(const float *B, int64_t ldb, int transB, int64_t k0,
-                    int64_t kc, int64_t n0, int64_t nc, float *dst) {
-    const GemmKernel &b = Base();
-    b.packB(B, ldb, transB, k0, kc, n0, nc, dst);
-    roundFloats(dst, (nc + b.nr - 1) / b.nr * b.nr * kc);
-  }
-  static const GemmKernel &kernel() {
-    static const GemmKernel k = [] {
-      GemmKernel r = Base();
-      r.packA = packA;
-      r.packB = packB;
-      r.microDirect = nullptr;  // in place would read unrounded operands
-      return r;
-    }();
-    return k;
-  }
-};
 
 // -1: not decided yet: HC_BF16_NATIVE=1/0 from the environment, else
 // measured (vdpbf16ps only where it outruns the FMAs); then the last
@@ -109,11 +80,11 @@ const GemmKernel &kernelBf16() {
   }
   switch (hcrt_isa()) {
   case HC_ISA_AVX512:
-    return Rounded<gemmAvx512>::kernel();
+    return gemmAvx512Rounded();
   case HC_ISA_AVX2:
-    return Rounded<gemmAvx2>::kernel();
+    return gemmAvx2Rounded();
   default:
-    return Rounded<gemmGeneric>::kernel();
+    return gemmGenericRounded();
   }
 }
 

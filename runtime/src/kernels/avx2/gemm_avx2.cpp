@@ -13,4 +13,8 @@ namespace gemm_avx2 {
 } // namespace gemm_avx2
 #pragma clang attribute pop
 const GemmKernel &gemmAvx2() { return gemm_avx2::kKernel; }
+const GemmKernel &gemmAvx2Rounded() {
+  static const GemmKernel k = gemm_avx2::roundedKernel();
+  return k;
+}
 } // namespace hc::rt

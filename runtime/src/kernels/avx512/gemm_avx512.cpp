@@ -13,4 +13,8 @@ namespace gemm_avx512 {
 } // namespace gemm_avx512
 #pragma clang attribute pop
 const GemmKernel &gemmAvx512() { return gemm_avx512::kKernel; }
+const GemmKernel &gemmAvx512Rounded() {
+  static const GemmKernel k = gemm_avx512::roundedKernel();
+  return k;
+}
 } // namespace hc::rt

@@ -8,4 +8,8 @@ namespace gemm_generic {
 #undef HC_GEMM_ISA
 } // namespace gemm_generic
 const GemmKernel &gemmGeneric() { return gemm_generic::kKernel; }
+const GemmKernel &gemmGenericRounded() {
+  static const GemmKernel k = gemm_generic::roundedKernel();
+  return k;
+}
 } // namespace hc::rt
