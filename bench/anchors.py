@@ -193,10 +193,12 @@ def peak(a):
                    str(a.threads)], None, 120)
     f = dict(kv.split("=") for kv in out.split()[1:])
     fma = float(f["fma_gflops"]) * 1e9
-    # bf16 products: AMX tiles or vdpbf16ps where the CPU has them (0 where
-    # not), else they run at the FMA rate (hc's emulation, PyTorch's too)
+    # bf16 products: the fastest unit that runs them, AMX tiles, vdpbf16ps
+    # (0 where the CPU has neither) or the FMAs on rounded operands (hc's
+    # emulation, PyTorch's too): the Emerald Rapids VM's vdpbf16ps runs at
+    # half the FMA rate, where hc multiplies on the FMAs.
     bf16 = max(float(f["bf16_gflops"]), float(f.get("amx_gflops", 0))) * 1e9
-    return fma, bf16 or fma
+    return fma, max(bf16, fma)
 
 
 def main():
@@ -283,7 +285,7 @@ def report(a, m, rows, times, rss, loss, why, peaks, steal):
             100 * max(steal[key]), "  (failed later: %s)" % why[key] if key in why else ""))
     print("vs hc: the row's s/step over hc's at the same precision (above 1: hc is faster)\n"
           "MFU: model FLOPs over s/step and the peak of the row's precision (fp32: FMA; bf16:\n"
-          "the bf16 products' peak: AMX, else vdpbf16ps, else FMA where the CPU has neither)\n"
+          "the bf16 products' peak: the fastest of AMX, vdpbf16ps and FMA on this CPU)\n"
           "ceiling: 1 / MFU, the most any implementation can be faster than this row on this CPU\n"
           "steal: the most CPU time, over the rounds, the hypervisor gave other guests during\n"
           "the row's runs (/proc/stat; 0 on bare metal; caches and memory shared with other\n"

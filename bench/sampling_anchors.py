@@ -228,7 +228,7 @@ def main():
                     w, label, t, a.images / t, 100 * flops / (t * top[precision]), ratio,
                     t * top[precision] / flops, max(rss[key]), md, rl))
             print("  MFU: model FLOPs over s/run and the peak of the row's precision (fp32: FMA;\n"
-                  "  bf16: AMX, else vdpbf16ps, else FMA where the CPU has neither); ceiling:\n"
+                  "  bf16: the fastest of AMX, vdpbf16ps and FMA on this CPU); ceiling:\n"
                   "  1 / MFU, the most any implementation can be faster than the row")
             for precision in ("fp32", "bf16"):
                 hc = times.get("hc-" + precision, [])
