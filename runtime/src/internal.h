@@ -300,11 +300,12 @@ struct GemmKernel {
   // without widening it first (the same words, except that bf16 denormals
   // and signalling NaNs keep their bits where the float32 conversion
   // flushes or quiets them: the products read them alike, denormals as
-  // zero); false where the kernel has no such path for that layout (the
-  // driver then widens). Null: none.
-  bool (*packABf16)(const uint16_t *A, int64_t lda, int transA, int64_t m0,
+  // zero), every layout. Every kernel hc_gemm_bf16 runs has them (the
+  // emulation widens a block and packs it); null in the fp32 kernels,
+  // which are never given a bf16 operand.
+  void (*packABf16)(const uint16_t *A, int64_t lda, int transA, int64_t m0,
                     int64_t mc, int64_t k0, int64_t kc, float *dst) = nullptr;
-  bool (*packBBf16)(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
+  void (*packBBf16)(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
                     int64_t kc, int64_t n0, int64_t nc, float *dst) = nullptr;
 };
 // Whether b_constant calls keep panels (HC_GEMM_PACKED_MB > 0); with 0 they
@@ -345,7 +346,7 @@ namespace gemm_avx512bf16 {
 void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
                   int64_t kc, int64_t n0, int64_t nc, float *dst);
 // packPairsB32's panel from a bf16 B (GemmKernel::packBBf16).
-bool packPairsB32Bf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
+void packPairsB32Bf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
                       int64_t kc, int64_t n0, int64_t nc, float *dst);
 }
 // `iters` rounds of 4 independent AMX bf16 tile products (16 x 16 x 32
@@ -357,11 +358,11 @@ double amxBf16Loop(long iters);
 const GemmKernel &fp32Kernel();
 // The kernel hc_gemm_bf16 runs now (gemm_bf16.cpp: AMX, vdpbf16ps or the
 // rounded fp32 emulation): flash attention's bf16 forward calls it on its
-// own tiles where its B panel is pair words (GemmKernel::pairedB).
+// own tiles.
 const GemmKernel &bf16Kernel();
 // k.packA / k.packB of an operand stored as float32 or, with `bf16`, as
-// bf16 elements (the pointer cast): packed from their bits where the
-// kernel can, else through a widened block (gemm_driver::packA / packB).
+// bf16 elements (the pointer cast): by the kernel's bf16 packers
+// (gemm_driver::packA / packB).
 void packOperandA(const GemmKernel &k, const float *A, int64_t lda, int transA, bool bf16,
                   int64_t m0, int64_t mc, int64_t k0, int64_t kc, float *dst);
 void packOperandB(const GemmKernel &k, const float *B, int64_t ldb, int transB, bool bf16,

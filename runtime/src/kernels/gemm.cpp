@@ -104,53 +104,22 @@ void addRowSums(const Problem &p, int64_t m0, int64_t m1, int64_t k0,
   }
 }
 
-// The block of a bf16 operand, rows x cols at src (rows ld apart), widened
-// into the calling thread's scratch slot 4 (rows cols apart).
-const float *widened(const float *src, int64_t ld, int64_t rows, int64_t cols) {
-  float *w = scratch(4, static_cast<std::size_t>(rows * cols) + 16);
-  const uint16_t *s = reinterpret_cast<const uint16_t *>(src);
-  for (int64_t r = 0; r < rows; ++r) {
-    uint32_t *d = reinterpret_cast<uint32_t *>(w + r * cols);
-    const uint16_t *row = s + r * ld;
-    for (int64_t c = 0; c < cols; ++c)
-      d[c] = static_cast<uint32_t>(row[c]) << 16;
-  }
-  return w;
-}
-
-// The block [r0, r0 + rn) x [c0, c0 + cn) of a bf16 operand whose element
-// (r, c) is at src[r * ld + c] (trans 0) or src[c * ld + r] (trans 1),
-// widened, at its origin; `ld` becomes the widened rows' stride.
-const float *widenedBlock(const float *src, int64_t &ld, int trans, int64_t r0, int64_t rn,
-                          int64_t c0, int64_t cn) {
-  const float *w = trans ? widened(advance(src, true, c0 * ld + r0), ld, cn, rn)
-                         : widened(advance(src, true, r0 * ld + c0), ld, rn, cn);
-  ld = trans ? rn : cn;
-  return w;
-}
-
 void packA(const GemmKernel &k, const Problem &p, int64_t m0, int64_t mc,
            int64_t k0, int64_t kc, float *dst) {
   if (!p.aBf16)
     return k.packA(p.A, p.lda, p.transA, m0, mc, k0, kc, dst);
-  if (k.packABf16 && k.packABf16(reinterpret_cast<const uint16_t *>(p.A), p.lda, p.transA,
-                                 m0, mc, k0, kc, dst))
-    return;
-  int64_t ld = p.lda;
-  const float *w = widenedBlock(p.A, ld, p.transA, m0, mc, k0, kc);
-  k.packA(w, ld, p.transA, 0, mc, 0, kc, dst);
+  if (!k.packABf16)
+    contractViolation("a GEMM kernel without a bf16 packer given a bf16 A");
+  k.packABf16(reinterpret_cast<const uint16_t *>(p.A), p.lda, p.transA, m0, mc, k0, kc, dst);
 }
 
 void packB(const GemmKernel &k, const Problem &p, int64_t k0, int64_t kc,
            int64_t n0, int64_t nc, float *dst) {
   if (!p.bBf16)
     return k.packB(p.B, p.ldb, p.transB, k0, kc, n0, nc, dst);
-  if (k.packBBf16 && k.packBBf16(reinterpret_cast<const uint16_t *>(p.B), p.ldb, p.transB,
-                                 k0, kc, n0, nc, dst))
-    return;
-  int64_t ld = p.ldb;
-  const float *w = widenedBlock(p.B, ld, p.transB, k0, kc, n0, nc);
-  k.packB(w, ld, p.transB, 0, kc, 0, nc, dst);
+  if (!k.packBBf16)
+    contractViolation("a GEMM kernel without a bf16 packer given a bf16 B");
+  k.packBBf16(reinterpret_cast<const uint16_t *>(p.B), p.ldb, p.transB, k0, kc, n0, nc, dst);
 }
 
 // Asks for the lines of C's mr x nr tile at c (rows ldc elements apart,

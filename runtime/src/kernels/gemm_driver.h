@@ -34,8 +34,8 @@ struct Problem {
   double *aSums = nullptr;  // hc_sgemm_row_sums' sums (this entry's)
   bool bConstant = false;   // hc_sgemm_args::b_constant: B's panels kept
   // hc_sgemm_args::a_bf16 / b_bf16: the operand's elements are bf16 (A, B
-  // point at them, cast): packed from their bits or through a widened
-  // block (packA / packB below); a row-major bf16 A read in place only by
+  // point at them, cast): packed by the kernel's bf16 packers (packA /
+  // packB below); a row-major bf16 A read in place only by
   // a kernel that converts it (GemmKernel::directRowsABf16).
   bool aBf16 = false, bBf16 = false;
 };
@@ -47,9 +47,9 @@ inline const float *advance(const float *base, bool bf16, int64_t elems) {
               : base + elems;
 }
 // k.packA / k.packB of p's operand: a bf16 one through the kernel's
-// packABf16 / packBBf16 where it has one for the layout, else widened to
-// float32 first (exact), a block of it; either way the kernel multiplies
-// the values it would from a float32 operand holding them.
+// packABf16 / packBBf16 (a kernel without them given one: a contract
+// violation); either way the kernel multiplies the values it would from a
+// float32 operand holding them.
 void packA(const GemmKernel &k, const Problem &p, int64_t m0, int64_t mc,
            int64_t k0, int64_t kc, float *dst);
 void packB(const GemmKernel &k, const Problem &p, int64_t k0, int64_t kc,

@@ -298,18 +298,17 @@ void packA(const float *A, int64_t lda, int transA, int64_t m0, int64_t mc,
 // packA of a bf16 A (GemmKernel::packABf16): rows copied as pairs, a
 // transposed one (attention's V^T) interleaved from its bits.
 template <class T>
-bool packABf16(const uint16_t *A, int64_t lda, int transA, int64_t m0, int64_t mc,
+void packABf16(const uint16_t *A, int64_t lda, int transA, int64_t m0, int64_t mc,
                int64_t k0, int64_t kc, float *dst) {
   T::configure(true);
   if (transA) {  // A is K x M: element (m, k) at A[k * lda + m]
     packBlockCols(A + k0 * lda + m0, lda, mc, kc, reinterpret_cast<int32_t *>(dst));
-    return true;
+    return;
   }
   for (int64_t i = 0; i < mc; i += MR) {
     const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
     packPanelRows(A + (m0 + i) * lda + k0, lda, rows, kc, reinterpret_cast<int32_t *>(dst + i * kc));
   }
-  return true;
 }
 
 // -------------------------------------------------------- micro-kernel ----

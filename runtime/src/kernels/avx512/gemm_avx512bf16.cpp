@@ -259,17 +259,15 @@ void packB(const float *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
 
 // GemmKernel::packABf16 / packBBf16: bf16-stored operands (x of linear
 // and of its weight gradients, attention's q, k and v) packed from their
-// bits instead of widened to float32 by the driver first.
-bool packABf16(const uint16_t *A, int64_t lda, int transA, int64_t m0, int64_t mc,
+// bits, never widened to float32 first.
+void packABf16(const uint16_t *A, int64_t lda, int transA, int64_t m0, int64_t mc,
                int64_t k0, int64_t kc, float *dst) {
   packPanelsA(A, lda, transA, m0, mc, k0, kc, dst);
-  return true;
 }
 
-bool packBBf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
+void packBBf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0, int64_t kc,
                int64_t n0, int64_t nc, float *dst) {
   packSlivers<NR>(B, ldb, transB, k0, kc, n0, nc, dst);
-  return true;
 }
 
 // The MR pair words of a transposed A panel for one k pair: rows r0 and
@@ -540,10 +538,9 @@ void packPairsB32(const float *B, int64_t ldb, int transB, int64_t k0,
 }
 
 // packPairsB32's panel from a bf16 B (GemmKernel::packBBf16).
-bool packPairsB32Bf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
+void packPairsB32Bf16(const uint16_t *B, int64_t ldb, int transB, int64_t k0,
                       int64_t kc, int64_t n0, int64_t nc, float *dst) {
   packSlivers<32>(B, ldb, transB, k0, kc, n0, nc, dst);
-  return true;
 }
 
 } // namespace gemm_avx512bf16
