@@ -10,6 +10,7 @@
 #include "hc/base/settings.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -551,8 +552,12 @@ EpiCtx resolveEpi(const hc_sgemm_args &g, int64_t b) {
 // chosen for outputs far smaller than a chunk.)
 void gemmViaTempBf16C(const GemmKernel &k, const Blocking &bl, const Problem &p, Range r) {
   int64_t rows = std::max<int64_t>((p.M + 15) / 16, (int64_t{8} << 20) / (4 * p.N));
-  if (p.epi.gate)
-    rows = (rows + p.epi.gateRows - 1) / p.epi.gateRows * p.epi.gateRows;
+  // Whole gate rows, and whole MR-row tiles: a chunk's edge rows must be
+  // the call's own, since an edge tile adds its k block's sum to C while
+  // a whole AMX tile starts its sums from C (another order: 1 bf16 ulp
+  // apart on row 1904 of a 2100-row C in chunks of 1906).
+  const int64_t unit = std::lcm<int64_t>(k.mr, p.epi.gate ? p.epi.gateRows : 1);
+  rows = (rows + unit - 1) / unit * unit;
   rows = std::max<int64_t>(1, std::min(rows, p.M));
   float *T = scratch(6, static_cast<std::size_t>(rows * p.N) + 16);
   uint16_t *C = reinterpret_cast<uint16_t *>(p.C);
